@@ -1,0 +1,362 @@
+//! The ABI between pincer's BPF programs and its userspace.
+//!
+//! Every type here is `#[repr(C)]`, `Copy`, made of fixed-size integers and
+//! arrays with explicit padding, so both sides agree on the layout byte for
+//! byte. Flags are plain integers rather than Rust enums: a value written by one
+//! side is never undefined behaviour for the other, and userspace decodes them
+//! with `TryFrom`. Each type's size is checked at compile time.
+#![no_std]
+
+/// Operation bits of a grant and of a request.
+///
+/// A request carries the operations the access needs; it is allowed when the
+/// grants that cover the object hold every one of them.
+pub mod ops {
+    /// Open for reading (files) or listing (directories).
+    pub const READ: u32 = 1 << 0;
+    /// Open for writing, appending or truncating.
+    pub const WRITE: u32 = 1 << 1;
+    /// Create a regular file (`open(O_CREAT)`, `creat`, `mknod` of a file).
+    pub const CREATE: u32 = 1 << 2;
+    /// Execute (the kernel opens the program and its interpreter for exec).
+    pub const EXEC: u32 = 1 << 3;
+    /// Every operation this version knows.
+    pub const ALL: u32 = READ | WRITE | CREATE | EXEC;
+
+    /// Names used in missions and audit lines, in bit order.
+    pub const NAMES: [(u32, &str); 4] = [
+        (READ, "read"),
+        (WRITE, "write"),
+        (CREATE, "create"),
+        (EXEC, "exec"),
+    ];
+}
+
+/// What the programs do with an access that no grant covers.
+pub mod mode {
+    /// Deny with `EACCES` and report.
+    pub const ENFORCE: u32 = 1;
+    /// Allow, and report what would have been denied.
+    pub const AUDIT: u32 = 2;
+}
+
+/// Bits of [`Agent::flags`].
+pub mod agent_flags {
+    /// Report granted accesses too, not only the ungranted ones.
+    pub const REPORT_ALLOWED: u32 = 1 << 0;
+}
+
+/// Verdicts carried by an [`AccessEvent`].
+pub mod verdict {
+    /// Granted by the mission.
+    pub const ALLOWED: u32 = 1;
+    /// Not granted: refused with `EACCES`.
+    pub const DENIED: u32 = 2;
+    /// Not granted, allowed because the agent runs in audit mode.
+    pub const AUDITED: u32 = 3;
+}
+
+/// The hook that made a decision.
+pub mod hook {
+    /// `security_file_open`: an existing object is opened (also for exec).
+    pub const FILE_OPEN: u32 = 1;
+    /// `security_inode_create`: a regular file is about to be created.
+    pub const INODE_CREATE: u32 = 2;
+}
+
+/// Bits of [`AccessEvent::flags`].
+pub mod event_flags {
+    /// The path components stop at the root of the object's filesystem.
+    pub const ROOT_REACHED: u32 = 1 << 0;
+    /// A component was longer than [`crate::COMPONENT_LEN`] and was cut.
+    pub const NAME_TRUNCATED: u32 = 1 << 1;
+    /// A kernel read failed while the event was filled.
+    pub const READ_FAILED: u32 = 1 << 2;
+}
+
+/// Indices of the per-CPU counters in [`names::COUNTERS`].
+pub mod counter {
+    /// Accesses allowed by a grant.
+    pub const ALLOWED: u32 = 0;
+    /// Accesses denied because no grant covered them.
+    pub const DENIED: u32 = 1;
+    /// Ungranted accesses allowed in audit mode.
+    pub const AUDITED: u32 = 2;
+    /// Events lost because the ring buffer was full (the access was still
+    /// decided as if the event had been sent: denied in enforce mode).
+    pub const RINGBUF_FULL: u32 = 3;
+    /// Accesses denied because a kernel structure could not be read.
+    pub const READ_FAILED: u32 = 4;
+    /// Tree walks that stopped at [`crate::MAX_TREE_DEPTH`] before the root.
+    pub const WALK_LIMIT: u32 = 5;
+    /// Accesses denied because the loader never set the kernel offsets.
+    pub const NO_OFFSETS: u32 = 6;
+    /// Number of counters.
+    pub const COUNT: u32 = 8;
+
+    /// Names for metrics and `pincer` output, by index.
+    pub const NAMES: [&str; COUNT as usize] = [
+        "allowed",
+        "denied",
+        "audited",
+        "ringbuf_full",
+        "read_failed",
+        "walk_limit",
+        "no_offsets",
+        "reserved",
+    ];
+}
+
+/// Names of maps, programs and globals in the BPF object (at most 15 bytes:
+/// the kernel truncates longer object names).
+pub mod names {
+    /// Agent cgroup id → [`crate::Agent`].
+    pub const AGENTS: &str = "PINCER_AGENTS";
+    /// [`crate::GrantKey`] → [`crate::GrantValue`].
+    pub const GRANTS: &str = "PINCER_GRANTS";
+    /// [`crate::NameGrantKey`] → [`crate::GrantValue`]: grants for files that
+    /// did not exist when the mission was loaded.
+    pub const NAME_GRANTS: &str = "PINCER_NGRANTS";
+    /// Ring buffer of [`crate::AccessEvent`].
+    pub const EVENTS: &str = "PINCER_EVENTS";
+    /// Per-CPU `u64` counters, indexed by [`crate::counter`].
+    pub const COUNTERS: &str = "PINCER_COUNTERS";
+    /// Per-CPU scratch space for keys too large for the BPF stack.
+    pub const SCRATCH: &str = "PINCER_SCRATCH";
+    /// The [`crate::KernelOffsets`] global.
+    pub const OFFSETS: &str = "PINCER_OFFSETS";
+    /// Program on `security_file_open`.
+    pub const PROG_FILE_OPEN: &str = "file_open";
+    /// Program on `security_inode_create`.
+    pub const PROG_INODE_CREATE: &str = "inode_create";
+}
+
+/// Longest path component copied into an event (with its NUL).
+pub const COMPONENT_LEN: usize = 64;
+/// Path components copied into an event, leaf first.
+pub const MAX_COMPONENTS: usize = 16;
+/// Ancestors visited when looking for a tree grant.
+pub const MAX_TREE_DEPTH: u32 = 32;
+/// A file name with its NUL (`NAME_MAX` + 1).
+pub const NAME_LEN: usize = 256;
+
+/// Maximum number of agent cgroups.
+pub const MAX_AGENTS: u32 = 4096;
+/// Maximum number of inode grants over all agents.
+pub const MAX_GRANTS: u32 = 65536;
+/// Maximum number of name grants over all agents.
+pub const MAX_NAME_GRANTS: u32 = 8192;
+/// Size of the event ring buffer in bytes (a power of two, a multiple of the
+/// page size).
+pub const EVENTS_BYTES: u32 = 256 * 1024;
+
+/// A confined cgroup: the value of [`names::AGENTS`], keyed by cgroup id.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Agent {
+    /// Mission slot: the first field of every grant key of this agent.
+    pub slot: u32,
+    /// One of [`mode`].
+    pub mode: u32,
+    /// Bits of [`agent_flags`].
+    pub flags: u32,
+    /// Explicit padding; always zero.
+    pub _pad: u32,
+}
+
+/// Key of an inode grant: an object by identity, for one mission slot.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct GrantKey {
+    /// Mission slot of the agent.
+    pub slot: u32,
+    /// Explicit padding; always zero.
+    pub _pad: u32,
+    /// Device of the object's filesystem in the kernel's encoding
+    /// (`major << 20 | minor`, as in `super_block.s_dev`).
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+}
+
+/// Value of a grant: the operations it allows, by extent.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GrantValue {
+    /// Operations allowed on this object itself.
+    pub file_ops: u32,
+    /// Operations allowed on this object and everything below it.
+    pub tree_ops: u32,
+}
+
+/// Key of a name grant: a file that did not exist when the mission was
+/// loaded, named by its parent directory's identity and its name.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NameGrantKey {
+    /// Mission slot of the agent.
+    pub slot: u32,
+    /// Length of `name` without its NUL.
+    pub name_len: u32,
+    /// Device of the parent directory (kernel encoding).
+    pub parent_dev: u64,
+    /// Inode of the parent directory.
+    pub parent_ino: u64,
+    /// The name, NUL-terminated and zero-padded.
+    pub name: [u8; NAME_LEN],
+}
+
+impl NameGrantKey {
+    /// An all-zero key.
+    pub const fn zeroed() -> Self {
+        Self {
+            slot: 0,
+            name_len: 0,
+            parent_dev: 0,
+            parent_ino: 0,
+            name: [0; NAME_LEN],
+        }
+    }
+}
+
+/// One decision reported to userspace through [`names::EVENTS`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct AccessEvent {
+    /// Cgroup of the task.
+    pub cgroup_id: u64,
+    /// Device (kernel encoding) of the object; for a creation, of its parent.
+    pub dev: u64,
+    /// Inode of the object; for a creation, of its parent directory.
+    pub ino: u64,
+    /// Thread id.
+    pub pid: u32,
+    /// Process id.
+    pub tgid: u32,
+    /// Mission slot of the agent.
+    pub slot: u32,
+    /// Operations requested.
+    pub ops: u32,
+    /// Operations the grants gave.
+    pub granted: u32,
+    /// One of [`verdict`].
+    pub verdict: u32,
+    /// One of [`hook`].
+    pub hook: u32,
+    /// Number of filled entries of `components`.
+    pub depth: u32,
+    /// Bits of [`event_flags`].
+    pub flags: u32,
+    /// Explicit padding; always zero.
+    pub _pad: u32,
+    /// `comm` of the task.
+    pub comm: [u8; 16],
+    /// Path components, leaf first, each NUL-terminated. For a creation the
+    /// leaf is the name being created.
+    pub components: [[u8; COMPONENT_LEN]; MAX_COMPONENTS],
+}
+
+/// Offsets of kernel struct members, read from the running kernel's BTF by the
+/// loader and written into the program's [`names::OFFSETS`] global: Rust BPF has
+/// no CO-RE field relocation, and the layouts differ between kernels (for
+/// example `file.f_inode` is at byte 32 on 6.1 and 40 on 6.12).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelOffsets {
+    /// Non-zero once the loader has filled this struct; the programs deny
+    /// every agent access while it is zero.
+    pub loaded: u32,
+    /// `file.f_inode`.
+    pub file_f_inode: u32,
+    /// `file.f_path.dentry`.
+    pub file_f_path_dentry: u32,
+    /// `file.f_mode`.
+    pub file_f_mode: u32,
+    /// `inode.i_ino`.
+    pub inode_i_ino: u32,
+    /// `inode.i_sb`.
+    pub inode_i_sb: u32,
+    /// `super_block.s_dev`.
+    pub super_block_s_dev: u32,
+    /// `dentry.d_parent`.
+    pub dentry_d_parent: u32,
+    /// `dentry.d_name.name`.
+    pub dentry_d_name_name: u32,
+    /// `dentry.d_inode`.
+    pub dentry_d_inode: u32,
+}
+
+impl KernelOffsets {
+    /// All zero: not loaded.
+    pub const fn zeroed() -> Self {
+        Self {
+            loaded: 0,
+            file_f_inode: 0,
+            file_f_path_dentry: 0,
+            file_f_mode: 0,
+            inode_i_ino: 0,
+            inode_i_sb: 0,
+            super_block_s_dev: 0,
+            dentry_d_parent: 0,
+            dentry_d_name_name: 0,
+            dentry_d_inode: 0,
+        }
+    }
+}
+
+/// `f_mode` bits the programs read (stable kernel ABI since 2.6).
+pub mod fmode {
+    /// `FMODE_READ`.
+    pub const READ: u32 = 0x1;
+    /// `FMODE_WRITE`.
+    pub const WRITE: u32 = 0x2;
+    /// `FMODE_EXEC`.
+    pub const EXEC: u32 = 0x20;
+}
+
+const _: () = {
+    assert!(core::mem::size_of::<Agent>() == 16);
+    assert!(core::mem::size_of::<GrantKey>() == 24);
+    assert!(core::mem::size_of::<GrantValue>() == 8);
+    assert!(core::mem::size_of::<NameGrantKey>() == 24 + NAME_LEN);
+    assert!(core::mem::size_of::<AccessEvent>() == 80 + COMPONENT_LEN * MAX_COMPONENTS);
+    assert!(core::mem::size_of::<KernelOffsets>() == 40);
+    assert!(names::COUNTERS.len() <= 15);
+    assert!(names::NAME_GRANTS.len() <= 15);
+};
+
+#[cfg(feature = "user")]
+mod pod {
+    // SAFETY: each type is `repr(C)`, `Copy`, made only of integers and integer
+    // arrays with explicit padding fields, so every bit pattern is valid.
+    unsafe impl aya::Pod for super::Agent {}
+    unsafe impl aya::Pod for super::GrantKey {}
+    unsafe impl aya::Pod for super::GrantValue {}
+    unsafe impl aya::Pod for super::NameGrantKey {}
+    unsafe impl aya::Pod for super::AccessEvent {}
+    unsafe impl aya::Pod for super::KernelOffsets {}
+}
+
+/// Converts a userspace device number (`stat.st_dev`, glibc's encoding) to the
+/// kernel's internal `dev_t` encoding used in `super_block.s_dev`.
+pub const fn kernel_dev(st_dev: u64) -> u64 {
+    let major = ((st_dev >> 8) & 0xfff) | ((st_dev >> 32) & !0xfff);
+    let minor = (st_dev & 0xff) | ((st_dev >> 12) & !0xff);
+    (major << 20) | minor
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kernel_dev;
+
+    #[test]
+    fn kernel_dev_matches_kernel_encoding() {
+        // 8:1 (sda1): st_dev 0x801 → (8 << 20) | 1.
+        assert_eq!(kernel_dev(0x801), (8 << 20) | 1);
+        // 0:26 (a tmpfs): st_dev 0x1a → 26.
+        assert_eq!(kernel_dev(0x1a), 26);
+        // 259:70000 (large minor): glibc splits the minor across two fields.
+        let st = (259u64 << 8) | (70000 & 0xff) | ((70000u64 & !0xff) << 12);
+        assert_eq!(kernel_dev(st), (259 << 20) | 70000);
+    }
+}

@@ -1,0 +1,82 @@
+//! Reading kernel structures at the offsets the loader found in the running
+//! kernel's BTF (Rust BPF has no CO-RE field relocation).
+
+use aya_ebpf::helpers::bpf_probe_read_kernel;
+use pincer_common::KernelOffsets;
+
+/// Set by the loader before the programs are loaded; all zero means it never
+/// was, and every agent access is then refused.
+#[unsafe(no_mangle)]
+static PINCER_OFFSETS: KernelOffsets = KernelOffsets::zeroed();
+
+/// A kernel read failed; the access is treated as ungranted.
+pub struct ReadFailed;
+
+/// The kernel offsets, or an error when the loader did not set them.
+#[inline(always)]
+pub fn offsets() -> Result<KernelOffsets, Failure> {
+    // Volatile: the value is patched into the object after compilation, so the
+    // compiler must not fold the zeros it sees here.
+    let offsets = unsafe { core::ptr::read_volatile(&PINCER_OFFSETS) };
+    if offsets.loaded == 0 {
+        return Err(Failure::NoOffsets);
+    }
+    Ok(offsets)
+}
+
+/// Why an access could not be identified.
+pub enum Failure {
+    /// The loader never set [`PINCER_OFFSETS`].
+    NoOffsets,
+    /// A kernel read failed.
+    Read,
+}
+
+impl From<ReadFailed> for Failure {
+    fn from(_: ReadFailed) -> Self {
+        Failure::Read
+    }
+}
+
+/// Reads a `T` at `base + off` from kernel memory.
+#[inline(always)]
+pub fn read<T>(base: *const u8, off: u32) -> Result<T, ReadFailed> {
+    if base.is_null() {
+        return Err(ReadFailed);
+    }
+    let field = base.wrapping_add(off as usize).cast::<T>();
+    unsafe { bpf_probe_read_kernel(field) }.map_err(|_| ReadFailed)
+}
+
+/// (device in the kernel's encoding, inode number) of an inode.
+#[inline(always)]
+pub fn identity(off: &KernelOffsets, inode: *const u8) -> Result<(u64, u64), ReadFailed> {
+    let ino: u64 = read(inode, off.inode_i_ino)?;
+    let sb: *const u8 = read(inode, off.inode_i_sb)?;
+    let dev: u32 = read(sb, off.super_block_s_dev)?;
+    Ok((u64::from(dev), ino))
+}
+
+/// The parent of a dentry, or `None` at the root of its filesystem.
+#[inline(always)]
+pub fn parent(off: &KernelOffsets, dentry: *const u8) -> Result<Option<*const u8>, ReadFailed> {
+    let parent: *const u8 = read(dentry, off.dentry_d_parent)?;
+    if parent.is_null() || parent == dentry {
+        Ok(None)
+    } else {
+        Ok(Some(parent))
+    }
+}
+
+/// The inode number of a (positive) dentry.
+#[inline(always)]
+pub fn dentry_ino(off: &KernelOffsets, dentry: *const u8) -> Result<u64, ReadFailed> {
+    let inode: *const u8 = read(dentry, off.dentry_d_inode)?;
+    read(inode, off.inode_i_ino)
+}
+
+/// The name of a dentry (a pointer to kernel memory).
+#[inline(always)]
+pub fn name(off: &KernelOffsets, dentry: *const u8) -> Result<*const u8, ReadFailed> {
+    read(dentry, off.dentry_d_name_name)
+}

@@ -1,0 +1,305 @@
+//! Turning raw ring-buffer records into sanitized decisions.
+//!
+//! Nothing downstream sees kernel bytes: names are escaped (control
+//! characters, backslashes and invalid UTF-8 become `\xNN`), lengths are
+//! bounded, and flags are decoded into words.
+
+use std::{collections::HashMap, fs};
+
+use pincer_common::{AccessEvent, COMPONENT_LEN, MAX_COMPONENTS, event_flags, hook, ops, verdict};
+use serde::Serialize;
+
+/// Longest escaped path kept in a decision.
+pub const MAX_PATH_CHARS: usize = 4096;
+
+/// A decision of the kernel, sanitized for people and voters.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Escaped `comm` of the task.
+    pub comm: String,
+    /// Operations requested, by name.
+    pub operation: Vec<&'static str>,
+    /// Escaped path of the object (for a creation, of the new name).
+    pub path: String,
+    /// `allow`, `deny`, or `audit` (allowed, would have been denied).
+    pub verdict: &'static str,
+    /// Why.
+    pub reason: String,
+    /// The hook that decided.
+    pub hook: &'static str,
+    /// The object's (for a creation, its directory's) device as `major:minor`.
+    pub dev: String,
+    /// The object's (for a creation, its directory's) inode.
+    pub ino: u64,
+    /// The agent's cgroup id.
+    pub cgroup: u64,
+}
+
+/// Reads an [`AccessEvent`] from ring-buffer bytes.
+pub fn parse(bytes: &[u8]) -> Option<AccessEvent> {
+    if bytes.len() < size_of::<AccessEvent>() {
+        return None;
+    }
+    // SAFETY: the length is checked and `AccessEvent` is plain old data, valid
+    // for any bit pattern; the read is unaligned-safe.
+    Some(unsafe { bytes.as_ptr().cast::<AccessEvent>().read_unaligned() })
+}
+
+/// Names of a set of operation bits.
+pub fn op_names(bits: u32) -> Vec<&'static str> {
+    ops::NAMES
+        .iter()
+        .filter(|(bit, _)| bits & bit != 0)
+        .map(|(_, name)| *name)
+        .collect()
+}
+
+/// Escapes bytes for display: printable ASCII and valid non-control UTF-8
+/// pass, `\` doubles, everything else becomes `\xNN`.
+pub fn escape(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                c if c.is_control() => {
+                    let mut buf = [0; 4];
+                    for b in c.encode_utf8(&mut buf).bytes() {
+                        out.push_str(&format!("\\x{b:02x}"));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+/// Bytes of a NUL-terminated fixed buffer.
+fn until_nul(buf: &[u8]) -> &[u8] {
+    buf.split(|&b| b == 0).next().unwrap_or_default()
+}
+
+/// Mount points by device, to turn a path inside a filesystem (what the
+/// kernel walk yields) into an absolute one.
+#[derive(Debug, Default)]
+pub struct Mounts {
+    by_dev: HashMap<u64, String>,
+}
+
+impl Mounts {
+    /// Reads `/proc/self/mountinfo`.
+    pub fn load() -> Self {
+        Self::parse(&fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
+    }
+
+    /// Parses mountinfo text. Only mounts of a filesystem's root are kept: a
+    /// bind mount of a subdirectory would give the wrong prefix.
+    pub fn parse(text: &str) -> Self {
+        let mut by_dev = HashMap::new();
+        for line in text.lines() {
+            let fields: Vec<&str> = line.split(' ').collect();
+            let (Some(devno), Some(root), Some(point)) =
+                (fields.get(2), fields.get(3), fields.get(4))
+            else {
+                continue;
+            };
+            let Some((major, minor)) = devno.split_once(':') else {
+                continue;
+            };
+            let (Ok(major), Ok(minor)) = (major.parse::<u64>(), minor.parse::<u64>()) else {
+                continue;
+            };
+            if *root != "/" {
+                continue;
+            }
+            // First one wins: the same filesystem mounted twice gives the
+            // older, usually canonical, place.
+            by_dev
+                .entry((major << 20) | minor)
+                .or_insert_with(|| unescape_mount(point));
+        }
+        Self { by_dev }
+    }
+
+    /// The absolute path of `inside` (a path from the root of the filesystem
+    /// on `dev`), when the filesystem's root is mounted somewhere.
+    pub fn absolute(&self, dev: u64, inside: &str) -> Option<String> {
+        let point = self.by_dev.get(&dev)?;
+        Some(if point == "/" {
+            inside.to_owned()
+        } else if inside == "/" {
+            point.clone()
+        } else {
+            format!("{point}{inside}")
+        })
+    }
+}
+
+/// Undoes mountinfo's octal escapes (`\040` for a space).
+fn unescape_mount(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && i + 3 < bytes.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The escaped path of an event's object.
+pub fn event_path(event: &AccessEvent, mounts: &Mounts) -> String {
+    let depth = (event.depth as usize).min(MAX_COMPONENTS);
+    let mut path = String::new();
+    for component in event.components[..depth].iter().rev() {
+        path.push('/');
+        path.push_str(&escape(until_nul(&component[..COMPONENT_LEN])));
+    }
+    if path.is_empty() {
+        path.push('/');
+    }
+    let mut path = if event.flags & event_flags::ROOT_REACHED != 0 {
+        mounts.absolute(event.dev, &path).unwrap_or(path)
+    } else {
+        format!("…{path}")
+    };
+    if path.len() > MAX_PATH_CHARS {
+        let mut cut = MAX_PATH_CHARS;
+        while !path.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        path.truncate(cut);
+        path.push('…');
+    }
+    path
+}
+
+/// Sanitizes an event into a decision.
+pub fn decision(event: &AccessEvent, mounts: &Mounts) -> Decision {
+    let missing = event.ops & !event.granted;
+    let (verdict, reason) = match event.verdict {
+        verdict::ALLOWED => ("allow", "granted by the mission".to_owned()),
+        verdict::AUDITED => (
+            "audit",
+            format!(
+                "audit mode: would be denied, no grant covers {}",
+                op_names(missing).join(", ")
+            ),
+        ),
+        _ if event.flags & event_flags::READ_FAILED != 0 && event.ops == 0 => (
+            "deny",
+            "the object could not be identified; denied".to_owned(),
+        ),
+        _ => (
+            "deny",
+            format!("no grant covers {}", op_names(missing).join(", ")),
+        ),
+    };
+    Decision {
+        pid: event.tgid,
+        tid: event.pid,
+        comm: escape(until_nul(&event.comm)),
+        operation: op_names(event.ops),
+        path: event_path(event, mounts),
+        verdict,
+        reason,
+        hook: match event.hook {
+            hook::FILE_OPEN => "file_open",
+            hook::INODE_CREATE => "inode_create",
+            _ => "unknown",
+        },
+        dev: format!("{}:{}", event.dev >> 20, event.dev & 0xf_ffff),
+        ino: event.ino,
+        cgroup: event.cgroup_id,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(components: &[&[u8]], flags: u32) -> AccessEvent {
+        let mut event = AccessEvent {
+            cgroup_id: 7,
+            dev: (8 << 20) | 1,
+            ino: 42,
+            pid: 100,
+            tgid: 99,
+            slot: 1,
+            ops: ops::READ | ops::WRITE,
+            granted: ops::READ,
+            verdict: verdict::DENIED,
+            hook: hook::FILE_OPEN,
+            depth: components.len() as u32,
+            flags,
+            _pad: 0,
+            comm: [0; 16],
+            components: [[0; COMPONENT_LEN]; MAX_COMPONENTS],
+        };
+        event.comm[..3].copy_from_slice(b"cat");
+        for (slot, name) in event.components.iter_mut().zip(components) {
+            slot[..name.len()].copy_from_slice(name);
+        }
+        event
+    }
+
+    #[test]
+    fn escapes_control_and_invalid_bytes() {
+        assert_eq!(escape(b"plain name.txt"), "plain name.txt");
+        assert_eq!(escape(b"a\nb\x1b[31m"), "a\\x0ab\\x1b[31m");
+        assert_eq!(escape(b"back\\slash"), "back\\\\slash");
+        assert_eq!(escape(b"bad\xff\xfeutf8"), "bad\\xff\\xfeutf8");
+        assert_eq!(escape("caf\u{e9}".as_bytes()), "caf\u{e9}");
+    }
+
+    #[test]
+    fn path_is_joined_leaf_last_and_prefixed_by_mount() {
+        let mounts = Mounts::parse(
+            "22 1 0:21 / / rw - rootfs rootfs rw\n\
+             30 22 8:1 / /mnt/my\\040disk rw - ext4 /dev/sda1 rw\n\
+             31 22 8:1 /sub /bound rw - ext4 /dev/sda1 rw\n",
+        );
+        let e = event(&[b"id_rsa", b".ssh", b"root"], event_flags::ROOT_REACHED);
+        assert_eq!(event_path(&e, &mounts), "/mnt/my disk/root/.ssh/id_rsa");
+        let mut e = e;
+        e.dev = 21;
+        assert_eq!(event_path(&e, &mounts), "/root/.ssh/id_rsa");
+        e.flags = 0;
+        assert_eq!(event_path(&e, &mounts), "…/root/.ssh/id_rsa");
+    }
+
+    #[test]
+    fn decision_names_missing_ops() {
+        let d = decision(
+            &event(&[b"key\x07"], event_flags::ROOT_REACHED),
+            &Mounts::default(),
+        );
+        assert_eq!(d.verdict, "deny");
+        assert_eq!(d.reason, "no grant covers write");
+        assert_eq!(d.operation, ["read", "write"]);
+        assert_eq!(d.path, "/key\\x07");
+        assert_eq!(d.comm, "cat");
+        assert_eq!(d.dev, "8:1");
+        assert_eq!((d.pid, d.tid), (99, 100));
+    }
+
+    #[test]
+    fn short_record_is_rejected() {
+        assert!(parse(&[0u8; 16]).is_none());
+    }
+}

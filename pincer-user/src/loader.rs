@@ -1,0 +1,196 @@
+//! Loading the embedded BPF object, attaching its programs and writing its
+//! maps. One [`Enforcer`] owns the loaded object; dropping it detaches every
+//! program and frees the maps.
+
+use std::path::Path;
+
+use aya::{
+    Ebpf, EbpfLoader,
+    maps::{HashMap, MapData, PerCpuArray, RingBuf},
+    programs::Lsm,
+};
+use pincer_common::{Agent, GrantKey, GrantValue, NameGrantKey, counter, names};
+
+use crate::{btf, mission::ResolvedGrants};
+
+/// The BPF object, embedded at build time (empty when it was not built).
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/pincer.bpf.o"));
+
+/// Programs and the LSM hooks they attach to.
+const PROGRAMS: [(&str, &str); 2] = [
+    (names::PROG_FILE_OPEN, "file_open"),
+    (names::PROG_INODE_CREATE, "inode_create"),
+];
+
+/// Errors loading or driving the programs.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The binary was built without the BPF object.
+    #[error(
+        "this pincer binary was built without its BPF programs; build them with `cargo xtask build-ebpf` and rebuild pincer"
+    )]
+    NoObject,
+    /// Kernel offsets could not be read.
+    #[error("failed to read kernel struct offsets")]
+    Offsets(#[source] btf::BtfError),
+    /// The kernel's BTF could not be loaded for attaching.
+    #[error("failed to load kernel BTF for attaching LSM programs")]
+    Btf(#[source] aya::BtfError),
+    /// The object could not be loaded.
+    #[error("failed to load the BPF object")]
+    Object(#[source] aya::EbpfError),
+    /// A program is missing from the object.
+    #[error("the BPF object has no program `{0}`")]
+    MissingProgram(&'static str),
+    /// A program could not be loaded or attached.
+    #[error("failed to load or attach the LSM program on `{hook}`")]
+    Program {
+        /// The hook.
+        hook: &'static str,
+        /// The kernel's or aya's error.
+        #[source]
+        source: aya::programs::ProgramError,
+    },
+    /// A map is missing or has the wrong type.
+    #[error("failed to open map `{name}`")]
+    Map {
+        /// The map.
+        name: &'static str,
+        /// The cause.
+        #[source]
+        source: aya::maps::MapError,
+    },
+}
+
+/// The loaded, attached programs and their maps.
+pub struct Enforcer {
+    ebpf: Ebpf,
+}
+
+impl Enforcer {
+    /// Loads the programs with this kernel's struct offsets and attaches them.
+    pub fn load() -> Result<Self, LoadError> {
+        if OBJECT.is_empty() {
+            return Err(LoadError::NoObject);
+        }
+        let offsets =
+            btf::kernel_offsets(Path::new(btf::VMLINUX_BTF)).map_err(LoadError::Offsets)?;
+        let mut ebpf = EbpfLoader::new()
+            .override_global(names::OFFSETS, &offsets, true)
+            .load(OBJECT)
+            .map_err(LoadError::Object)?;
+        let kernel_btf = aya::Btf::from_sys_fs().map_err(LoadError::Btf)?;
+        for (name, hook) in PROGRAMS {
+            let program: &mut Lsm = ebpf
+                .program_mut(name)
+                .ok_or(LoadError::MissingProgram(name))?
+                .try_into()
+                .map_err(|source| LoadError::Program { hook, source })?;
+            program
+                .load(hook, &kernel_btf)
+                .map_err(|source| LoadError::Program { hook, source })?;
+            program
+                .attach()
+                .map_err(|source| LoadError::Program { hook, source })?;
+        }
+        Ok(Self { ebpf })
+    }
+
+    fn hash_map<K: aya::Pod, V: aya::Pod>(
+        &mut self,
+        name: &'static str,
+    ) -> Result<HashMap<&mut MapData, K, V>, LoadError> {
+        let map = self.ebpf.map_mut(name).ok_or(LoadError::Map {
+            name,
+            source: aya::maps::MapError::InvalidName {
+                name: name.to_owned(),
+            },
+        })?;
+        HashMap::try_from(map).map_err(|source| LoadError::Map { name, source })
+    }
+
+    /// Confines a cgroup: from now on its tasks are checked against `slot`.
+    pub fn add_agent(&mut self, cgroup_id: u64, agent: Agent) -> Result<(), LoadError> {
+        let name = names::AGENTS;
+        self.hash_map::<u64, Agent>(name)?
+            .insert(cgroup_id, agent, 0)
+            .map_err(|source| LoadError::Map { name, source })
+    }
+
+    /// Stops confining a cgroup.
+    pub fn remove_agent(&mut self, cgroup_id: u64) -> Result<(), LoadError> {
+        let name = names::AGENTS;
+        self.hash_map::<u64, Agent>(name)?
+            .remove(&cgroup_id)
+            .map_err(|source| LoadError::Map { name, source })
+    }
+
+    /// Writes a mission's resolved grants.
+    pub fn add_grants(&mut self, grants: &ResolvedGrants) -> Result<(), LoadError> {
+        let name = names::GRANTS;
+        let mut map = self.hash_map::<GrantKey, GrantValue>(name)?;
+        for (key, value, _) in &grants.inode {
+            map.insert(key, value, 0)
+                .map_err(|source| LoadError::Map { name, source })?;
+        }
+        let name = names::NAME_GRANTS;
+        let mut map = self.hash_map::<NameGrantKey, GrantValue>(name)?;
+        for (key, value, _) in &grants.names {
+            map.insert(key, value, 0)
+                .map_err(|source| LoadError::Map { name, source })?;
+        }
+        Ok(())
+    }
+
+    /// Removes every grant of a mission slot.
+    pub fn remove_slot(&mut self, slot: u32) -> Result<(), LoadError> {
+        let name = names::GRANTS;
+        let mut map = self.hash_map::<GrantKey, GrantValue>(name)?;
+        let keys: Vec<GrantKey> = map.keys().filter_map(Result::ok).collect();
+        for key in keys.into_iter().filter(|k| k.slot == slot) {
+            // A key already gone is what we want.
+            let _ = map.remove(&key);
+        }
+        let name = names::NAME_GRANTS;
+        let mut map = self.hash_map::<NameGrantKey, GrantValue>(name)?;
+        let keys: Vec<NameGrantKey> = map.keys().filter_map(Result::ok).collect();
+        for key in keys.into_iter().filter(|k| k.slot == slot) {
+            let _ = map.remove(&key);
+        }
+        Ok(())
+    }
+
+    /// Takes the event ring buffer out of the object (once).
+    pub fn take_events(&mut self) -> Result<RingBuf<MapData>, LoadError> {
+        let name = names::EVENTS;
+        let map = self.ebpf.take_map(name).ok_or(LoadError::Map {
+            name,
+            source: aya::maps::MapError::InvalidName {
+                name: name.to_owned(),
+            },
+        })?;
+        RingBuf::try_from(map).map_err(|source| LoadError::Map { name, source })
+    }
+
+    /// The kernel counters, summed over CPUs, indexed by
+    /// [`pincer_common::counter`].
+    pub fn counters(&mut self) -> Result<[u64; counter::COUNT as usize], LoadError> {
+        let name = names::COUNTERS;
+        let map = self.ebpf.map_mut(name).ok_or(LoadError::Map {
+            name,
+            source: aya::maps::MapError::InvalidName {
+                name: name.to_owned(),
+            },
+        })?;
+        let array = PerCpuArray::<&mut MapData, u64>::try_from(map)
+            .map_err(|source| LoadError::Map { name, source })?;
+        let mut sums = [0u64; counter::COUNT as usize];
+        for (index, sum) in sums.iter_mut().enumerate() {
+            let values = array
+                .get(&(index as u32), 0)
+                .map_err(|source| LoadError::Map { name, source })?;
+            *sum = values.iter().sum();
+        }
+        Ok(sums)
+    }
+}

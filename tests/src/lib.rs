@@ -1,0 +1,194 @@
+//! Harness for pincer's privileged integration tests.
+//!
+//! These tests run as root inside a VM guest booted with BPF LSM enabled
+//! (`cargo xtask test`), one at a time. Each creates what it needs under a
+//! fresh directory and removes it on drop; none returns early on a missing
+//! prerequisite: a guest that cannot enforce fails the tests.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::{Child, Command, Output, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+/// `EACCES`.
+pub const EACCES: i32 = 13;
+
+/// The `pincer` binary under test.
+pub fn pincer_bin() -> PathBuf {
+    std::env::var_os("PINCER_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/bin/pincer"))
+}
+
+/// The probe binary the tests confine.
+pub fn probe_bin() -> PathBuf {
+    std::env::var_os("PINCER_PROBE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/bin/pincer-probe"))
+}
+
+/// The cgroup2 mount in the guest.
+pub const CGROUP2: &str = "/sys/fs/cgroup";
+
+/// A scratch directory with a project tree and a secret outside it; removed
+/// on drop.
+pub struct Scratch {
+    /// The scratch root.
+    pub root: PathBuf,
+}
+
+impl Scratch {
+    /// Creates `/tmp/pincer-test-<name>` with `project/` (holding `a.txt` and
+    /// `b.txt`) and `secret/key` next to it.
+    pub fn new(name: &str) -> Self {
+        let root = PathBuf::from(format!("/tmp/pincer-test-{name}"));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("project/src")).unwrap();
+        fs::create_dir_all(root.join("secret")).unwrap();
+        fs::write(root.join("project/a.txt"), "alpha\n").unwrap();
+        fs::write(root.join("project/b.txt"), "bravo\n").unwrap();
+        fs::write(root.join("project/src/main.rs"), "fn main() {}\n").unwrap();
+        fs::write(root.join("secret/key"), "TOP SECRET\n").unwrap();
+        Self { root }
+    }
+
+    /// A path inside the scratch root.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// A path inside the scratch root, as a string.
+    pub fn p(&self, rel: &str) -> String {
+        self.path(rel).to_string_lossy().into_owned()
+    }
+
+    /// Writes a mission file and returns its path.
+    pub fn mission(&self, text: &str) -> PathBuf {
+        let path = self.root.join("mission.toml");
+        fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// The audit log path used by [`Scratch::run`].
+    pub fn audit_path(&self) -> PathBuf {
+        self.root.join("audit.jsonl")
+    }
+
+    /// The audit lines written so far, parsed.
+    pub fn audit(&self) -> Vec<serde_json::Value> {
+        fs::read_to_string(self.audit_path())
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("audit lines are JSON"))
+            .collect()
+    }
+
+    /// `pincer run --mission <mission> --audit <audit> [extra] -- cmd...`.
+    pub fn command(&self, mission: &Path, extra: &[&str], cmd: &[&str]) -> Command {
+        let mut command = Command::new(pincer_bin());
+        command
+            .arg("run")
+            .arg("--mission")
+            .arg(mission)
+            .arg("--audit")
+            .arg(self.audit_path())
+            .args(extra)
+            .arg("--")
+            .args(cmd)
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Runs `pincer run` to completion.
+    pub fn run(&self, mission: &Path, cmd: &[&str]) -> Output {
+        self.run_with(mission, &[], cmd)
+    }
+
+    /// Runs `pincer run` with extra flags to completion.
+    pub fn run_with(&self, mission: &Path, extra: &[&str], cmd: &[&str]) -> Output {
+        let out = self.command(mission, extra, cmd).output().unwrap();
+        eprintln!(
+            "pincer run {cmd:?} -> {:?}\n  stdout: {}\n  stderr: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).trim(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        out
+    }
+
+    /// Runs the probe confined and returns its exit status.
+    pub fn probe(&self, mission: &Path, args: &[&str]) -> i32 {
+        let probe = probe_bin();
+        let mut cmd = vec![probe.to_str().unwrap()];
+        cmd.extend_from_slice(args);
+        self.run(mission, &cmd).status.code().expect("exited")
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.root);
+    }
+}
+
+/// A mission granting `ops` on a tree, with the runtime baseline.
+pub fn tree_mission(path: &str, ops: &str) -> String {
+    format!(
+        "[mission]\nname = \"test\"\n\n[[grant]]\npath = \"{path}\"\nops = [{ops}]\nextent = \"tree\"\n"
+    )
+}
+
+/// The agent cgroups that exist now.
+pub fn agent_cgroups() -> Vec<PathBuf> {
+    match fs::read_dir(Path::new(CGROUP2).join("pincer")) {
+        Ok(entries) => entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
+            .map(|e| e.path())
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Names of the loaded BPF programs and maps that belong to pincer.
+pub fn pincer_kernel_objects() -> Vec<String> {
+    let mut found = Vec::new();
+    for program in aya::programs::loaded_programs().flatten() {
+        let name = program.name_as_str().unwrap_or_default().to_owned();
+        if name == "file_open" || name == "inode_create" {
+            found.push(format!("program {name}"));
+        }
+    }
+    for map in aya::maps::loaded_maps().flatten() {
+        let name = map.name_as_str().unwrap_or_default().to_owned();
+        if name.starts_with("PINCER_") {
+            found.push(format!("map {name}"));
+        }
+    }
+    found
+}
+
+/// Waits until `check` holds, up to `limit`; returns whether it did.
+pub fn wait_for(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if check() {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    check()
+}
+
+/// Kills and reaps a child on drop, so a failing test leaves nothing behind.
+pub struct Reaped(pub Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -1,0 +1,326 @@
+//! The first enforcement slice, proven in the guest kernel: grants by
+//! identity and extent, `EACCES` for everything else, audit mode, and clean
+//! teardown.
+
+use std::{fs, process::Command, time::Duration};
+
+use pincer_tests::{
+    EACCES, Reaped, Scratch, agent_cgroups, pincer_bin, pincer_kernel_objects, probe_bin,
+    tree_mission, wait_for,
+};
+
+#[test]
+fn doctor_says_the_guest_can_enforce() {
+    let out = Command::new(pincer_bin()).arg("doctor").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{text}");
+    assert!(out.status.success(), "doctor failed:\n{text}");
+    assert!(text.contains("pincer can enforce"));
+}
+
+#[test]
+fn granted_tree_allows_read_write_create() {
+    let s = Scratch::new("tree-rwc");
+    let m = s.mission(&tree_mission(
+        &s.p("project"),
+        r#""read", "write", "create""#,
+    ));
+    assert_eq!(s.probe(&m, &["read", &s.p("project/a.txt")]), 0);
+    assert_eq!(s.probe(&m, &["read", &s.p("project/src/main.rs")]), 0);
+    assert_eq!(
+        s.probe(&m, &["write", &s.p("project/a.txt"), "changed\n"]),
+        0
+    );
+    assert_eq!(
+        fs::read_to_string(s.path("project/a.txt")).unwrap(),
+        "changed\n"
+    );
+    assert_eq!(s.probe(&m, &["create", &s.p("project/src/new.rs")]), 0);
+    assert!(s.path("project/src/new.rs").exists());
+    assert_eq!(s.probe(&m, &["list", &s.p("project/src")]), 0);
+}
+
+#[test]
+fn tree_grant_gives_only_its_operations() {
+    let s = Scratch::new("tree-ro");
+    let m = s.mission(&tree_mission(&s.p("project"), r#""read""#));
+    assert_eq!(s.probe(&m, &["read", &s.p("project/a.txt")]), 0);
+    assert_eq!(s.probe(&m, &["write", &s.p("project/a.txt"), "x"]), EACCES);
+    assert_eq!(
+        fs::read_to_string(s.path("project/a.txt")).unwrap(),
+        "alpha\n"
+    );
+    assert_eq!(s.probe(&m, &["create", &s.p("project/new.txt")]), EACCES);
+    assert!(!s.path("project/new.txt").exists());
+}
+
+#[test]
+fn file_extent_covers_only_that_file() {
+    let s = Scratch::new("file-extent");
+    let m = s.mission(&format!(
+        "[mission]\nname = \"one file\"\n[[grant]]\npath = \"{}\"\nops = [\"read\", \"write\"]\nextent = \"file\"\n",
+        s.p("project/a.txt")
+    ));
+    assert_eq!(s.probe(&m, &["read", &s.p("project/a.txt")]), 0);
+    assert_eq!(s.probe(&m, &["append", &s.p("project/a.txt"), "more\n"]), 0);
+    assert_eq!(s.probe(&m, &["read", &s.p("project/b.txt")]), EACCES);
+    assert_eq!(s.probe(&m, &["list", &s.p("project")]), EACCES);
+    assert_eq!(s.probe(&m, &["create", &s.p("project/c.txt")]), EACCES);
+    assert!(!s.path("project/c.txt").exists());
+}
+
+#[test]
+fn outside_the_grants_is_denied_and_unchanged() {
+    let s = Scratch::new("outside");
+    let m = s.mission(&tree_mission(
+        &s.p("project"),
+        r#""read", "write", "create""#,
+    ));
+    assert_eq!(s.probe(&m, &["read", &s.p("secret/key")]), EACCES);
+    assert_eq!(s.probe(&m, &["write", &s.p("secret/key"), "pwned"]), EACCES);
+    assert_eq!(
+        s.probe(&m, &["append", &s.p("secret/key"), "pwned"]),
+        EACCES
+    );
+    assert_eq!(
+        fs::read_to_string(s.path("secret/key")).unwrap(),
+        "TOP SECRET\n"
+    );
+    assert_eq!(s.probe(&m, &["create", &s.p("secret/new")]), EACCES);
+    assert_eq!(s.probe(&m, &["create-write", &s.p("planted"), "x"]), EACCES);
+    assert!(!s.path("secret/new").exists());
+    assert!(!s.path("planted").exists());
+
+    // Every denial is audited with the path, the operation and the reason.
+    let audit = s.audit();
+    let read_denial = audit
+        .iter()
+        .find(|l| l["verdict"] == "deny" && l["operation"] == serde_json::json!(["read"]))
+        .expect("a read denial is audited");
+    assert_eq!(read_denial["path"], s.p("secret/key"));
+    assert_eq!(read_denial["comm"], "pincer-probe");
+    assert_eq!(read_denial["hook"], "file_open");
+    assert_eq!(read_denial["reason"], "no grant covers read");
+    assert_eq!(read_denial["mission"], "test");
+    let create_denial = audit
+        .iter()
+        .find(|l| l["hook"] == "inode_create" && l["path"] == s.p("secret/new"))
+        .expect("a create denial is audited");
+    assert_eq!(create_denial["verdict"], "deny");
+    assert_eq!(create_denial["operation"], serde_json::json!(["create"]));
+}
+
+#[test]
+fn symlink_in_tree_to_outside_gives_nothing() {
+    let s = Scratch::new("symlink");
+    std::os::unix::fs::symlink(s.path("secret/key"), s.path("project/key-link")).unwrap();
+    std::os::unix::fs::symlink(s.path("secret"), s.path("project/secret-dir")).unwrap();
+    let m = s.mission(&tree_mission(
+        &s.p("project"),
+        r#""read", "write", "create""#,
+    ));
+    assert_eq!(s.probe(&m, &["read", &s.p("project/key-link")]), EACCES);
+    assert_eq!(
+        s.probe(&m, &["write", &s.p("project/key-link"), "x"]),
+        EACCES
+    );
+    assert_eq!(
+        s.probe(&m, &["read", &s.p("project/secret-dir/key")]),
+        EACCES
+    );
+    assert_eq!(
+        s.probe(&m, &["create", &s.p("project/secret-dir/new")]),
+        EACCES
+    );
+    assert_eq!(
+        fs::read_to_string(s.path("secret/key")).unwrap(),
+        "TOP SECRET\n"
+    );
+    assert!(!s.path("secret/new").exists());
+}
+
+#[test]
+fn grant_for_a_file_that_does_not_exist_yet() {
+    let s = Scratch::new("future-file");
+    let m = s.mission(&format!(
+        "[mission]\nname = \"write the report\"\n[[grant]]\npath = \"{}\"\nops = [\"create\", \"write\", \"read\"]\n",
+        s.p("project/report.md")
+    ));
+    assert!(!s.path("project/report.md").exists());
+    assert_eq!(
+        s.probe(&m, &["create-write", &s.p("project/report.md"), "done\n"]),
+        0
+    );
+    assert_eq!(
+        fs::read_to_string(s.path("project/report.md")).unwrap(),
+        "done\n"
+    );
+    assert_eq!(s.probe(&m, &["read", &s.p("project/report.md")]), 0);
+    // The name grant is for that name only.
+    assert_eq!(s.probe(&m, &["create", &s.p("project/other.md")]), EACCES);
+    assert!(!s.path("project/other.md").exists());
+}
+
+#[test]
+fn process_outside_the_cgroup_is_unaffected() {
+    let s = Scratch::new("bystander");
+    let m = s.mission(&tree_mission(&s.p("project"), r#""read""#));
+    let agent = s
+        .command(&m, &[], &[probe_bin().to_str().unwrap(), "sleep", "5"])
+        .spawn()
+        .unwrap();
+    let _agent = Reaped(agent);
+    assert!(
+        wait_for(Duration::from_secs(20), || !agent_cgroups().is_empty()),
+        "the agent cgroup appears"
+    );
+    // This test process is outside every agent cgroup.
+    assert_eq!(
+        fs::read_to_string(s.path("secret/key")).unwrap(),
+        "TOP SECRET\n"
+    );
+    fs::write(s.path("secret/key2"), "outside writes\n").unwrap();
+    let out = Command::new(probe_bin())
+        .args(["read", &s.p("secret/key")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn exit_status_of_the_command_is_returned() {
+    let s = Scratch::new("exit-status");
+    let m = s.mission(&tree_mission(&s.p("project"), r#""read""#));
+    assert_eq!(s.run(&m, &["sh", "-c", "exit 7"]).status.code(), Some(7));
+    assert_eq!(s.run(&m, &["true"]).status.code(), Some(0));
+    // Killed by a signal: 128 + signal, as a shell reports it.
+    assert_eq!(
+        s.run(&m, &["sh", "-c", "kill -9 $$"]).status.code(),
+        Some(137)
+    );
+    // Not found: 127.
+    assert_eq!(s.run(&m, &["/no/such/program"]).status.code(), Some(127));
+}
+
+#[test]
+fn baseline_none_cannot_even_exec() {
+    let s = Scratch::new("no-baseline");
+    let m = s.mission(&format!(
+        "{}\n[defaults]\nbaseline = \"none\"\n",
+        tree_mission(&s.p("project"), r#""read""#)
+    ));
+    // The probe lives in /bin, which only the runtime baseline grants.
+    assert_eq!(
+        s.run(
+            &m,
+            &[probe_bin().to_str().unwrap(), "read", &s.p("project/a.txt")]
+        )
+        .status
+        .code(),
+        Some(126)
+    );
+}
+
+#[test]
+fn nothing_is_left_behind_after_exit() {
+    let s = Scratch::new("teardown-exit");
+    let m = s.mission(&tree_mission(&s.p("project"), r#""read""#));
+    assert_eq!(
+        s.run(&m, &["sh", "-c", "sleep 0.2 & exit 0"]).status.code(),
+        Some(0)
+    );
+    assert_eq!(agent_cgroups(), Vec::<std::path::PathBuf>::new());
+    assert!(
+        wait_for(Duration::from_secs(5), || pincer_kernel_objects()
+            .is_empty()),
+        "left behind: {:?}",
+        pincer_kernel_objects()
+    );
+}
+
+#[test]
+fn nothing_is_left_behind_after_sigterm() {
+    let s = Scratch::new("teardown-term");
+    let m = s.mission(&tree_mission(&s.p("project"), r#""read""#));
+    let child = s
+        .command(&m, &[], &[probe_bin().to_str().unwrap(), "sleep", "60"])
+        .spawn()
+        .unwrap();
+    let mut child = Reaped(child);
+    assert!(
+        wait_for(Duration::from_secs(20), || !agent_cgroups().is_empty()),
+        "the agent cgroup appears"
+    );
+    assert!(
+        !pincer_kernel_objects().is_empty(),
+        "programs are loaded while it runs"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.0.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.0.wait().unwrap();
+    // The probe died of the forwarded SIGTERM: 128 + 15.
+    assert_eq!(status.code(), Some(143));
+    assert_eq!(agent_cgroups(), Vec::<std::path::PathBuf>::new());
+    assert!(
+        wait_for(Duration::from_secs(5), || pincer_kernel_objects()
+            .is_empty()),
+        "left behind: {:?}",
+        pincer_kernel_objects()
+    );
+}
+
+#[test]
+fn audit_mode_denies_nothing_and_reports() {
+    let s = Scratch::new("audit-mode");
+    let m = s.mission(&tree_mission(&s.p("project"), r#""read""#));
+    let out = s.run_with(
+        &m,
+        &["--mode", "audit"],
+        &[probe_bin().to_str().unwrap(), "read", &s.p("secret/key")],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok read 11");
+    assert_eq!(
+        s.run_with(
+            &m,
+            &["--mode", "audit"],
+            &[probe_bin().to_str().unwrap(), "create", &s.p("secret/new")]
+        )
+        .status
+        .code(),
+        Some(0)
+    );
+    assert!(s.path("secret/new").exists());
+    let audit = s.audit();
+    assert!(audit.iter().all(|l| l["verdict"] == "audit"), "{audit:?}");
+    let read = audit
+        .iter()
+        .find(|l| l["path"] == s.p("secret/key"))
+        .expect("the read is reported");
+    assert_eq!(
+        read["reason"],
+        "audit mode: would be denied, no grant covers read"
+    );
+    assert!(
+        audit
+            .iter()
+            .any(|l| l["path"] == s.p("secret/new") && l["hook"] == "inode_create")
+    );
+}
+
+#[test]
+fn malformed_mission_is_refused_before_anything_runs() {
+    let s = Scratch::new("bad-mission");
+    let m = s.mission("[mission]\nname = \"x\"\n\n[[grant]]\npath = \"/tmp\"\nops = [\"raed\"]\n");
+    let marker = s.path("ran");
+    let out = s.run(&m, &["sh", "-c", &format!("touch {}", marker.display())]);
+    assert_eq!(out.status.code(), Some(125));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("{}:6:", m.display())), "{err}");
+    assert!(err.contains("ops"), "{err}");
+    assert!(!marker.exists());
+    assert_eq!(agent_cgroups(), Vec::<std::path::PathBuf>::new());
+}

@@ -1,0 +1,55 @@
+# Guest side of `cargo xtask bench`: the cost of a granted open.
+#
+# The same open+close loop is timed in three settings, interleaved round by
+# round so drift of the emulated machine hits all three alike:
+#   none     no pincer program attached
+#   outside  programs attached (an agent is running), this process outside
+#            every agent cgroup
+#   inside   inside the agent cgroup, the file granted by a tree grant
+# Reported: the median ns per open+close of each, and the ratios to `none`.
+set -eu
+ROUNDS=${ROUNDS:-7}
+ITERS=${ITERS:-20000}
+dir=/tmp/bench/project/src/deep
+mkdir -p "$dir"
+file="$dir/file.txt"
+echo data > "$file"
+cat > /tmp/bench/mission.toml <<MISSION
+[mission]
+name = "bench"
+[[grant]]
+path = "/tmp/bench/project"
+ops = ["read"]
+extent = "tree"
+MISSION
+
+: > /tmp/bench/none; : > /tmp/bench/outside; : > /tmp/bench/inside
+pincer-bench open-close "$file" "$ITERS" > /dev/null   # warm caches
+round=1
+while [ "$round" -le "$ROUNDS" ]; do
+    pincer-bench open-close "$file" "$ITERS" >> /tmp/bench/none
+
+    pincer run --mission /tmp/bench/mission.toml -- pincer-probe sleep 600 &
+    agent=$!
+    while [ -z "$(ls /sys/fs/cgroup/pincer 2>/dev/null)" ]; do sleep 0.05; done
+    pincer-bench open-close "$file" "$ITERS" >> /tmp/bench/outside
+    kill -TERM "$agent"; wait "$agent" || true
+
+    pincer run --mission /tmp/bench/mission.toml -- pincer-bench open-close "$file" "$ITERS" >> /tmp/bench/inside
+    round=$((round + 1))
+done
+
+median() { sort -n "$1" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+none=$(median /tmp/bench/none)
+outside=$(median /tmp/bench/outside)
+inside=$(median /tmp/bench/inside)
+echo
+echo "open+close of a granted file, $ROUNDS rounds x $ITERS iterations, kernel $(uname -r)"
+printf '%-34s %12s %8s\n' "setting" "ns/op (med)" "ratio"
+printf '%-34s %12s %8s\n' "no program attached" "$none" "1.000"
+printf '%-34s %12s %8s\n' "attached, outside agent cgroups" "$outside" "$(awk "BEGIN { printf \"%.3f\", $outside / $none }")"
+printf '%-34s %12s %8s\n' "inside the agent cgroup (granted)" "$inside" "$(awk "BEGIN { printf \"%.3f\", $inside / $none }")"
+echo "targets: inside <= 1.05, outside <= 1.01"
+echo "raw none:    $(tr '\n' ' ' < /tmp/bench/none)"
+echo "raw outside: $(tr '\n' ' ' < /tmp/bench/outside)"
+echo "raw inside:  $(tr '\n' ' ' < /tmp/bench/inside)"

@@ -1,0 +1,154 @@
+//! `cargo xtask`: set-up, eBPF build, VM runner, tests and demo for pincer.
+
+mod apt;
+mod binaries;
+mod demo;
+mod ebpf;
+mod initramfs;
+mod kernels;
+mod process;
+mod setup;
+mod test;
+mod vm;
+
+use std::{
+    path::{Path, PathBuf},
+    process::ExitCode,
+    time::Duration,
+};
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+use crate::kernels::Kernel;
+
+/// Prints one progress line; on stderr so that a guest's output on stdout
+/// stays clean to pipe.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprintln!("xtask: {}", format_args!($($arg)*))
+    };
+}
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "Build, run and test pincer")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Install what the build and the VM need, and fetch the test kernels.
+    Setup,
+    /// Build the eBPF object.
+    BuildEbpf,
+    /// Boot a test kernel with pincer's binaries and run a script or a command.
+    Vm {
+        /// Kernel to boot.
+        #[arg(long, value_enum, default_value = "6.12")]
+        kernel: Kernel,
+        /// Shell script to run in the guest.
+        #[arg(long, conflicts_with = "command")]
+        script: Option<PathBuf>,
+        /// Seconds before the VM is killed.
+        #[arg(long, default_value_t = 900)]
+        timeout: u64,
+        /// Boot with whatever binaries were built before instead of building.
+        #[arg(long)]
+        no_build: bool,
+        /// Command to run in the guest (after `--`).
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// Run the host checks and unit tests, then the privileged tests in VMs.
+    Test {
+        /// Run the guest tests on this kernel only.
+        #[arg(long, value_enum)]
+        kernel: Option<Kernel>,
+        /// Skip the guest tests.
+        #[arg(long, conflicts_with = "guest_only")]
+        host_only: bool,
+        /// Skip the host checks and tests.
+        #[arg(long)]
+        guest_only: bool,
+        /// Seconds before a VM is killed.
+        #[arg(long, default_value_t = 900)]
+        timeout: u64,
+        /// Test-name filter passed to the guest test executables (after `--`).
+        #[arg(last = true)]
+        filter: Vec<String>,
+    },
+    /// Run the demo scenario in a VM.
+    Demo {
+        /// Kernel to boot.
+        #[arg(long, value_enum, default_value = "6.12")]
+        kernel: Kernel,
+        /// Seconds before the VM is killed.
+        #[arg(long, default_value_t = 900)]
+        timeout: u64,
+    },
+}
+
+/// The workspace this xtask belongs to.
+pub fn workspace_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives inside the workspace")
+}
+
+/// Where downloaded kernels, apt state and initramfs staging live.
+pub fn cache_dir() -> PathBuf {
+    workspace_root().join("target").join("pincer-cache")
+}
+
+fn run(cli: Cli) -> Result<u8> {
+    match cli.command {
+        Command::Setup => {
+            setup::setup_all()?;
+            Ok(0)
+        }
+        Command::BuildEbpf => {
+            ebpf::build()?;
+            Ok(0)
+        }
+        Command::Vm {
+            kernel,
+            script,
+            timeout,
+            no_build,
+            command,
+        } => vm::command(
+            kernel,
+            script.as_deref(),
+            &command,
+            Duration::from_secs(timeout),
+            no_build,
+        ),
+        Command::Test {
+            kernel,
+            host_only,
+            guest_only,
+            timeout,
+            filter,
+        } => test::command(&test::Options {
+            kernels: kernel.map_or(Kernel::ALL.to_vec(), |k| vec![k]),
+            host: !guest_only,
+            guest: !host_only,
+            timeout: Duration::from_secs(timeout),
+            filter,
+        }),
+        Command::Demo { kernel, timeout } => demo::command(kernel, Duration::from_secs(timeout)),
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            say!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

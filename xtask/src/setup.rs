@@ -1,0 +1,123 @@
+//! Host prerequisites: Debian packages, bpf-linker and the test kernels.
+
+use std::process::Command;
+
+use anyhow::{Context, Result};
+
+use crate::{
+    kernels::{self, Kernel},
+    process, say,
+};
+
+/// Debian packages the build and the VM need: the Rust compiler that has a
+/// prebuilt `core` for the BPF target, the LLVM bpf-linker is built against,
+/// QEMU, and what the initramfs is made of.
+const PACKAGES: &[&str] = &[
+    "rustc-web",
+    "libstd-rust-web-dev-bpf",
+    "llvm-22-dev",
+    "qemu-system-x86",
+    "busybox-static",
+    "cpio",
+];
+
+const LINKER_VERSION: &str = "0.13.0";
+const LLVM_PREFIX: &str = "/usr/lib/llvm-22";
+
+/// Everything: packages, linker and both kernels.
+pub fn setup_all() -> Result<()> {
+    ensure_toolchain()?;
+    for kernel in Kernel::ALL {
+        kernels::ensure(kernel)?;
+    }
+    say!("setup complete");
+    Ok(())
+}
+
+/// Packages and bpf-linker: what building the eBPF object needs.
+pub fn ensure_toolchain() -> Result<()> {
+    ensure_packages()?;
+    ensure_linker()
+}
+
+/// Packages, linker and one kernel: what booting a VM needs.
+pub fn ensure_vm(kernel: Kernel) -> Result<()> {
+    ensure_toolchain()?;
+    kernels::ensure(kernel)?;
+    Ok(())
+}
+
+fn is_installed(package: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", package])
+        .output()
+        .is_ok_and(|out| out.status.success() && out.stdout == b"install ok installed")
+}
+
+pub fn ensure_packages() -> Result<()> {
+    let missing: Vec<&str> = PACKAGES
+        .iter()
+        .copied()
+        .filter(|p| !is_installed(p))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    say!("installing packages: {}", missing.join(" "));
+    process::run(Command::new("apt-get").arg("update")).context("apt-get update")?;
+    process::run(
+        Command::new("apt-get")
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .args(["install", "-y"])
+            .args(&missing),
+    )
+    .context("installing packages")?;
+    Ok(())
+}
+
+fn linker_ok() -> bool {
+    let wanted = LINKER_VERSION
+        .rsplit_once('.')
+        .map_or(LINKER_VERSION, |(mm, _)| mm);
+    Command::new("bpf-linker")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| {
+            out.status.success()
+                && String::from_utf8_lossy(&out.stdout)
+                    .split_whitespace()
+                    .any(|word| word == wanted || word.starts_with(&format!("{wanted}.")))
+        })
+}
+
+pub fn ensure_linker() -> Result<()> {
+    if linker_ok() {
+        return Ok(());
+    }
+    say!("installing bpf-linker {LINKER_VERSION} (takes a few minutes)");
+    // Without the prefix variables its build script looks for LLVM in the
+    // wrong place; the `llvm-22` feature links Debian's LLVM dynamically.
+    process::run(
+        process::cargo()
+            .env("LLVM_PREFIX", LLVM_PREFIX)
+            .env("LLVM_SYS_221_PREFIX", LLVM_PREFIX)
+            .args([
+                "install",
+                "bpf-linker",
+                "--version",
+                LINKER_VERSION,
+                "--no-default-features",
+                "--features",
+                "llvm-22",
+                "--locked",
+            ]),
+    )
+    .context("installing bpf-linker")?;
+    if !linker_ok() {
+        anyhow::bail!(
+            "bpf-linker {LINKER_VERSION} was installed but `bpf-linker --version` does not \
+             answer with it: is cargo's bin directory on PATH?"
+        );
+    }
+    Ok(())
+}
