@@ -91,6 +91,8 @@ pub mod counter {
     pub const WALK_LIMIT: u32 = 5;
     /// Accesses denied because the loader never set the kernel offsets.
     pub const NO_OFFSETS: u32 = 6;
+    /// Accesses answered by the grant cache without a walk.
+    pub const CACHE_HIT: u32 = 7;
     /// Number of counters.
     pub const COUNT: u32 = 8;
 
@@ -103,7 +105,7 @@ pub mod counter {
         "read_failed",
         "walk_limit",
         "no_offsets",
-        "reserved",
+        "cache_hit",
     ];
 }
 
@@ -121,6 +123,10 @@ pub mod names {
     pub const EVENTS: &str = "PINCER_EVENTS";
     /// Per-CPU `u64` counters, indexed by [`crate::counter`].
     pub const COUNTERS: &str = "PINCER_COUNTERS";
+    /// [`crate::GrantKey`] → [`crate::CachedGrant`]: what earlier walks found.
+    pub const GRANT_CACHE: &str = "PINCER_GCACHE";
+    /// One `u64`: the generation that invalidates [`GRANT_CACHE`].
+    pub const EPOCH: &str = "PINCER_EPOCH";
     /// Per-CPU scratch space for keys too large for the BPF stack.
     pub const SCRATCH: &str = "PINCER_SCRATCH";
     /// The [`crate::KernelOffsets`] global.
@@ -129,6 +135,10 @@ pub mod names {
     pub const PROG_FILE_OPEN: &str = "file_open";
     /// Program on `security_inode_create`.
     pub const PROG_INODE_CREATE: &str = "inode_create";
+    /// Program on `security_inode_rename` (invalidates the grant cache).
+    pub const PROG_INODE_RENAME: &str = "inode_rename";
+    /// Program on `security_inode_link` (invalidates the grant cache).
+    pub const PROG_INODE_LINK: &str = "inode_link";
 }
 
 /// Longest path component copied into an event (with its NUL).
@@ -146,6 +156,8 @@ pub const MAX_AGENTS: u32 = 4096;
 pub const MAX_GRANTS: u32 = 65536;
 /// Maximum number of name grants over all agents.
 pub const MAX_NAME_GRANTS: u32 = 8192;
+/// Entries of the grant cache (least recently used ones are evicted).
+pub const MAX_CACHED_GRANTS: u32 = 16384;
 /// Size of the event ring buffer in bytes (a power of two, a multiple of the
 /// page size).
 pub const EVENTS_BYTES: u32 = 256 * 1024;
@@ -187,6 +199,27 @@ pub struct GrantValue {
     pub file_ops: u32,
     /// Operations allowed on this object and everything below it.
     pub tree_ops: u32,
+}
+
+/// What a walk found for an object: the value of [`names::GRANT_CACHE`],
+/// keyed by the object's [`GrantKey`].
+///
+/// Finding a tree grant walks the object's ancestors; the cache remembers
+/// the result so the next open of the same object costs one lookup. An entry
+/// is valid only while its `epoch` equals [`names::EPOCH`], which is bumped
+/// whenever the answer could change: userspace bumps it after removing
+/// grants, and the programs bump it on every rename and hard link, which
+/// change ancestry. Only granted operations are cached, never refusals, so a
+/// new grant needs no invalidation.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CachedGrant {
+    /// Operations the grants gave (a lower bound: walks stop early).
+    pub ops: u32,
+    /// Explicit padding; always zero.
+    pub _pad: u32,
+    /// The epoch the walk started in.
+    pub epoch: u64,
 }
 
 /// Key of a name grant: a file that did not exist when the mission was
@@ -318,6 +351,7 @@ const _: () = {
     assert!(core::mem::size_of::<Agent>() == 16);
     assert!(core::mem::size_of::<GrantKey>() == 24);
     assert!(core::mem::size_of::<GrantValue>() == 8);
+    assert!(core::mem::size_of::<CachedGrant>() == 16);
     assert!(core::mem::size_of::<NameGrantKey>() == 24 + NAME_LEN);
     assert!(core::mem::size_of::<AccessEvent>() == 80 + COMPONENT_LEN * MAX_COMPONENTS);
     assert!(core::mem::size_of::<KernelOffsets>() == 40);
@@ -332,6 +366,7 @@ mod pod {
     unsafe impl aya::Pod for super::Agent {}
     unsafe impl aya::Pod for super::GrantKey {}
     unsafe impl aya::Pod for super::GrantValue {}
+    unsafe impl aya::Pod for super::CachedGrant {}
     unsafe impl aya::Pod for super::NameGrantKey {}
     unsafe impl aya::Pod for super::AccessEvent {}
     unsafe impl aya::Pod for super::KernelOffsets {}

@@ -2,12 +2,13 @@
 
 use aya_ebpf::helpers::bpf_probe_read_kernel_str_bytes;
 use pincer_common::{
-    Agent, GrantKey, KernelOffsets, MAX_TREE_DEPTH, NAME_LEN, agent_flags, counter, mode, verdict,
+    Agent, CachedGrant, GrantKey, KernelOffsets, MAX_TREE_DEPTH, NAME_LEN, agent_flags, counter,
+    mode, verdict,
 };
 
 use crate::{
     kernel::{self, Failure, ReadFailed},
-    maps::{GRANTS, NAME_GRANTS, SCRATCH, count},
+    maps::{GRANT_CACHE, GRANTS, NAME_GRANTS, SCRATCH, count, epoch},
     report,
 };
 
@@ -71,11 +72,49 @@ pub fn decide(agent: &Agent, access: Result<Access, Failure>) -> i32 {
     -EACCES
 }
 
+/// The operations the agent's grants give on the accessed object, from the
+/// grant cache when an earlier walk already found them.
+#[inline(always)]
+fn granted_ops(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
+    if !access.exists {
+        return walk_grants(slot, access);
+    }
+    let key = GrantKey {
+        slot,
+        _pad: 0,
+        dev: access.dev,
+        ino: access.ino,
+    };
+    // Read before the walk: an invalidation that lands during the walk makes
+    // what it finds stale, and the entry written with this epoch says so.
+    let epoch = epoch();
+    let cached = match unsafe { GRANT_CACHE.get(key) } {
+        Some(entry) if entry.epoch == epoch => entry.ops,
+        _ => 0,
+    };
+    if cached & access.ops == access.ops {
+        count(counter::CACHE_HIT);
+        return Ok(cached);
+    }
+    let granted = walk_grants(slot, access)?;
+    if granted != 0 {
+        let entry = CachedGrant {
+            ops: granted | cached,
+            _pad: 0,
+            epoch,
+        };
+        // A full cache evicts its least recently used entry; a failed insert
+        // only costs a walk next time.
+        let _ = GRANT_CACHE.insert(key, entry, 0);
+    }
+    Ok(granted | cached)
+}
+
 /// The operations the agent's grants give on the accessed object: its own
 /// inode grant, tree grants on its ancestors, and a name grant on its name in
 /// its directory. Stops looking as soon as every needed operation is covered.
 #[inline(always)]
-fn granted_ops(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
+fn walk_grants(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
     let needed = access.ops;
     let mut key = GrantKey {
         slot,

@@ -10,6 +10,8 @@
 //! decision, it is only counted.
 #![cfg_attr(target_arch = "bpf", no_std)]
 #![cfg_attr(target_arch = "bpf", no_main)]
+// For the one atomic instruction in `maps::bump_epoch`.
+#![cfg_attr(target_arch = "bpf", feature(asm_experimental_arch))]
 
 mod decide;
 mod kernel;
@@ -93,6 +95,23 @@ pub fn inode_create(ctx: LsmContext) -> i32 {
         })
     });
     decide(&agent, access)
+}
+
+/// `security_inode_rename(old_dir, old_dentry, new_dir, new_dentry)`:
+/// a rename changes which trees an object is below, so every cached walk
+/// becomes stale. Decides nothing (yet): it honours earlier LSMs and allows.
+#[lsm(hook = "inode_rename")]
+pub fn inode_rename(ctx: LsmContext) -> i32 {
+    maps::bump_epoch();
+    ctx.arg(4)
+}
+
+/// `security_inode_link(old_dentry, dir, new_dentry)`: a new name for an
+/// object; invalidates cached walks like a rename.
+#[lsm(hook = "inode_link")]
+pub fn inode_link(ctx: LsmContext) -> i32 {
+    maps::bump_epoch();
+    ctx.arg(3)
 }
 
 /// The operations an open in `f_mode` asks for.

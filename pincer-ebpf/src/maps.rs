@@ -3,11 +3,11 @@
 use aya_ebpf::{
     helpers::bpf_get_current_cgroup_id,
     macros::map,
-    maps::{HashMap, PerCpuArray, RingBuf},
+    maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
 use pincer_common::{
-    Agent, EVENTS_BYTES, GrantKey, GrantValue, MAX_AGENTS, MAX_GRANTS, MAX_NAME_GRANTS,
-    NameGrantKey, counter,
+    Agent, CachedGrant, EVENTS_BYTES, GrantKey, GrantValue, MAX_AGENTS, MAX_CACHED_GRANTS,
+    MAX_GRANTS, MAX_NAME_GRANTS, NameGrantKey, counter,
 };
 
 /// Agent cgroups: cgroup id → slot and mode.
@@ -22,6 +22,15 @@ pub static GRANTS: HashMap<GrantKey, GrantValue> = HashMap::with_max_entries(MAX
 #[map(name = "PINCER_NGRANTS")]
 pub static NAME_GRANTS: HashMap<NameGrantKey, GrantValue> =
     HashMap::with_max_entries(MAX_NAME_GRANTS, 0);
+
+/// What earlier tree walks found (see `pincer_common::CachedGrant`).
+#[map(name = "PINCER_GCACHE")]
+pub static GRANT_CACHE: LruHashMap<GrantKey, CachedGrant> =
+    LruHashMap::with_max_entries(MAX_CACHED_GRANTS, 0);
+
+/// The generation of [`GRANT_CACHE`].
+#[map(name = "PINCER_EPOCH")]
+pub static EPOCH: Array<u64> = Array::with_max_entries(1, 0);
 
 /// Decisions for userspace.
 #[map(name = "PINCER_EVENTS")]
@@ -51,5 +60,32 @@ pub fn count(index: u32) {
         // Per-CPU: no other CPU writes this slot, and the program is not
         // preempted by itself on this one.
         unsafe { *slot += 1 };
+    }
+}
+
+/// The current cache generation.
+#[inline(always)]
+pub fn epoch() -> u64 {
+    EPOCH.get(0).copied().unwrap_or(0)
+}
+
+/// Invalidates every cached grant.
+#[inline(always)]
+pub fn bump_epoch() {
+    if let Some(epoch) = EPOCH.get_ptr_mut(0) {
+        // Atomic, as renames on every CPU bump it concurrently: a lost
+        // increment could leave a walk cached under an epoch that a later
+        // rename should have ended. The BPF target has atomic add but no
+        // compare-and-swap, so Rust offers no `fetch_add`; this is the
+        // instruction `__sync_fetch_and_add` compiles to.
+        #[cfg(target_arch = "bpf")]
+        unsafe {
+            core::arch::asm!("lock *(u64 *)({0} + 0) += {1}", in(reg) epoch, in(reg) 1u64)
+        };
+        // The host build exists only for linting.
+        #[cfg(not(target_arch = "bpf"))]
+        unsafe {
+            *epoch += 1
+        };
     }
 }

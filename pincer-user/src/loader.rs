@@ -6,7 +6,7 @@ use std::path::Path;
 
 use aya::{
     Ebpf, EbpfLoader,
-    maps::{HashMap, MapData, PerCpuArray, RingBuf},
+    maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
     programs::Lsm,
 };
 use pincer_common::{Agent, GrantKey, GrantValue, NameGrantKey, counter, names};
@@ -17,9 +17,11 @@ use crate::{btf, mission::ResolvedGrants};
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/pincer.bpf.o"));
 
 /// Programs and the LSM hooks they attach to.
-const PROGRAMS: [(&str, &str); 2] = [
+const PROGRAMS: [(&str, &str); 4] = [
     (names::PROG_FILE_OPEN, "file_open"),
     (names::PROG_INODE_CREATE, "inode_create"),
+    (names::PROG_INODE_RENAME, "inode_rename"),
+    (names::PROG_INODE_LINK, "inode_link"),
 ];
 
 /// Errors loading or driving the programs.
@@ -96,17 +98,15 @@ impl Enforcer {
         Ok(Self { ebpf })
     }
 
+    fn map_mut(&mut self, name: &'static str) -> Result<&mut aya::maps::Map, LoadError> {
+        self.ebpf.map_mut(name).ok_or_else(|| missing_map(name))
+    }
+
     fn hash_map<K: aya::Pod, V: aya::Pod>(
         &mut self,
         name: &'static str,
     ) -> Result<HashMap<&mut MapData, K, V>, LoadError> {
-        let map = self.ebpf.map_mut(name).ok_or(LoadError::Map {
-            name,
-            source: aya::maps::MapError::InvalidName {
-                name: name.to_owned(),
-            },
-        })?;
-        HashMap::try_from(map).map_err(|source| LoadError::Map { name, source })
+        HashMap::try_from(self.map_mut(name)?).map_err(|source| LoadError::Map { name, source })
     }
 
     /// Confines a cgroup: from now on its tasks are checked against `slot`.
@@ -157,18 +157,28 @@ impl Enforcer {
         for key in keys.into_iter().filter(|k| k.slot == slot) {
             let _ = map.remove(&key);
         }
-        Ok(())
+        // After the removal: a walk that started before it may have cached
+        // what it found under the old epoch, which this makes stale.
+        self.bump_epoch()
+    }
+
+    /// Invalidates the kernel's grant cache.
+    fn bump_epoch(&mut self) -> Result<(), LoadError> {
+        let name = names::EPOCH;
+        let mut epoch = Array::<&mut MapData, u64>::try_from(self.map_mut(name)?)
+            .map_err(|source| LoadError::Map { name, source })?;
+        let current = epoch
+            .get(&0, 0)
+            .map_err(|source| LoadError::Map { name, source })?;
+        epoch
+            .set(0, current.wrapping_add(1), 0)
+            .map_err(|source| LoadError::Map { name, source })
     }
 
     /// Takes the event ring buffer out of the object (once).
     pub fn take_events(&mut self) -> Result<RingBuf<MapData>, LoadError> {
         let name = names::EVENTS;
-        let map = self.ebpf.take_map(name).ok_or(LoadError::Map {
-            name,
-            source: aya::maps::MapError::InvalidName {
-                name: name.to_owned(),
-            },
-        })?;
+        let map = self.ebpf.take_map(name).ok_or_else(|| missing_map(name))?;
         RingBuf::try_from(map).map_err(|source| LoadError::Map { name, source })
     }
 
@@ -176,13 +186,7 @@ impl Enforcer {
     /// [`pincer_common::counter`].
     pub fn counters(&mut self) -> Result<[u64; counter::COUNT as usize], LoadError> {
         let name = names::COUNTERS;
-        let map = self.ebpf.map_mut(name).ok_or(LoadError::Map {
-            name,
-            source: aya::maps::MapError::InvalidName {
-                name: name.to_owned(),
-            },
-        })?;
-        let array = PerCpuArray::<&mut MapData, u64>::try_from(map)
+        let array = PerCpuArray::<&mut MapData, u64>::try_from(self.map_mut(name)?)
             .map_err(|source| LoadError::Map { name, source })?;
         let mut sums = [0u64; counter::COUNT as usize];
         for (index, sum) in sums.iter_mut().enumerate() {
@@ -192,5 +196,14 @@ impl Enforcer {
             *sum = values.iter().sum();
         }
         Ok(sums)
+    }
+}
+
+fn missing_map(name: &'static str) -> LoadError {
+    LoadError::Map {
+        name,
+        source: aya::maps::MapError::InvalidName {
+            name: name.to_owned(),
+        },
     }
 }

@@ -183,8 +183,9 @@ fn load_check() -> Check {
             status: Status::Missing,
             detail: format!("{:#}", anyhow::Error::new(error)),
             fix: Some(
-                "this kernel refuses BPF LSM programs (a sandboxed or locked-down kernel \
-                 returns EPERM); run pincer on a host or VM kernel that allows them"
+                "a kernel that refuses every LSM program answers EPERM before verifying \
+                 (sandboxed or locked-down kernels do): run pincer on a host or VM kernel \
+                 that allows them; any other refusal shows the verifier's log above"
                     .to_owned(),
             ),
         },

@@ -167,6 +167,7 @@ fn process_outside_the_cgroup_is_unaffected() {
     let m = s.mission(&tree_mission(&s.p("project"), r#""read""#));
     let agent = s
         .command(&m, &[], &[probe_bin().to_str().unwrap(), "sleep", "5"])
+        .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let _agent = Reaped(agent);
@@ -323,4 +324,43 @@ fn malformed_mission_is_refused_before_anything_runs() {
     assert!(err.contains("ops"), "{err}");
     assert!(!marker.exists());
     assert_eq!(agent_cgroups(), Vec::<std::path::PathBuf>::new());
+}
+
+#[test]
+fn a_file_moved_out_of_the_tree_is_no_longer_granted() {
+    // The first read caches the walk's result for the object; the move must
+    // invalidate it, or the agent would keep reading it at its new place.
+    let s = Scratch::new("moved-out");
+    let m = s.mission(&tree_mission(
+        &s.p("project"),
+        r#""read", "write", "create""#,
+    ));
+    let script = format!(
+        "{probe} read {a}; {probe} read {a}; touch {ready}; \
+         while [ ! -e {moved} ]; do sleep 0.05; done; {probe} read {b}; exit 0",
+        probe = probe_bin().display(),
+        a = s.p("project/a.txt"),
+        b = s.p("secret/a.txt"),
+        ready = s.p("project/ready"),
+        moved = s.p("moved"),
+    );
+    let mut agent = Reaped(
+        s.command(&m, &[], &["sh", "-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(wait_for(Duration::from_secs(30), || s
+        .path("project/ready")
+        .exists()));
+    fs::rename(s.path("project/a.txt"), s.path("secret/a.txt")).unwrap();
+    fs::write(s.path("moved"), "").unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut agent.0.stdout.take().unwrap(), &mut out).unwrap();
+    assert_eq!(agent.0.wait().unwrap().code(), Some(0));
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        ["ok read 6", "ok read 6", "err 13"],
+        "{out}"
+    );
 }

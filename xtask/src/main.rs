@@ -1,12 +1,12 @@
-//! `cargo xtask`: set-up, eBPF build, VM runner, tests and demo for pincer.
+//! `cargo xtask`: set-up, eBPF build, VM runner, tests, demo and benchmarks for pincer.
 
 mod apt;
 mod binaries;
-mod demo;
 mod ebpf;
 mod initramfs;
 mod kernels;
 mod process;
+mod scenario;
 mod setup;
 mod test;
 mod vm;
@@ -20,7 +20,7 @@ use std::{
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::kernels::Kernel;
+use crate::{kernels::Kernel, scenario::Scenario};
 
 /// Prints one progress line; on stderr so that a guest's output on stdout
 /// stays clean to pipe.
@@ -89,6 +89,15 @@ enum Command {
         #[arg(long, default_value_t = 900)]
         timeout: u64,
     },
+    /// Measure the cost of a granted open in a VM and print the ratios.
+    Bench {
+        /// Kernel to boot.
+        #[arg(long, value_enum, default_value = "6.12")]
+        kernel: Kernel,
+        /// Seconds before the VM is killed.
+        #[arg(long, default_value_t = 1800)]
+        timeout: u64,
+    },
 }
 
 /// The workspace this xtask belongs to.
@@ -139,7 +148,12 @@ fn run(cli: Cli) -> Result<u8> {
             timeout: Duration::from_secs(timeout),
             filter,
         }),
-        Command::Demo { kernel, timeout } => demo::command(kernel, Duration::from_secs(timeout)),
+        Command::Demo { kernel, timeout } => {
+            scenario::command(Scenario::Demo, kernel, Duration::from_secs(timeout))
+        }
+        Command::Bench { kernel, timeout } => {
+            scenario::command(Scenario::Bench, kernel, Duration::from_secs(timeout))
+        }
     }
 }
 

@@ -1,0 +1,35 @@
+//! Guest scenarios: `cargo xtask demo` and `cargo xtask bench`, each a busybox
+//! script run in a VM by the same runner the tests use.
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::{kernels::Kernel, say, vm};
+
+/// A scripted run in the guest.
+#[derive(Clone, Copy, Debug)]
+pub enum Scenario {
+    /// An agent confined by `pincer run` (the README's main job).
+    Demo,
+    /// The cost of a granted open, with and without the programs.
+    Bench,
+}
+
+impl Scenario {
+    fn script(self) -> &'static str {
+        match self {
+            Scenario::Demo => include_str!("../guest/demo.sh"),
+            Scenario::Bench => include_str!("../guest/bench.sh"),
+        }
+    }
+}
+
+/// Runs a scenario and returns the guest script's exit status.
+pub fn command(scenario: Scenario, kernel: Kernel, timeout: Duration) -> Result<u8> {
+    say!("{scenario:?} on Linux {kernel}");
+    let code = vm::run_vm(kernel, scenario.script(), timeout, &|line| {
+        println!("{line}")
+    })?;
+    Ok(u8::try_from(code).unwrap_or(1))
+}
