@@ -10,8 +10,12 @@
 pub mod audit;
 pub mod btf;
 pub mod cgroup;
+pub mod control;
 pub mod doctor;
 pub mod events;
 pub mod loader;
 pub mod mission;
+pub mod request;
 pub mod run;
+pub mod vote;
+pub mod voters;

@@ -1,0 +1,3 @@
+//! The voters that decide parked requests, one file each.
+
+pub mod webhook;
