@@ -38,6 +38,9 @@ pub mod mode {
     pub const ENFORCE: u32 = 1;
     /// Allow, and report what would have been denied.
     pub const AUDIT: u32 = 2;
+    /// Park the task and ask the userspace twin; deny at once when no twin
+    /// is alive or the request cannot be parked.
+    pub const ASK: u32 = 3;
 }
 
 /// Bits of [`Agent::flags`].
@@ -54,6 +57,8 @@ pub mod verdict {
     pub const DENIED: u32 = 2;
     /// Not granted, allowed because the agent runs in audit mode.
     pub const AUDITED: u32 = 3;
+    /// Not granted: the task is stopped until the twin answers.
+    pub const PARKED: u32 = 4;
 }
 
 /// The hook that made a decision.
@@ -72,6 +77,13 @@ pub mod event_flags {
     pub const NAME_TRUNCATED: u32 = 1 << 1;
     /// A kernel read failed while the event was filled.
     pub const READ_FAILED: u32 = 1 << 2;
+    /// Denied instead of parked: no twin has a fresh heartbeat.
+    pub const NO_TWIN: u32 = 1 << 3;
+    /// Denied instead of parked: the task cannot be stopped (an io_uring
+    /// worker, a kernel thread, an exiting task).
+    pub const UNPARKABLE: u32 = 1 << 4;
+    /// Denied instead of parked: the pending table is full.
+    pub const PENDING_FULL: u32 = 1 << 5;
 }
 
 /// Indices of the per-CPU counters in [`names::COUNTERS`].
@@ -93,8 +105,22 @@ pub mod counter {
     pub const NO_OFFSETS: u32 = 6;
     /// Accesses answered by the grant cache without a walk.
     pub const CACHE_HIT: u32 = 7;
+    /// Tasks parked (one per request, not per re-park).
+    pub const PARKED: u32 = 8;
+    /// Denied instead of parked: no live twin.
+    pub const NO_TWIN: u32 = 9;
+    /// Denied instead of parked: the pending table was full.
+    pub const PENDING_FULL: u32 = 10;
+    /// Denied instead of parked: the task could not be stopped.
+    pub const UNPARKABLE: u32 = 11;
+    /// Parked requests the twin allowed once.
+    pub const VERDICT_ALLOW: u32 = 12;
+    /// Parked requests the twin denied.
+    pub const VERDICT_DENY: u32 = 13;
+    /// Stray wake-ups that re-parked a request without a new event.
+    pub const REPARKED: u32 = 14;
     /// Number of counters.
-    pub const COUNT: u32 = 8;
+    pub const COUNT: u32 = 16;
 
     /// Names for metrics and `pincer` output, by index.
     pub const NAMES: [&str; COUNT as usize] = [
@@ -106,6 +132,14 @@ pub mod counter {
         "walk_limit",
         "no_offsets",
         "cache_hit",
+        "parked",
+        "no_twin",
+        "pending_full",
+        "unparkable",
+        "verdict_allow",
+        "verdict_deny",
+        "reparked",
+        "reserved",
     ];
 }
 
@@ -127,6 +161,12 @@ pub mod names {
     pub const GRANT_CACHE: &str = "PINCER_GCACHE";
     /// One `u64`: the generation that invalidates [`GRANT_CACHE`].
     pub const EPOCH: &str = "PINCER_EPOCH";
+    /// Thread id → [`crate::Pending`]: the request a stopped task waits on.
+    pub const PENDING: &str = "PINCER_PENDING";
+    /// Thread id → [`crate::Verdict`]: a one-shot answer for that request.
+    pub const VERDICTS: &str = "PINCER_VERDICT";
+    /// One [`crate::Twin`]: the twin's heartbeat and request counter.
+    pub const TWIN: &str = "PINCER_TWIN";
     /// Per-CPU scratch space for keys too large for the BPF stack.
     pub const SCRATCH: &str = "PINCER_SCRATCH";
     /// The [`crate::KernelOffsets`] global.
@@ -156,6 +196,13 @@ pub const MAX_AGENTS: u32 = 4096;
 pub const MAX_GRANTS: u32 = 65536;
 /// Maximum number of name grants over all agents.
 pub const MAX_NAME_GRANTS: u32 = 8192;
+/// Parked requests at once, over all agents.
+pub const MAX_PENDING: u32 = 4096;
+/// `SIGSTOP`.
+pub const SIGSTOP: u32 = 19;
+/// `ERESTARTNOINTR`: the syscall restarts once the task runs again.
+pub const ERESTARTNOINTR: i32 = 513;
+
 /// Entries of the grant cache (least recently used ones are evicted).
 pub const MAX_CACHED_GRANTS: u32 = 16384;
 /// Size of the event ring buffer in bytes (a power of two, a multiple of the
@@ -252,6 +299,56 @@ impl NameGrantKey {
     }
 }
 
+/// A parked request: the value of [`names::PENDING`], keyed by thread id.
+///
+/// The restarted syscall finds it and looks for a [`Verdict`] with the same
+/// id. It matches only the same access (object, operations, hook and, for a
+/// creation, name), so a signal handler that runs during the restart cannot
+/// spend another access's verdict.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pending {
+    /// The request id, as sent in the event.
+    pub id: u64,
+    /// Device of the object (for a creation, of its directory).
+    pub dev: u64,
+    /// Inode of the object (for a creation, of its directory).
+    pub ino: u64,
+    /// FNV-1a of the created name (creations only; zero otherwise).
+    pub name_hash: u64,
+    /// Operations requested.
+    pub ops: u32,
+    /// One of [`hook`].
+    pub hook: u32,
+}
+
+/// A one-shot answer to a parked request: the value of [`names::VERDICTS`],
+/// keyed by thread id.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// The request id it answers.
+    pub id: u64,
+    /// Non-zero to allow this one access, zero to deny it.
+    pub allow: u32,
+    /// Explicit padding; always zero.
+    pub _pad: u32,
+}
+
+/// The twin's liveness and the request counter: the single value of
+/// [`names::TWIN`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Twin {
+    /// `CLOCK_BOOTTIME` in ns of the twin's last heartbeat; zero when no twin
+    /// ever started or a watchdog declared it dead.
+    pub heartbeat_ns: u64,
+    /// How old a heartbeat may be before the twin counts as dead.
+    pub timeout_ns: u64,
+    /// The last request id handed out (incremented atomically).
+    pub last_id: u64,
+}
+
 /// One decision reported to userspace through [`names::EVENTS`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -262,6 +359,12 @@ pub struct AccessEvent {
     pub dev: u64,
     /// Inode of the object; for a creation, of its parent directory.
     pub ino: u64,
+    /// Request id of a parked request (zero for other verdicts).
+    pub request_id: u64,
+    /// Inode of the object's parent directory (zero when unknown).
+    pub parent_ino: u64,
+    /// FNV-1a of the created name (creations only).
+    pub name_hash: u64,
     /// Thread id.
     pub pid: u32,
     /// Process id.
@@ -317,6 +420,10 @@ pub struct KernelOffsets {
     pub dentry_d_name_name: u32,
     /// `dentry.d_inode`.
     pub dentry_d_inode: u32,
+    /// `task_struct.flags`.
+    pub task_struct_flags: u32,
+    /// Explicit padding; always zero.
+    pub _pad: u32,
 }
 
 impl KernelOffsets {
@@ -333,8 +440,32 @@ impl KernelOffsets {
             dentry_d_parent: 0,
             dentry_d_name_name: 0,
             dentry_d_inode: 0,
+            task_struct_flags: 0,
+            _pad: 0,
         }
     }
+}
+
+/// `task_struct.flags` bits (stable for many releases).
+pub mod task_flags {
+    /// `PF_EXITING`.
+    pub const EXITING: u32 = 0x0000_0004;
+    /// `PF_IO_WORKER`: an io_uring worker thread.
+    pub const IO_WORKER: u32 = 0x0000_0010;
+    /// `PF_KTHREAD`.
+    pub const KTHREAD: u32 = 0x0020_0000;
+}
+
+/// FNV-1a (64-bit) of a name, as the programs compute it for creations.
+pub const fn name_hash(name: &[u8]) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    let mut i = 0;
+    while i < name.len() {
+        hash ^= name[i] as u64;
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    hash
 }
 
 /// `f_mode` bits the programs read (stable kernel ABI since 2.6).
@@ -345,6 +476,8 @@ pub mod fmode {
     pub const WRITE: u32 = 0x2;
     /// `FMODE_EXEC`.
     pub const EXEC: u32 = 0x20;
+    /// `FMODE_CREATED`: this open created the file (6.1 and 6.12 alike).
+    pub const CREATED: u32 = 0x10_0000;
 }
 
 const _: () = {
@@ -353,8 +486,11 @@ const _: () = {
     assert!(core::mem::size_of::<GrantValue>() == 8);
     assert!(core::mem::size_of::<CachedGrant>() == 16);
     assert!(core::mem::size_of::<NameGrantKey>() == 24 + NAME_LEN);
-    assert!(core::mem::size_of::<AccessEvent>() == 80 + COMPONENT_LEN * MAX_COMPONENTS);
-    assert!(core::mem::size_of::<KernelOffsets>() == 40);
+    assert!(core::mem::size_of::<AccessEvent>() == 104 + COMPONENT_LEN * MAX_COMPONENTS);
+    assert!(core::mem::size_of::<KernelOffsets>() == 48);
+    assert!(core::mem::size_of::<Pending>() == 40);
+    assert!(core::mem::size_of::<Verdict>() == 16);
+    assert!(core::mem::size_of::<Twin>() == 24);
     assert!(names::COUNTERS.len() <= 15);
     assert!(names::NAME_GRANTS.len() <= 15);
 };
@@ -370,6 +506,9 @@ mod pod {
     unsafe impl aya::Pod for super::NameGrantKey {}
     unsafe impl aya::Pod for super::AccessEvent {}
     unsafe impl aya::Pod for super::KernelOffsets {}
+    unsafe impl aya::Pod for super::Pending {}
+    unsafe impl aya::Pod for super::Verdict {}
+    unsafe impl aya::Pod for super::Twin {}
 }
 
 /// Converts a userspace device number (`stat.st_dev`, glibc's encoding) to the

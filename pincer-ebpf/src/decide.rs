@@ -2,18 +2,18 @@
 
 use aya_ebpf::helpers::bpf_probe_read_kernel_str_bytes;
 use pincer_common::{
-    Agent, CachedGrant, GrantKey, KernelOffsets, MAX_TREE_DEPTH, NAME_LEN, agent_flags, counter,
-    mode, verdict,
+    Agent, CachedGrant, GrantKey, KernelOffsets, MAX_TREE_DEPTH, NAME_LEN, NameGrantKey,
+    agent_flags, counter, mode, verdict,
 };
 
 use crate::{
     kernel::{self, Failure, ReadFailed},
     maps::{GRANT_CACHE, GRANTS, NAME_GRANTS, SCRATCH, count, epoch},
-    report,
+    park, report,
 };
 
 /// `EACCES`, returned negated to refuse an access.
-const EACCES: i32 = 13;
+pub const EACCES: i32 = 13;
 
 /// An access to decide.
 pub struct Access {
@@ -57,19 +57,49 @@ pub fn decide(agent: &Agent, access: Result<Access, Failure>) -> i32 {
     if granted & needed == needed {
         count(counter::ALLOWED);
         if agent.flags & agent_flags::REPORT_ALLOWED != 0 {
-            report::send(agent, access.as_ref(), granted, verdict::ALLOWED);
+            report::send(
+                agent,
+                access.as_ref(),
+                outcome(granted, verdict::ALLOWED, 0),
+            );
         }
         return 0;
     }
-    if agent.mode == mode::AUDIT {
-        count(counter::AUDITED);
-        report::send(agent, access.as_ref(), granted, verdict::AUDITED);
-        return 0;
+    match (agent.mode, access) {
+        (mode::AUDIT, access) => {
+            count(counter::AUDITED);
+            report::send(
+                agent,
+                access.as_ref(),
+                outcome(granted, verdict::AUDITED, 0),
+            );
+            0
+        }
+        (mode::ASK, Some(access)) => park::park(agent, &access, granted),
+        // Enforce, an access that could not be identified, and any mode value
+        // this version does not know: deny.
+        (_, access) => deny(agent, access.as_ref(), granted, 0),
     }
-    // Enforce, and any mode value this version does not know: deny.
+}
+
+/// Denies an access and reports why.
+#[inline(always)]
+pub fn deny(agent: &Agent, access: Option<&Access>, granted: u32, flags: u32) -> i32 {
     count(counter::DENIED);
-    report::send(agent, access.as_ref(), granted, verdict::DENIED);
+    report::send(agent, access, outcome(granted, verdict::DENIED, flags));
     -EACCES
+}
+
+/// An outcome with no request id.
+#[inline(always)]
+pub fn outcome(granted: u32, verdict: u32, flags: u32) -> report::Outcome {
+    report::Outcome {
+        granted,
+        verdict,
+        flags,
+        request_id: 0,
+        name_hash: 0,
+    }
 }
 
 /// The operations the agent's grants give on the accessed object, from the
@@ -171,13 +201,35 @@ fn walk_grants(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
 /// Adds the ops of a name grant on (directory, name) of the object.
 #[inline(always)]
 fn name_granted(slot: u32, access: &Access, granted: u32) -> Result<u32, ReadFailed> {
-    let off = &access.off;
-    let Some(scratch) = SCRATCH.get_ptr_mut(0) else {
+    let Some(key) = name_key(slot, access)? else {
         return Ok(granted);
     };
+    #[expect(
+        clippy::needless_borrows_for_generic_args,
+        reason = "by value would copy the 280-byte key onto the 512-byte BPF stack"
+    )]
+    let grant = unsafe { NAME_GRANTS.get(&*key) };
+    match grant {
+        Some(grant) => Ok(granted | grant.file_ops),
+        None => Ok(granted),
+    }
+}
+
+/// Fills the per-CPU scratch key with (slot, directory, name) of the
+/// object; `None` for an object with no parent.
+#[inline(always)]
+pub fn name_key(
+    slot: u32,
+    access: &Access,
+) -> Result<Option<&'static mut NameGrantKey>, ReadFailed> {
+    let off = &access.off;
+    let Some(scratch) = SCRATCH.get_ptr_mut(0) else {
+        return Ok(None);
+    };
+    // SAFETY: per-CPU scratch, used by one program at a time on this CPU.
     let key = unsafe { &mut *scratch };
     let Some(parent) = kernel::parent(off, access.dentry)? else {
-        return Ok(granted);
+        return Ok(None);
     };
     key.slot = slot;
     key.parent_dev = access.dev;
@@ -196,13 +248,5 @@ fn name_granted(slot: u32, access: &Access, granted: u32) -> Result<u32, ReadFai
         .map_err(|_| ReadFailed)?
         .len();
     key.name_len = len as u32;
-    #[expect(
-        clippy::needless_borrows_for_generic_args,
-        reason = "by value would copy the 280-byte key onto the 512-byte BPF stack"
-    )]
-    let grant = unsafe { NAME_GRANTS.get(&*key) };
-    match grant {
-        Some(grant) => Ok(granted | grant.file_ops),
-        None => Ok(granted),
-    }
+    Ok(Some(key))
 }

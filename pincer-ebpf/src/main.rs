@@ -16,6 +16,7 @@
 mod decide;
 mod kernel;
 mod maps;
+mod park;
 mod report;
 
 use aya_ebpf::{macros::lsm, programs::LsmContext};
@@ -33,7 +34,9 @@ use crate::decide::{Access, decide};
 /// | agent                 | no                            | `EACCES`   | allow + report |
 ///
 /// Opened for exec needs `exec` only (the kernel's read for exec is part of
-/// it); otherwise read and/or write as the open mode says.
+/// it); otherwise read and/or write as the open mode says. The open that has
+/// just created its file needs nothing more: `inode_create` decided the
+/// creation, and a new empty file holds nothing to protect.
 #[lsm(hook = "file_open")]
 pub fn file_open(ctx: LsmContext) -> i32 {
     // The phony last argument is the verdict of earlier LSMs.
@@ -117,6 +120,9 @@ pub fn inode_link(ctx: LsmContext) -> i32 {
 /// The operations an open in `f_mode` asks for.
 #[inline(always)]
 fn ops_for_open(f_mode: u32) -> u32 {
+    if f_mode & fmode::CREATED != 0 {
+        return 0;
+    }
     if f_mode & fmode::EXEC != 0 {
         return ops::EXEC;
     }

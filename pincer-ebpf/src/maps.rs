@@ -7,7 +7,7 @@ use aya_ebpf::{
 };
 use pincer_common::{
     Agent, CachedGrant, EVENTS_BYTES, GrantKey, GrantValue, MAX_AGENTS, MAX_CACHED_GRANTS,
-    MAX_GRANTS, MAX_NAME_GRANTS, NameGrantKey, counter,
+    MAX_GRANTS, MAX_NAME_GRANTS, MAX_PENDING, NameGrantKey, Pending, Twin, Verdict, counter,
 };
 
 /// Agent cgroups: cgroup id → slot and mode.
@@ -31,6 +31,18 @@ pub static GRANT_CACHE: LruHashMap<GrantKey, CachedGrant> =
 /// The generation of [`GRANT_CACHE`].
 #[map(name = "PINCER_EPOCH")]
 pub static EPOCH: Array<u64> = Array::with_max_entries(1, 0);
+
+/// Parked requests by thread id.
+#[map(name = "PINCER_PENDING")]
+pub static PENDING: HashMap<u32, Pending> = HashMap::with_max_entries(MAX_PENDING, 0);
+
+/// One-shot verdicts by thread id.
+#[map(name = "PINCER_VERDICT")]
+pub static VERDICTS: HashMap<u32, Verdict> = HashMap::with_max_entries(MAX_PENDING, 0);
+
+/// The twin's heartbeat and the request counter.
+#[map(name = "PINCER_TWIN")]
+pub static TWIN: Array<Twin> = Array::with_max_entries(1, 0);
 
 /// Decisions for userspace.
 #[map(name = "PINCER_EVENTS")]
@@ -87,5 +99,43 @@ pub fn bump_epoch() {
         unsafe {
             *epoch += 1
         };
+    }
+}
+
+/// Whether a twin has sent a heartbeat recently enough to answer.
+#[inline(always)]
+pub fn twin_alive() -> bool {
+    let Some(twin) = TWIN.get(0) else {
+        return false;
+    };
+    let now = unsafe { aya_ebpf::helpers::bpf_ktime_get_boot_ns() };
+    twin.heartbeat_ns != 0 && now.saturating_sub(twin.heartbeat_ns) <= twin.timeout_ns
+}
+
+/// A fresh request id (never zero).
+#[inline(always)]
+pub fn next_request_id() -> u64 {
+    let Some(twin) = TWIN.get_ptr_mut(0) else {
+        return 0;
+    };
+    let last = unsafe { core::ptr::addr_of_mut!((*twin).last_id) };
+    #[cfg(target_arch = "bpf")]
+    {
+        let mut id: u64 = 1;
+        // Atomic fetch-and-add (kernel 5.12+): parks on every CPU draw ids
+        // concurrently and each must be unique.
+        unsafe {
+            core::arch::asm!(
+                "{0} = atomic_fetch_add((u64 *)({1} + 0), {0})",
+                inout(reg) id,
+                in(reg) last,
+            )
+        };
+        id + 1
+    }
+    #[cfg(not(target_arch = "bpf"))]
+    unsafe {
+        *last += 1;
+        *last
     }
 }

@@ -1,8 +1,11 @@
 //! Reporting a decision to userspace on the ring buffer.
 
-use aya_ebpf::helpers::{
-    bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
-    bpf_probe_read_kernel_str_bytes,
+use aya_ebpf::{
+    helpers::{
+        bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
+        bpf_probe_read_kernel_str_bytes,
+    },
+    maps::ring_buf::RingBufEntry,
 };
 use pincer_common::{AccessEvent, Agent, COMPONENT_LEN, MAX_COMPONENTS, counter, event_flags};
 
@@ -12,29 +15,63 @@ use crate::{
     maps::{EVENTS, count},
 };
 
+/// What an event says beyond the access itself.
+#[derive(Clone, Copy)]
+pub struct Outcome {
+    /// Operations the grants gave.
+    pub granted: u32,
+    /// One of `pincer_common::verdict`.
+    pub verdict: u32,
+    /// Bits of `pincer_common::event_flags`.
+    pub flags: u32,
+    /// Request id of a parked request, or zero.
+    pub request_id: u64,
+    /// FNV-1a of a created name, or zero.
+    pub name_hash: u64,
+}
+
 /// Sends one event. A full ring buffer loses the event (counted), never the
 /// decision: the caller has already made it.
 #[inline(always)]
-pub fn send(agent: &Agent, access: Option<&Access>, granted: u32, verdict: u32) {
+pub fn send(agent: &Agent, access: Option<&Access>, outcome: Outcome) {
     let Some(mut entry) = EVENTS.reserve::<AccessEvent>(0) else {
         count(counter::RINGBUF_FULL);
         return;
     };
+    fill(&mut entry, agent, access, outcome);
+    entry.submit(0);
+}
+
+/// A reserved, not yet submitted event.
+pub type Reserved = RingBufEntry<AccessEvent>;
+
+/// Reserves room for one event, or `None` when the ring buffer is full.
+#[inline(always)]
+pub fn reserve() -> Option<Reserved> {
+    EVENTS.reserve::<AccessEvent>(0)
+}
+
+/// Fills a reserved event.
+#[inline(always)]
+pub fn fill(entry: &mut Reserved, agent: &Agent, access: Option<&Access>, outcome: Outcome) {
     let event = entry.as_mut_ptr();
     let pid_tgid = bpf_get_current_pid_tgid();
     // SAFETY: `event` points to a reserved, exclusively owned record of the
     // right size; every field is written before it is submitted.
     unsafe {
         (*event).cgroup_id = bpf_get_current_cgroup_id();
+        (*event).request_id = outcome.request_id;
+        (*event).name_hash = outcome.name_hash;
+        (*event).parent_ino = 0;
         (*event).pid = pid_tgid as u32;
         (*event).tgid = (pid_tgid >> 32) as u32;
         (*event).slot = agent.slot;
-        (*event).granted = granted;
-        (*event).verdict = verdict;
+        (*event).granted = outcome.granted;
+        (*event).verdict = outcome.verdict;
         (*event)._pad = 0;
         (*event).comm = bpf_get_current_comm().unwrap_or([0; 16]);
         (*event).depth = 0;
-        (*event).flags = 0;
+        (*event).flags = outcome.flags;
         match access {
             Some(access) => {
                 (*event).dev = access.dev;
@@ -48,11 +85,10 @@ pub fn send(agent: &Agent, access: Option<&Access>, granted: u32, verdict: u32) 
                 (*event).ino = 0;
                 (*event).ops = 0;
                 (*event).hook = 0;
-                (*event).flags = event_flags::READ_FAILED;
+                (*event).flags |= event_flags::READ_FAILED;
             }
         }
     }
-    entry.submit(0);
 }
 
 /// Copies the path components of the object, leaf first, up to the root of
@@ -89,6 +125,9 @@ fn fill_path(event: &mut AccessEvent, access: &Access) {
             }
         }
         event.depth = i as u32 + 1;
+        if i == 0 && access.exists {
+            event.parent_ino = kernel::dentry_ino(off, parent).unwrap_or(0);
+        }
         dentry = parent;
     }
 }

@@ -61,6 +61,8 @@ pub fn kernel_offsets(path: &Path) -> Result<KernelOffsets, BtfError> {
         dentry_d_parent: btf.offset("dentry", "d_parent")?,
         dentry_d_name_name: btf.offset("dentry", "d_name.name")?,
         dentry_d_inode: btf.offset("dentry", "d_inode")?,
+        task_struct_flags: btf.offset("task_struct", "flags")?,
+        _pad: 0,
     })
 }
 
@@ -113,10 +115,10 @@ impl Resolver<'_> {
             if member_name == name {
                 return Some((member.bit_offset(), member_ty));
             }
-            if member_name.is_empty() {
-                if let Some((inner, found)) = self.find_member(&member_ty, name) {
-                    return Some((member.bit_offset() + inner, found));
-                }
+            if member_name.is_empty()
+                && let Some((inner, found)) = self.find_member(&member_ty, name)
+            {
+                return Some((member.bit_offset() + inner, found));
             }
         }
         None

@@ -9,6 +9,8 @@ use std::{collections::HashMap, fs};
 use pincer_common::{AccessEvent, COMPONENT_LEN, MAX_COMPONENTS, event_flags, hook, ops, verdict};
 use serde::Serialize;
 
+use crate::{procfs, request::Request};
+
 /// Longest escaped path kept in a decision.
 pub const MAX_PATH_CHARS: usize = 4096;
 
@@ -149,12 +151,13 @@ fn unescape_mount(s: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 3 < bytes.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8) {
-                out.push(v);
-                i += 4;
-                continue;
-            }
+        if bytes[i] == b'\\'
+            && i + 3 < bytes.len()
+            && let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8)
+        {
+            out.push(v);
+            i += 4;
+            continue;
         }
         out.push(bytes[i]);
         i += 1;
@@ -189,6 +192,68 @@ pub fn event_path(event: &AccessEvent, mounts: &Mounts) -> String {
     path
 }
 
+/// Why the kernel denied an access at once.
+fn deny_reason(flags: u32, missing: u32) -> String {
+    let not_granted = format!("no grant covers {}", op_names(missing).join(", "));
+    if flags & event_flags::NO_TWIN != 0 {
+        format!("{not_granted}; no live twin to ask: denied at once")
+    } else if flags & event_flags::UNPARKABLE != 0 {
+        format!(
+            "{not_granted}; the task cannot be parked (an io_uring worker, a kernel thread or an exiting task): denied at once"
+        )
+    } else if flags & event_flags::PENDING_FULL != 0 {
+        format!("{not_granted}; too many parked requests: denied at once")
+    } else {
+        not_granted
+    }
+}
+
+/// Sanitizes a parked event into the request voters see. `root` is the
+/// agent's first process, where the parent chain stops.
+pub fn request(event: &AccessEvent, mounts: &Mounts, mission: &str, root: Option<u32>) -> Request {
+    let missing = event.ops & !event.granted;
+    let task = procfs::facts(event.tgid);
+    Request {
+        id: event.request_id,
+        mission: mission.to_owned(),
+        cgroup: event.cgroup_id,
+        pid: event.tgid,
+        tid: event.pid,
+        comm: escape(until_nul(&event.comm)),
+        exe: task.exe,
+        parents: procfs::parents(event.tgid, root),
+        operation: op_names(event.ops),
+        ops: event.ops,
+        path: event_path(event, mounts),
+        hook: hook_name(event.hook),
+        dev: event.dev,
+        ino: event.ino,
+        why: format!(
+            "no grant of the mission covers {}",
+            op_names(missing).join(", ")
+        ),
+    }
+}
+
+/// The created name of a creation event, when it was copied whole.
+pub fn created_name(event: &AccessEvent) -> Option<Vec<u8>> {
+    if event.hook != hook::INODE_CREATE
+        || event.depth == 0
+        || event.flags & event_flags::NAME_TRUNCATED != 0
+    {
+        return None;
+    }
+    Some(until_nul(&event.components[0]).to_vec())
+}
+
+fn hook_name(hook: u32) -> &'static str {
+    match hook {
+        hook::FILE_OPEN => "file_open",
+        hook::INODE_CREATE => "inode_create",
+        _ => "unknown",
+    }
+}
+
 /// Sanitizes an event into a decision.
 pub fn decision(event: &AccessEvent, mounts: &Mounts) -> Decision {
     let missing = event.ops & !event.granted;
@@ -201,14 +266,15 @@ pub fn decision(event: &AccessEvent, mounts: &Mounts) -> Decision {
                 op_names(missing).join(", ")
             ),
         ),
+        verdict::PARKED => (
+            "park",
+            format!("no grant covers {}: asking", op_names(missing).join(", ")),
+        ),
         _ if event.flags & event_flags::READ_FAILED != 0 && event.ops == 0 => (
             "deny",
             "the object could not be identified; denied".to_owned(),
         ),
-        _ => (
-            "deny",
-            format!("no grant covers {}", op_names(missing).join(", ")),
-        ),
+        _ => ("deny", deny_reason(event.flags, missing)),
     };
     Decision {
         pid: event.tgid,
@@ -218,11 +284,7 @@ pub fn decision(event: &AccessEvent, mounts: &Mounts) -> Decision {
         path: event_path(event, mounts),
         verdict,
         reason,
-        hook: match event.hook {
-            hook::FILE_OPEN => "file_open",
-            hook::INODE_CREATE => "inode_create",
-            _ => "unknown",
-        },
+        hook: hook_name(event.hook),
         dev: format!("{}:{}", event.dev >> 20, event.dev & 0xf_ffff),
         ino: event.ino,
         cgroup: event.cgroup_id,
@@ -235,6 +297,9 @@ mod tests {
 
     fn event(components: &[&[u8]], flags: u32) -> AccessEvent {
         let mut event = AccessEvent {
+            request_id: 0,
+            parent_ino: 0,
+            name_hash: 0,
             cgroup_id: 7,
             dev: (8 << 20) | 1,
             ino: 42,

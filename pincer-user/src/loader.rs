@@ -9,7 +9,9 @@ use aya::{
     maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
     programs::Lsm,
 };
-use pincer_common::{Agent, GrantKey, GrantValue, NameGrantKey, counter, names};
+use pincer_common::{
+    Agent, GrantKey, GrantValue, NameGrantKey, Pending, Twin, Verdict, counter, names,
+};
 
 use crate::{btf, mission::ResolvedGrants};
 
@@ -72,6 +74,12 @@ pub struct Enforcer {
 impl Enforcer {
     /// Loads the programs with this kernel's struct offsets and attaches them.
     pub fn load() -> Result<Self, LoadError> {
+        Self::load_with_ring(pincer_common::EVENTS_BYTES)
+    }
+
+    /// Like [`Enforcer::load`], with an event ring buffer of `ring_bytes` (a
+    /// power of two, at least a page).
+    pub fn load_with_ring(ring_bytes: u32) -> Result<Self, LoadError> {
         if OBJECT.is_empty() {
             return Err(LoadError::NoObject);
         }
@@ -79,6 +87,7 @@ impl Enforcer {
             btf::kernel_offsets(Path::new(btf::VMLINUX_BTF)).map_err(LoadError::Offsets)?;
         let mut ebpf = EbpfLoader::new()
             .override_global(names::OFFSETS, &offsets, true)
+            .map_max_entries(names::EVENTS, ring_bytes)
             .load(OBJECT)
             .map_err(LoadError::Object)?;
         let kernel_btf = aya::Btf::from_sys_fs().map_err(LoadError::Btf)?;
@@ -173,6 +182,87 @@ impl Enforcer {
         epoch
             .set(0, current.wrapping_add(1), 0)
             .map_err(|source| LoadError::Map { name, source })
+    }
+
+    /// Sets (or, with no operations left, removes) one inode grant. Removing
+    /// operations invalidates the grant cache.
+    pub fn set_grant(&mut self, key: GrantKey, value: GrantValue) -> Result<(), LoadError> {
+        let name = names::GRANTS;
+        let mut map = self.hash_map::<GrantKey, GrantValue>(name)?;
+        let before = map.get(&key, 0).unwrap_or_default();
+        if value == GrantValue::default() {
+            let _ = map.remove(&key);
+        } else {
+            map.insert(key, value, 0)
+                .map_err(|source| LoadError::Map { name, source })?;
+        }
+        if before.file_ops & !value.file_ops != 0 || before.tree_ops & !value.tree_ops != 0 {
+            self.bump_epoch()?;
+        }
+        Ok(())
+    }
+
+    /// Sets (or, with no operations left, removes) one name grant.
+    pub fn set_name_grant(
+        &mut self,
+        key: NameGrantKey,
+        value: GrantValue,
+    ) -> Result<(), LoadError> {
+        let name = names::NAME_GRANTS;
+        let mut map = self.hash_map::<NameGrantKey, GrantValue>(name)?;
+        if value == GrantValue::default() {
+            let _ = map.remove(&key);
+            // A file created under the name may be cached by inode.
+            return self.bump_epoch();
+        }
+        map.insert(key, value, 0)
+            .map_err(|source| LoadError::Map { name, source })
+    }
+
+    /// Records the twin's heartbeat: parked requests are only made while it
+    /// is fresh (`timeout_ns`).
+    pub fn heartbeat(&mut self, now_ns: u64, timeout_ns: u64) -> Result<(), LoadError> {
+        let name = names::TWIN;
+        let mut twin = Array::<&mut MapData, Twin>::try_from(self.map_mut(name)?)
+            .map_err(|source| LoadError::Map { name, source })?;
+        let mut value = twin
+            .get(&0, 0)
+            .map_err(|source| LoadError::Map { name, source })?;
+        // `last_id` belongs to the programs; this read-modify-write can only
+        // lose an id increment made in between, and the ids then stay
+        // unique because the programs add to the value they read atomically.
+        value.heartbeat_ns = now_ns;
+        value.timeout_ns = timeout_ns;
+        twin.set(0, value, 0)
+            .map_err(|source| LoadError::Map { name, source })
+    }
+
+    /// Writes a one-shot verdict for a parked thread.
+    pub fn write_verdict(&mut self, tid: u32, verdict: Verdict) -> Result<(), LoadError> {
+        let name = names::VERDICTS;
+        self.hash_map::<u32, Verdict>(name)?
+            .insert(tid, verdict, 0)
+            .map_err(|source| LoadError::Map { name, source })
+    }
+
+    /// Forgets a parked request (its task will find a grant, or is gone).
+    pub fn remove_pending(&mut self, tid: u32) -> Result<(), LoadError> {
+        let name = names::PENDING;
+        let mut map = self.hash_map::<u32, Pending>(name)?;
+        let _ = map.remove(&tid);
+        let name = names::VERDICTS;
+        let _ = self.hash_map::<u32, Verdict>(name)?.remove(&tid);
+        Ok(())
+    }
+
+    /// Every parked request the kernel holds.
+    pub fn pending(&mut self) -> Result<Vec<(u32, Pending)>, LoadError> {
+        let name = names::PENDING;
+        Ok(self
+            .hash_map::<u32, Pending>(name)?
+            .iter()
+            .filter_map(Result::ok)
+            .collect())
     }
 
     /// Takes the event ring buffer out of the object (once).

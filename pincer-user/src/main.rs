@@ -5,10 +5,12 @@ use std::{ffi::OsString, path::PathBuf, process::ExitCode};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use pincer::{
+    control::{self, ControlRequest, ControlResponse},
     doctor::{self, Check, Status, SystemPaths},
     loader::Enforcer,
     mission::Mission,
     run::{self, Mode, RunOptions},
+    vote::Lifetime,
 };
 
 /// Confine a tool-using AI agent to the files its mission needs, in the kernel.
@@ -27,19 +29,64 @@ enum Command {
         /// The mission file (TOML).
         #[arg(long, short = 'm', value_name = "FILE")]
         mission: PathBuf,
-        /// `enforce` denies what the mission does not grant; `audit` allows it
-        /// and logs what would have been denied.
-        #[arg(long, value_enum, default_value_t = Mode::Enforce)]
-        mode: Mode,
+        /// What an access the mission does not grant does: `enforce` denies
+        /// it at once, `audit` allows and logs it, `ask` parks the task and
+        /// asks the voters. Default: the mission's `defaults.on_unknown`.
+        #[arg(long, value_enum)]
+        mode: Option<Mode>,
+        /// The control socket answers are given on (`ask` only).
+        #[arg(long, env = "PINCER_SOCKET", default_value = control::DEFAULT_SOCKET)]
+        socket: PathBuf,
         /// Append audit lines (JSON) to this file instead of standard error.
         #[arg(long, value_name = "FILE")]
         audit: Option<PathBuf>,
+        /// Key file of the audit log's HMAC chain (default: the audit file's
+        /// path + `.key`, created when missing); keep it out of the mission.
+        #[arg(long, value_name = "FILE", requires = "audit")]
+        audit_key: Option<PathBuf>,
         /// Audit granted accesses too (verbose).
         #[arg(long)]
         log_allowed: bool,
         /// The command to confine and its arguments.
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<OsString>,
+    },
+    /// List the parked requests waiting for a person.
+    Pending {
+        /// Print JSON instead of one line per request.
+        #[arg(long)]
+        json: bool,
+        /// The control socket of the `pincer run` to ask.
+        #[arg(long, env = "PINCER_SOCKET", default_value = control::DEFAULT_SOCKET)]
+        socket: PathBuf,
+    },
+    /// Allow a parked request (once, unless told otherwise).
+    Approve {
+        /// The request id (see `pincer pending`).
+        id: u64,
+        /// Allow this one access (the default).
+        #[arg(long, group = "lifetime")]
+        once: bool,
+        /// Allow it until `pincer run` ends.
+        #[arg(long, group = "lifetime")]
+        session: bool,
+        /// Allow it for a time, such as `10m` or `1h30m`.
+        #[arg(long, group = "lifetime", value_name = "DURATION", value_parser = control::parse_ttl)]
+        ttl: Option<std::time::Duration>,
+        /// The control socket of the `pincer run` to answer.
+        #[arg(long, env = "PINCER_SOCKET", default_value = control::DEFAULT_SOCKET)]
+        socket: PathBuf,
+    },
+    /// Refuse a parked request.
+    Deny {
+        /// The request id (see `pincer pending`).
+        id: u64,
+        /// Why, for the audit log.
+        #[arg(long)]
+        reason: Option<String>,
+        /// The control socket of the `pincer run` to answer.
+        #[arg(long, env = "PINCER_SOCKET", default_value = control::DEFAULT_SOCKET)]
+        socket: PathBuf,
     },
     /// Check whether this machine can enforce, and say what is missing.
     Doctor,
@@ -57,6 +104,15 @@ enum AuditCommand {
     Summary {
         /// The audit log (JSON lines).
         file: PathBuf,
+    },
+    /// Check the log's HMAC chain; name the first line edited, removed or
+    /// reordered. Exits 0 only when the log is intact.
+    Verify {
+        /// The audit log (JSON lines).
+        file: PathBuf,
+        /// The chain's key file (default: `<FILE>.key`).
+        #[arg(long, value_name = "KEY")]
+        key: Option<PathBuf>,
     },
 }
 
@@ -82,14 +138,18 @@ fn main() -> ExitCode {
         Command::Run {
             mission,
             mode,
+            socket,
             audit,
+            audit_key,
             log_allowed,
             command,
         } => {
             let options = RunOptions {
                 mission,
                 mode,
+                socket,
                 audit,
+                audit_key,
                 log_allowed,
                 command,
             };
@@ -102,8 +162,45 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Pending { json, socket } => report(pending(&socket, json)),
+        Command::Approve {
+            id,
+            once: _,
+            session,
+            ttl,
+            socket,
+        } => {
+            let lifetime = match (session, ttl) {
+                (true, _) => Lifetime::Session,
+                (_, Some(ttl)) => Lifetime::Ttl(ttl),
+                _ => Lifetime::Once,
+            };
+            report(answer(&socket, &ControlRequest::Approve { id, lifetime }))
+        }
+        Command::Deny { id, reason, socket } => {
+            report(answer(&socket, &ControlRequest::Deny { id, reason }))
+        }
         Command::Doctor => doctor(),
         Command::Mission(MissionCommand::Check { file }) => report(check_mission(&file)),
+        Command::Audit(AuditCommand::Verify { file, key }) => {
+            let key = key.unwrap_or_else(|| pincer::audit::default_key_path(&file));
+            let checked =
+                pincer::audit::read_key(&key).and_then(|key| pincer::audit::verify(&file, &key));
+            match checked {
+                Ok(report) => {
+                    println!("{}: {report}", file.display());
+                    if report.is_intact() {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::FAILURE
+                    }
+                }
+                Err(error) => {
+                    eprintln!("pincer: {:#}", anyhow::Error::new(error));
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Audit(AuditCommand::Summary { file }) => report(
             std::fs::read_to_string(&file)
                 .with_context(|| format!("failed to read audit log {}", file.display()))
@@ -119,6 +216,37 @@ fn report(result: anyhow::Result<()>) -> ExitCode {
             eprintln!("pincer: {error:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+fn pending(socket: &std::path::Path, json: bool) -> anyhow::Result<()> {
+    match control::call(socket, &ControlRequest::Pending)? {
+        ControlResponse::Pending { requests } if json => {
+            println!("{}", serde_json::to_string_pretty(&requests)?);
+            Ok(())
+        }
+        ControlResponse::Pending { requests } => {
+            if requests.is_empty() {
+                println!("no request is waiting");
+            }
+            for request in requests {
+                println!("{request}");
+            }
+            Ok(())
+        }
+        ControlResponse::Error { message } => anyhow::bail!("{message}"),
+        other => anyhow::bail!("unexpected answer from {}: {other:?}", socket.display()),
+    }
+}
+
+fn answer(socket: &std::path::Path, request: &ControlRequest) -> anyhow::Result<()> {
+    match control::call(socket, request)? {
+        ControlResponse::Ok { message } => {
+            println!("{message}");
+            Ok(())
+        }
+        ControlResponse::Error { message } => anyhow::bail!("{message}"),
+        other => anyhow::bail!("unexpected answer from {}: {other:?}", socket.display()),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Missions: what an agent may touch, read from a TOML file and resolved to
-//! the kernel identities (device and inode) the BPF programs check.
+//! the kernel identities (device and inode) the BPF programs check, and how
+//! an access outside the grants is decided.
 //!
 //! ```toml
 //! [mission]
@@ -12,11 +13,42 @@
 //!
 //! [defaults]
 //! baseline = "runtime"        # "runtime" (the default) or "none"
+//! on_unknown = "ask"          # "deny" (the default), "audit" or "ask"
+//!
+//! [vote]                      # how a parked request (on_unknown = "ask") is decided
+//! voters = ["mission", "prompt", "webhook"]  # the default is ["mission", "prompt"]
+//! timeout = "30s"             # deadline for the votes on one request: "60s" by default, at most "1h"
+//! default = "deny"            # when no voter allows in time: "deny" (the default) or "allow-once"
+//! max_lifetime = "ttl"        # longest allow: "once", "ttl" or "session" (the default)
+//! max_ttl = "1h"              # required with max_lifetime = "ttl", refused otherwise
+//! max_extent = "file"         # widest allow: "file" (the default) or "tree"
+//!
+//! [vote.webhook]              # required when the voters include "webhook"
+//! url = "https://approvals.example/pincer"
+//! secret_file = "/etc/pincer/webhook.key"    # absolute, or starting with `~/`
+//! clock_skew = "30s"          # the default
+//!
+//! [[vote.rule]]               # the mission voter's rules: the first that matches decides
+//! path = "~/.ssh"             # absolute, or starting with `~/`
+//! extent = "tree"             # "file" (the default) or "tree"
+//! ops = ["read"]              # every operation by default
+//! verdict = "deny"            # "deny" or "allow"
+//! reason = "credentials are never part of this task"
+//!
+//! [[vote.rule]]
+//! path = "~/project/Cargo.lock"
+//! ops = ["write"]
+//! verdict = "allow"
+//! lifetime = "ttl"            # with "allow": "once" (the default), "session" or "ttl"
+//! ttl = "10m"                 # required with lifetime = "ttl", refused otherwise
 //! ```
 //!
+//! Durations are written like `"30s"`, `"10m"` or `"1h30m"`.
+//!
 //! Parsing is strict: unknown keys, wrong types and unknown values are errors
-//! that name the file, the line and column, and the field (`grant[2].ops`;
-//! grants are counted from 1 in the order they are written).
+//! that name the file, the line and column, and the field (`grant[2].ops`,
+//! `vote.rule[1].ttl`; grants and rules are counted from 1 in the order they
+//! are written).
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -24,14 +56,19 @@ use std::fmt;
 use std::fs;
 use std::hash::Hash;
 use std::io;
+use std::ops::Range;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
 
 use pincer_common::{GrantKey, GrantValue, NAME_LEN, NameGrantKey, kernel_dev, ops};
 use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use toml::Spanned;
+
+use crate::vote::{Lifetime, Scope};
+use crate::voters::webhook::DEFAULT_CLOCK_SKEW;
 
 /// An error in a mission file or in resolving its grants.
 #[derive(Debug, thiserror::Error)]
@@ -121,6 +158,10 @@ pub struct Mission {
     pub grants: Vec<GrantSpec>,
     /// `[defaults].baseline`.
     pub baseline: Baseline,
+    /// `[defaults].on_unknown`.
+    pub on_unknown: OnUnknown,
+    /// `[vote]`: how parked requests are decided.
+    pub vote: VotePolicy,
 }
 
 /// One `[[grant]]` entry as written.
@@ -173,6 +214,184 @@ impl fmt::Display for Baseline {
             Baseline::Runtime => "runtime",
             Baseline::None => "none",
         })
+    }
+}
+
+/// What an access that no grant covers does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum OnUnknown {
+    /// It is refused.
+    #[default]
+    Deny,
+    /// It is allowed and recorded in the audit log, to learn what a task
+    /// needs before confining it.
+    Audit,
+    /// It is parked until the voters of `[vote]` decide.
+    Ask,
+}
+
+impl fmt::Display for OnUnknown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OnUnknown::Deny => "deny",
+            OnUnknown::Audit => "audit",
+            OnUnknown::Ask => "ask",
+        })
+    }
+}
+
+/// Something that votes on parked requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VoterKind {
+    /// The mission's own `[[vote.rule]]` entries.
+    Mission,
+    /// A person, asked interactively.
+    Prompt,
+    /// An HTTP endpoint, configured in `[vote.webhook]`.
+    Webhook,
+}
+
+impl VoterKind {
+    /// Every voter, in the order the mission file lists them as choices.
+    pub const ALL: [VoterKind; 3] = [VoterKind::Mission, VoterKind::Prompt, VoterKind::Webhook];
+
+    /// The voter's name in missions and audit lines.
+    pub fn name(self) -> &'static str {
+        match self {
+            VoterKind::Mission => "mission",
+            VoterKind::Prompt => "prompt",
+            VoterKind::Webhook => "webhook",
+        }
+    }
+}
+
+impl fmt::Display for VoterKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The verdict on a parked request when no voter allows it in time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum DefaultVerdict {
+    /// The access is refused.
+    #[default]
+    Deny,
+    /// This one access is allowed; the next one parks again.
+    AllowOnce,
+}
+
+impl fmt::Display for DefaultVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DefaultVerdict::Deny => "deny",
+            DefaultVerdict::AllowOnce => "allow-once",
+        })
+    }
+}
+
+/// `[vote.webhook]`: where the webhook voter sends parked requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookSpec {
+    /// The endpoint: an `http` or `https` URL with a host.
+    pub url: String,
+    /// Absolute path of the file holding the shared secret, which is kept out
+    /// of the mission so that the mission can be shared and logged.
+    pub secret_file: PathBuf,
+    /// How far an answer's timestamp may be from pincer's clock.
+    pub clock_skew: Duration,
+    /// 1-based line of the `[vote.webhook]` table in the mission file.
+    pub line: usize,
+}
+
+/// What a `[[vote.rule]]` entry answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleVerdict {
+    /// Allow, for this long (still capped by `vote.max_lifetime`).
+    Allow(Lifetime),
+    /// Refuse.
+    Deny,
+}
+
+/// One `[[vote.rule]]` entry: how the mission voter answers requests for a
+/// path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// Absolute path, with a leading `~` expanded, otherwise as written. It
+    /// is compared with the path of a request, which names the real object:
+    /// a rule on a symbolic link does not cover what the link points to.
+    pub path: PathBuf,
+    /// Whether the rule covers `path` only or everything below it too.
+    pub extent: Extent,
+    /// Bits of [`pincer_common::ops`] the rule covers.
+    pub ops: u32,
+    /// The answer.
+    pub verdict: RuleVerdict,
+    /// Why, for the audit log and whoever reads the verdict.
+    pub reason: Option<String>,
+    /// 1-based line of the entry's `path` in the mission file.
+    pub line: usize,
+}
+
+impl Rule {
+    /// Whether the rule decides a request for `ops` on `path`: the path is
+    /// the rule's (or, for a tree, below it, compared component by component
+    /// so that `/a/bc` is not below `/a/b`) and the rule covers at least one
+    /// of the operations.
+    pub fn matches(&self, path: &Path, ops: u32) -> bool {
+        let covered = match self.extent {
+            Extent::File => path == self.path,
+            Extent::Tree => path.starts_with(&self.path),
+        };
+        covered && self.ops & ops != 0
+    }
+}
+
+/// Votes on parked requests are in by this long unless the mission says
+/// otherwise.
+pub const DEFAULT_VOTE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Longest `vote.timeout`: the agent's access waits that long, and a
+/// request nobody decides within an hour is better settled by the default.
+pub const MAX_VOTE_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Largest `vote.webhook.clock_skew`: answers are checked for freshness
+/// against it, and a wider window lets a captured answer be replayed for
+/// longer.
+pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(3600);
+
+/// `[vote]`: who decides parked requests, how fast and how much they may
+/// grant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VotePolicy {
+    /// The voters, in the order written.
+    pub voters: Vec<VoterKind>,
+    /// Deadline for the votes on one request.
+    pub timeout: Duration,
+    /// The verdict when no voter allows in time.
+    pub default: DefaultVerdict,
+    /// The longest allow any voter may give: `Ttl(max_ttl)` for `"ttl"`.
+    pub max_lifetime: Lifetime,
+    /// The widest allow any voter may give.
+    pub max_extent: Scope,
+    /// `[vote.webhook]`, present whenever `voters` includes the webhook.
+    pub webhook: Option<WebhookSpec>,
+    /// The mission voter's rules, in file order: the first that matches
+    /// decides.
+    pub rules: Vec<Rule>,
+}
+
+impl Default for VotePolicy {
+    fn default() -> Self {
+        Self {
+            voters: vec![VoterKind::Mission, VoterKind::Prompt],
+            timeout: DEFAULT_VOTE_TIMEOUT,
+            default: DefaultVerdict::Deny,
+            max_lifetime: Lifetime::Session,
+            max_extent: Scope::File,
+            webhook: None,
+            rules: Vec::new(),
+        }
     }
 }
 
@@ -288,6 +507,9 @@ struct RawFile {
     #[serde(default)]
     grant: Vec<Spanned<RawGrant>>,
     defaults: Option<Spanned<RawDefaults>>,
+    // Not spanned: `[[vote.rule]]` or `[vote.webhook]` without `[vote]`
+    // makes a table without a span, which `Spanned` refuses.
+    vote: Option<RawVote>,
 }
 
 #[derive(Deserialize)]
@@ -308,6 +530,41 @@ struct RawGrant {
 #[serde(deny_unknown_fields, expecting = "a table")]
 struct RawDefaults {
     baseline: Option<Spanned<String>>,
+    on_unknown: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawVote {
+    voters: Option<Spanned<Vec<Spanned<String>>>>,
+    timeout: Option<Spanned<String>>,
+    default: Option<Spanned<String>>,
+    max_lifetime: Option<Spanned<String>>,
+    max_ttl: Option<Spanned<String>>,
+    max_extent: Option<Spanned<String>>,
+    webhook: Option<Spanned<RawWebhook>>,
+    #[serde(default)]
+    rule: Vec<Spanned<RawRule>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawWebhook {
+    url: Option<Spanned<String>>,
+    secret_file: Option<Spanned<String>>,
+    clock_skew: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawRule {
+    path: Option<Spanned<String>>,
+    extent: Option<Spanned<String>>,
+    ops: Option<Spanned<Vec<Spanned<String>>>>,
+    verdict: Option<Spanned<String>>,
+    lifetime: Option<Spanned<String>>,
+    ttl: Option<Spanned<String>>,
+    reason: Option<Spanned<String>>,
 }
 
 /// The text being parsed, to turn byte offsets into positioned errors.
@@ -346,10 +603,56 @@ impl Doc<'_> {
         {
             message = message.replacen("invalid type: map", "invalid type: datetime", 1);
         }
-        if field.as_deref() == Some("grant") && message.ends_with("expected a sequence") {
-            message.push_str(" (write each grant as a [[grant]] table)");
+        if message.ends_with("expected a sequence") {
+            match field.as_deref() {
+                Some("grant") => message.push_str(" (write each grant as a [[grant]] table)"),
+                Some("vote.rule") => {
+                    message.push_str(" (write each rule as a [[vote.rule]] table)");
+                }
+                _ => {}
+            }
         }
         self.invalid(offset, field, message)
+    }
+
+    /// A duration longer than zero and at most `max`.
+    fn duration(
+        &self,
+        value: &Spanned<String>,
+        field: &str,
+        max: Option<Duration>,
+    ) -> Result<Duration, MissionError> {
+        let error = |message: String| self.field_error(value.span().start, field, message);
+        let duration = humantime::parse_duration(value.get_ref()).map_err(|_| {
+            error(format!(
+                "invalid duration {:?} (write it like \"30s\", \"10m\" or \"1h30m\")",
+                value.get_ref()
+            ))
+        })?;
+        if duration.is_zero() {
+            return Err(error("must be longer than zero".to_owned()));
+        }
+        if let Some(max) = max.filter(|max| duration > *max) {
+            return Err(error(format!(
+                "must be at most {} (not {})",
+                humantime::format_duration(max),
+                humantime::format_duration(duration)
+            )));
+        }
+        Ok(duration)
+    }
+
+    /// The duration of a `ttl` lifetime, which is recorded in whole seconds.
+    fn ttl(&self, value: &Spanned<String>, field: &str) -> Result<Duration, MissionError> {
+        let duration = self.duration(value, field, None)?;
+        if duration.subsec_nanos() != 0 {
+            return Err(self.field_error(
+                value.span().start,
+                field,
+                "must be a whole number of seconds",
+            ));
+        }
+        Ok(duration)
     }
 
     /// Looks `value` up in `choices`, the accepted spellings of a setting.
@@ -409,8 +712,151 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
 /// The document as a tree of spans, only to name the field at an offset.
 enum Node {
     Scalar,
-    Array(Vec<Spanned<Node>>),
-    Table(Vec<(Spanned<String>, Spanned<Node>)>),
+    Array(Vec<Located<Node>>),
+    Table(Vec<NodeEntry>),
+}
+
+/// A key of a table and its value.
+type NodeEntry = (Located<String>, Located<Node>);
+
+/// A key or value and its span when the document has one: a table that
+/// exists only through a dotted header (`[[vote.rule]]` with no `[vote]`)
+/// has none, and `toml::Spanned` refuses such a table outright.
+struct Located<T> {
+    span: Option<Range<usize>>,
+    value: T,
+}
+
+// The protocol by which `toml::Spanned` asks the TOML deserializer for a
+// span (serde_spanned's): a struct with these names, answered with a map of
+// these three fields when there is a span and with the plain value when
+// there is none. `Located` speaks it to accept both.
+const SPANNED_NAME: &str = "$__serde_spanned_private_Spanned";
+const SPANNED_START: &str = "$__serde_spanned_private_start";
+const SPANNED_END: &str = "$__serde_spanned_private_end";
+const SPANNED_VALUE: &str = "$__serde_spanned_private_value";
+const SPANNED_FIELDS: &[&str] = &[SPANNED_START, SPANNED_END, SPANNED_VALUE];
+
+impl Located<Node> {
+    /// Whether the value covers `offset`. A table's span may leave out
+    /// parts of it (`[vote]` ends where `[vote.webhook]` begins) or be
+    /// missing, so its entries are asked too.
+    fn contains(&self, offset: usize) -> bool {
+        self.span
+            .as_ref()
+            .is_some_and(|span| span.contains(&offset))
+            || match &self.value {
+                Node::Scalar => false,
+                Node::Array(items) => items.iter().any(|item| item.contains(offset)),
+                Node::Table(entries) => entries
+                    .iter()
+                    .any(|(key, value)| key.contains(offset) || value.contains(offset)),
+            }
+    }
+}
+
+impl Located<String> {
+    fn contains(&self, offset: usize) -> bool {
+        self.span
+            .as_ref()
+            .is_some_and(|span| span.contains(&offset))
+    }
+}
+
+/// Reads the rest of a span map whose start key has been read; `T` is the
+/// spanned value.
+fn rest_of_span<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
+    mut map: A,
+) -> Result<Located<T>, A::Error> {
+    let start: usize = map.next_value()?;
+    let end = match map.next_key::<String>()? {
+        Some(key) if key == SPANNED_END => map.next_value::<usize>()?,
+        _ => return Err(serde::de::Error::custom("span without an end")),
+    };
+    match map.next_key::<String>()? {
+        Some(key) if key == SPANNED_VALUE => Ok(Located {
+            span: Some(start..end),
+            value: map.next_value()?,
+        }),
+        _ => Err(serde::de::Error::custom("span without a value")),
+    }
+}
+
+impl<'de> Deserialize<'de> for Located<String> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Located<String>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+
+            fn visit_str<E>(self, key: &str) -> Result<Located<String>, E> {
+                Ok(Located {
+                    span: None,
+                    value: key.to_owned(),
+                })
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Located<String>, A::Error> {
+                match map.next_key::<String>()? {
+                    Some(key) if key == SPANNED_START => rest_of_span(map),
+                    _ => Err(serde::de::Error::custom("expected a spanned key")),
+                }
+            }
+        }
+
+        deserializer.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, KeyVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for Located<Node> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct LocatedVisitor;
+
+        impl<'de> Visitor<'de> for LocatedVisitor {
+            type Value = Located<Node>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a TOML value")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Located<Node>, A::Error> {
+                let Some(first) = map.next_key::<Located<String>>()? else {
+                    return Ok(Located {
+                        span: None,
+                        value: Node::Table(Vec::new()),
+                    });
+                };
+                // The start of a span is given without a span of its own; a
+                // key of the document always has one.
+                if first.span.is_none() && first.value == SPANNED_START {
+                    return rest_of_span(map);
+                }
+                let value = map.next_value()?;
+                Ok(Located {
+                    span: None,
+                    value: Node::Table(table_entries(Some((first, value)), map)?),
+                })
+            }
+        }
+
+        deserializer.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, LocatedVisitor)
+    }
+}
+
+/// The entries of a table, after `first` when it was already read.
+fn table_entries<'de, A: MapAccess<'de>>(
+    first: Option<NodeEntry>,
+    mut map: A,
+) -> Result<Vec<NodeEntry>, A::Error> {
+    let mut entries: Vec<_> = first.into_iter().collect();
+    while let Some(entry) = map.next_entry()? {
+        entries.push(entry);
+    }
+    Ok(entries)
 }
 
 impl<'de> Deserialize<'de> for Node {
@@ -452,12 +898,8 @@ impl<'de> Deserialize<'de> for Node {
                 Ok(Node::Array(items))
             }
 
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
-                let mut entries = Vec::new();
-                while let Some(entry) = map.next_entry()? {
-                    entries.push(entry);
-                }
-                Ok(Node::Table(entries))
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Node, A::Error> {
+                Ok(Node::Table(table_entries(None, map)?))
             }
         }
 
@@ -479,24 +921,24 @@ fn field_at(text: &str, offset: usize) -> Option<String> {
                 let Some((index, item)) = items
                     .iter()
                     .enumerate()
-                    .find(|(_, item)| item.span().contains(&offset))
+                    .find(|(_, item)| item.contains(offset))
                 else {
                     break;
                 };
                 path.push_str(&format!("[{}]", index + 1));
-                node = item.get_ref();
+                node = &item.value;
             }
             Node::Table(entries) => {
                 let mut next = None;
                 for (key, value) in entries {
-                    let on_key = key.span().contains(&offset);
-                    if on_key || value.span().contains(&offset) {
+                    let on_key = key.contains(offset);
+                    if on_key || value.contains(offset) {
                         if !path.is_empty() {
                             path.push('.');
                         }
-                        path.push_str(key.get_ref());
+                        path.push_str(&key.value);
                         if !on_key {
-                            next = Some(value.get_ref());
+                            next = Some(&value.value);
                         }
                         break;
                     }
@@ -557,6 +999,7 @@ impl Mission {
             .collect::<Result<Vec<_>, _>>()?;
 
         let mut baseline = Baseline::default();
+        let mut on_unknown = OnUnknown::default();
         if let Some(defaults) = &raw.defaults {
             if let Some(value) = &defaults.get_ref().baseline {
                 baseline = doc.choice(
@@ -566,13 +1009,32 @@ impl Mission {
                     &[("runtime", Baseline::Runtime), ("none", Baseline::None)],
                 )?;
             }
+            if let Some(value) = &defaults.get_ref().on_unknown {
+                on_unknown = doc.choice(
+                    value,
+                    "defaults.on_unknown",
+                    "value",
+                    &[
+                        ("deny", OnUnknown::Deny),
+                        ("audit", OnUnknown::Audit),
+                        ("ask", OnUnknown::Ask),
+                    ],
+                )?;
+            }
         }
+
+        let vote = match &raw.vote {
+            Some(vote) => parse_vote(&doc, vote, home)?,
+            None => VotePolicy::default(),
+        };
 
         Ok(Mission {
             name: name.get_ref().clone(),
             source: source.to_owned(),
             grants,
             baseline,
+            on_unknown,
+            vote,
         })
     }
 }
@@ -591,7 +1053,31 @@ fn parse_grant(
         .path
         .as_ref()
         .ok_or_else(|| doc.field_error(start, &field("path"), "missing field"))?;
-    let path_error = |message: String| doc.field_error(path.span().start, &field("path"), message);
+    let expanded = absolute_path(doc, path, &field("path"), home)?;
+
+    let ops_list = raw
+        .ops
+        .as_ref()
+        .ok_or_else(|| doc.field_error(start, &field("ops"), "missing field"))?;
+    let bits = parse_ops(doc, ops_list, &field("ops"))?;
+    let extent = parse_extent(doc, raw.extent.as_ref(), &field("extent"))?;
+
+    Ok(GrantSpec {
+        path: expanded,
+        ops: bits,
+        extent,
+        line: line_column(doc.text, path.span().start).0,
+    })
+}
+
+/// A path written in the mission: absolute, or starting with `~` (`home`).
+fn absolute_path(
+    doc: &Doc<'_>,
+    path: &Spanned<String>,
+    field: &str,
+    home: Option<&Path>,
+) -> Result<PathBuf, MissionError> {
+    let path_error = |message: String| doc.field_error(path.span().start, field, message);
     let written = path.get_ref();
     if written.contains('\0') {
         return Err(path_error("must not contain a NUL byte".to_owned()));
@@ -612,42 +1098,315 @@ fn parse_grant(
     if !expanded.is_absolute() {
         return Err(path_error(format!("must be absolute ({written:?})")));
     }
+    Ok(expanded)
+}
 
-    let ops_list = raw
-        .ops
-        .as_ref()
-        .ok_or_else(|| doc.field_error(start, &field("ops"), "missing field"))?;
-    if ops_list.get_ref().is_empty() {
-        return Err(doc.field_error(
-            ops_list.span().start,
-            &field("ops"),
-            "must list at least one operation",
-        ));
+/// A non-empty list of operation names, as bits of [`ops`].
+fn parse_ops(
+    doc: &Doc<'_>,
+    list: &Spanned<Vec<Spanned<String>>>,
+    field: &str,
+) -> Result<u32, MissionError> {
+    if list.get_ref().is_empty() {
+        return Err(doc.field_error(list.span().start, field, "must list at least one operation"));
     }
     let mut bits = 0;
-    for op in ops_list.get_ref() {
+    for op in list.get_ref() {
         bits |= doc.choice(
             op,
-            &field("ops"),
+            field,
             "operation",
             &ops::NAMES.map(|(bit, name)| (name, bit)),
         )?;
     }
+    Ok(bits)
+}
 
-    let extent = match &raw.extent {
+fn parse_extent(
+    doc: &Doc<'_>,
+    value: Option<&Spanned<String>>,
+    field: &str,
+) -> Result<Extent, MissionError> {
+    match value {
         Some(value) => doc.choice(
             value,
-            &field("extent"),
+            field,
             "extent",
             &[("file", Extent::File), ("tree", Extent::Tree)],
-        )?,
-        None => Extent::default(),
+        ),
+        None => Ok(Extent::default()),
+    }
+}
+
+/// A lifetime as written, before a `ttl` gets its duration.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LifetimeKind {
+    Once,
+    Ttl,
+    Session,
+}
+
+const LIFETIMES: [(&str, LifetimeKind); 3] = [
+    ("once", LifetimeKind::Once),
+    ("ttl", LifetimeKind::Ttl),
+    ("session", LifetimeKind::Session),
+];
+
+fn parse_vote(
+    doc: &Doc<'_>,
+    raw: &RawVote,
+    home: Option<&Path>,
+) -> Result<VotePolicy, MissionError> {
+    let mut policy = VotePolicy::default();
+
+    if let Some(list) = &raw.voters {
+        if list.get_ref().is_empty() {
+            return Err(doc.field_error(
+                list.span().start,
+                "vote.voters",
+                "must list at least one voter",
+            ));
+        }
+        let choices = VoterKind::ALL.map(|voter| (voter.name(), voter));
+        let mut voters = Vec::new();
+        for (index, value) in list.get_ref().iter().enumerate() {
+            let field = format!("vote.voters[{}]", index + 1);
+            let voter = doc.choice(value, &field, "voter", &choices)?;
+            if voters.contains(&voter) {
+                return Err(doc.field_error(
+                    value.span().start,
+                    &field,
+                    format!("duplicate voter {:?}", value.get_ref()),
+                ));
+            }
+            voters.push(voter);
+        }
+        policy.voters = voters;
+    }
+
+    if let Some(value) = &raw.timeout {
+        policy.timeout = doc.duration(value, "vote.timeout", Some(MAX_VOTE_TIMEOUT))?;
+    }
+
+    if let Some(value) = &raw.default {
+        policy.default = doc.choice(
+            value,
+            "vote.default",
+            "default verdict",
+            &[
+                ("deny", DefaultVerdict::Deny),
+                ("allow-once", DefaultVerdict::AllowOnce),
+            ],
+        )?;
+    }
+
+    // A max_ttl beside another cap would look like a limit yet limit nothing.
+    let cap = match &raw.max_lifetime {
+        Some(value) => Some((
+            value,
+            doc.choice(value, "vote.max_lifetime", "lifetime", &LIFETIMES)?,
+        )),
+        None => None,
+    };
+    policy.max_lifetime = match (cap, &raw.max_ttl) {
+        (Some((_, LifetimeKind::Ttl)), Some(value)) => {
+            Lifetime::Ttl(doc.ttl(value, "vote.max_ttl")?)
+        }
+        (Some((cap, LifetimeKind::Ttl)), None) => {
+            return Err(doc.field_error(
+                cap.span().start,
+                "vote.max_ttl",
+                "missing field (max_lifetime = \"ttl\" needs it)",
+            ));
+        }
+        (_, Some(value)) => {
+            return Err(doc.field_error(
+                value.span().start,
+                "vote.max_ttl",
+                "only allowed with max_lifetime = \"ttl\"",
+            ));
+        }
+        (Some((_, LifetimeKind::Once)), None) => Lifetime::Once,
+        (Some((_, LifetimeKind::Session)), None) | (None, None) => Lifetime::Session,
     };
 
-    Ok(GrantSpec {
+    if let Some(value) = &raw.max_extent {
+        policy.max_extent = doc.choice(
+            value,
+            "vote.max_extent",
+            "extent",
+            &[("file", Scope::File), ("tree", Scope::Tree)],
+        )?;
+    }
+
+    policy.webhook = raw
+        .webhook
+        .as_ref()
+        .map(|webhook| parse_webhook(doc, webhook, home))
+        .transpose()?;
+    if policy.webhook.is_none() {
+        let webhook_voter = raw
+            .voters
+            .iter()
+            .flat_map(|list| list.get_ref())
+            .find(|value| value.get_ref() == VoterKind::Webhook.name());
+        if let Some(value) = webhook_voter {
+            return Err(doc.field_error(
+                value.span().start,
+                "vote.voters",
+                "the webhook voter needs a [vote.webhook] table",
+            ));
+        }
+    }
+
+    policy.rules = raw
+        .rule
+        .iter()
+        .enumerate()
+        .map(|(index, rule)| parse_rule(doc, index + 1, rule, home))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    Ok(policy)
+}
+
+fn parse_webhook(
+    doc: &Doc<'_>,
+    webhook: &Spanned<RawWebhook>,
+    home: Option<&Path>,
+) -> Result<WebhookSpec, MissionError> {
+    let raw = webhook.get_ref();
+    let start = webhook.span().start;
+
+    let url = raw
+        .url
+        .as_ref()
+        .ok_or_else(|| doc.field_error(start, "vote.webhook.url", "missing field"))?;
+    // The URL may carry a token: messages describe it without repeating it.
+    let url_error =
+        |message: String| doc.field_error(url.span().start, "vote.webhook.url", message);
+    let parsed = reqwest::Url::parse(url.get_ref())
+        .map_err(|error| url_error(format!("not a valid URL ({error})")))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(url_error(format!(
+            "must use http or https, not {:?}",
+            parsed.scheme()
+        )));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(url_error("must name a host".to_owned()));
+    }
+
+    let secret_file = raw
+        .secret_file
+        .as_ref()
+        .ok_or_else(|| doc.field_error(start, "vote.webhook.secret_file", "missing field"))?;
+    let secret_file = absolute_path(doc, secret_file, "vote.webhook.secret_file", home)?;
+
+    let clock_skew = match &raw.clock_skew {
+        Some(value) => doc.duration(value, "vote.webhook.clock_skew", Some(MAX_CLOCK_SKEW))?,
+        None => DEFAULT_CLOCK_SKEW,
+    };
+
+    Ok(WebhookSpec {
+        url: url.get_ref().clone(),
+        secret_file,
+        clock_skew,
+        line: line_column(doc.text, start).0,
+    })
+}
+
+fn parse_rule(
+    doc: &Doc<'_>,
+    number: usize,
+    rule: &Spanned<RawRule>,
+    home: Option<&Path>,
+) -> Result<Rule, MissionError> {
+    let field = |name: &str| format!("vote.rule[{number}].{name}");
+    let raw = rule.get_ref();
+    let start = rule.span().start;
+
+    let path = raw
+        .path
+        .as_ref()
+        .ok_or_else(|| doc.field_error(start, &field("path"), "missing field"))?;
+    let expanded = absolute_path(doc, path, &field("path"), home)?;
+    // Rules compare paths without resolving them, so `..` would never match
+    // the path of a request: a deny rule with it would protect nothing.
+    if expanded
+        .components()
+        .any(|part| part == Component::ParentDir)
+    {
+        return Err(doc.field_error(
+            path.span().start,
+            &field("path"),
+            format!("must not contain \"..\" ({:?})", path.get_ref()),
+        ));
+    }
+
+    let extent = parse_extent(doc, raw.extent.as_ref(), &field("extent"))?;
+    let bits = match &raw.ops {
+        Some(list) => parse_ops(doc, list, &field("ops"))?,
+        None => ops::ALL,
+    };
+
+    let verdict = raw
+        .verdict
+        .as_ref()
+        .ok_or_else(|| doc.field_error(start, &field("verdict"), "missing field"))?;
+    let allow = doc.choice(
+        verdict,
+        &field("verdict"),
+        "verdict",
+        &[("deny", false), ("allow", true)],
+    )?;
+    let lifetime = match &raw.lifetime {
+        Some(value) if !allow => {
+            return Err(doc.field_error(
+                value.span().start,
+                &field("lifetime"),
+                "only allowed with verdict = \"allow\"",
+            ));
+        }
+        Some(value) => doc.choice(value, &field("lifetime"), "lifetime", &LIFETIMES)?,
+        None => LifetimeKind::Once,
+    };
+    let verdict = match (lifetime, &raw.ttl) {
+        (LifetimeKind::Ttl, Some(value)) => {
+            RuleVerdict::Allow(Lifetime::Ttl(doc.ttl(value, &field("ttl"))?))
+        }
+        (LifetimeKind::Ttl, None) => {
+            return Err(doc.field_error(
+                start,
+                &field("ttl"),
+                "missing field (lifetime = \"ttl\" needs it)",
+            ));
+        }
+        (_, Some(value)) => {
+            return Err(doc.field_error(
+                value.span().start,
+                &field("ttl"),
+                "only allowed with lifetime = \"ttl\"",
+            ));
+        }
+        (_, None) if !allow => RuleVerdict::Deny,
+        (LifetimeKind::Once, None) => RuleVerdict::Allow(Lifetime::Once),
+        (LifetimeKind::Session, None) => RuleVerdict::Allow(Lifetime::Session),
+    };
+
+    let reason = match &raw.reason {
+        Some(value) if value.get_ref().trim().is_empty() => {
+            return Err(doc.field_error(value.span().start, &field("reason"), "must not be empty"));
+        }
+        Some(value) => Some(value.get_ref().clone()),
+        None => None,
+    };
+
+    Ok(Rule {
         path: expanded,
-        ops: bits,
         extent,
+        ops: bits,
+        verdict,
+        reason,
         line: line_column(doc.text, path.span().start).0,
     })
 }
@@ -959,6 +1718,8 @@ baseline = "none"
                     },
                 ],
                 baseline: Baseline::None,
+                on_unknown: OnUnknown::Deny,
+                vote: VotePolicy::default(),
             }
         );
     }
@@ -1294,14 +2055,18 @@ ops = ["write", "raed"]
         assert!(message.starts_with("unknown field `goal`"), "{message}");
 
         let (line, column, field_name, _) =
-            invalid("[mission]\nname = \"m\"\n[vote]\nquorum = 2\n");
-        assert_eq!((line, column, field_name), (3, 2, field("vote")));
+            invalid("[mission]\nname = \"m\"\n[policy]\nquorum = 2\n");
+        assert_eq!((line, column, field_name), (3, 2, field("policy")));
 
         let (line, column, field_name, _) =
-            invalid("[mission]\nname = \"m\"\n[defaults]\non_unknown = \"deny\"\n");
+            invalid("[mission]\nname = \"m\"\n[vote]\nquorum = 2\n");
+        assert_eq!((line, column, field_name), (4, 1, field("vote.quorum")));
+
+        let (line, column, field_name, _) =
+            invalid("[mission]\nname = \"m\"\n[defaults]\non_unknwon = \"deny\"\n");
         assert_eq!(
             (line, column, field_name),
-            (4, 1, field("defaults.on_unknown"))
+            (4, 1, field("defaults.on_unknwon"))
         );
 
         let (line, _, field_name, _) = invalid("name = \"m\"\n[mission]\nname = \"m\"\n");
@@ -1372,6 +2137,712 @@ ops = ["write", "raed"]
             error.to_string(),
             "/etc/pincer/m.toml:1:1: mission.name: missing field"
         );
+    }
+
+    // Parked requests and votes.
+
+    /// The error of a mission whose text after `[mission]` starts on line 3.
+    fn vote_invalid(rest: &str) -> (usize, usize, Option<String>, String) {
+        invalid(&format!("[mission]\nname = \"m\"\n{rest}"))
+    }
+
+    fn error(line: usize, column: usize, name: &str, message: &str) -> Invalid {
+        (line, column, field(name), message.to_owned())
+    }
+
+    type Invalid = (usize, usize, Option<String>, String);
+
+    /// A webhook section whose `url` is on line 6 and `secret_file` on 7.
+    fn webhook(url: &str, secret_file: &str) -> String {
+        format!(
+            "[vote]\nvoters = [\"webhook\"]\n[vote.webhook]\nurl = {url:?}\n\
+             secret_file = {secret_file:?}\n"
+        )
+    }
+
+    #[test]
+    fn vote_defaults_when_absent() {
+        let mission = parse("[mission]\nname = \"m\"\n").unwrap();
+        assert_eq!(mission.on_unknown, OnUnknown::Deny);
+        assert_eq!(mission.vote, VotePolicy::default());
+        assert_eq!(
+            mission.vote,
+            VotePolicy {
+                voters: vec![VoterKind::Mission, VoterKind::Prompt],
+                timeout: Duration::from_secs(60),
+                default: DefaultVerdict::Deny,
+                max_lifetime: Lifetime::Session,
+                max_extent: Scope::File,
+                webhook: None,
+                rules: Vec::new(),
+            }
+        );
+        let mission = parse("[mission]\nname = \"m\"\n[defaults]\n[vote]\n").unwrap();
+        assert_eq!(mission.on_unknown, OnUnknown::Deny);
+        assert_eq!(mission.vote, VotePolicy::default());
+    }
+
+    const GOOD_VOTE: &str = r#"[mission]
+name = "m"
+[defaults]
+on_unknown = "ask"
+[vote]
+voters = ["webhook", "mission", "prompt"]
+timeout = "1m30s"
+default = "allow-once"
+max_lifetime = "ttl"
+max_ttl = "1h"
+max_extent = "tree"
+
+[vote.webhook]
+url = "https://approvals.example/pincer"
+secret_file = "~/.config/pincer/webhook.key"
+clock_skew = "10s"
+
+[[vote.rule]]
+path = "~/.ssh"
+extent = "tree"
+ops = ["read"]
+verdict = "deny"
+reason = "credentials are never part of this task"
+
+[[vote.rule]]
+path = "/home/me/project/Cargo.lock"
+ops = ["write", "create"]
+verdict = "allow"
+lifetime = "ttl"
+ttl = "10m"
+
+[[vote.rule]]
+verdict = "allow"
+path = "/tmp/scratch"
+lifetime = "session"
+extent = "file"
+
+[[vote.rule]]
+path = "/tmp/log"
+verdict = "allow"
+"#;
+
+    #[test]
+    fn parses_a_full_vote_policy() {
+        let mission = parse(GOOD_VOTE).unwrap();
+        assert_eq!(mission.on_unknown, OnUnknown::Ask);
+        assert_eq!(
+            mission.vote,
+            VotePolicy {
+                voters: vec![VoterKind::Webhook, VoterKind::Mission, VoterKind::Prompt],
+                timeout: Duration::from_secs(90),
+                default: DefaultVerdict::AllowOnce,
+                max_lifetime: Lifetime::Ttl(Duration::from_secs(3600)),
+                max_extent: Scope::Tree,
+                webhook: Some(WebhookSpec {
+                    url: "https://approvals.example/pincer".to_owned(),
+                    secret_file: PathBuf::from("/home/me/.config/pincer/webhook.key"),
+                    clock_skew: Duration::from_secs(10),
+                    line: 13,
+                }),
+                rules: vec![
+                    Rule {
+                        path: PathBuf::from("/home/me/.ssh"),
+                        extent: Extent::Tree,
+                        ops: ops::READ,
+                        verdict: RuleVerdict::Deny,
+                        reason: Some("credentials are never part of this task".to_owned()),
+                        line: 19,
+                    },
+                    Rule {
+                        path: PathBuf::from("/home/me/project/Cargo.lock"),
+                        extent: Extent::File,
+                        ops: ops::WRITE | ops::CREATE,
+                        verdict: RuleVerdict::Allow(Lifetime::Ttl(Duration::from_secs(600))),
+                        reason: None,
+                        line: 26,
+                    },
+                    Rule {
+                        path: PathBuf::from("/tmp/scratch"),
+                        extent: Extent::File,
+                        ops: ops::ALL,
+                        verdict: RuleVerdict::Allow(Lifetime::Session),
+                        reason: None,
+                        line: 34,
+                    },
+                    Rule {
+                        path: PathBuf::from("/tmp/log"),
+                        extent: Extent::File,
+                        ops: ops::ALL,
+                        verdict: RuleVerdict::Allow(Lifetime::Once),
+                        reason: None,
+                        line: 39,
+                    },
+                ],
+            }
+        );
+    }
+
+    #[test]
+    fn vote_caps_and_single_settings() {
+        let vote = |rest: &str| parse(&format!("[mission]\nname = \"m\"\n{rest}")).unwrap();
+        let mission = vote("[vote]\nmax_lifetime = \"once\"\ntimeout = \"1h\"\n");
+        assert_eq!(mission.vote.max_lifetime, Lifetime::Once);
+        assert_eq!(mission.vote.timeout, MAX_VOTE_TIMEOUT);
+        assert_eq!(
+            vote("[vote]\nmax_lifetime = \"session\"\n")
+                .vote
+                .max_lifetime,
+            Lifetime::Session
+        );
+        assert_eq!(
+            vote("[vote]\ntimeout = \"250ms\"\n").vote.timeout,
+            Duration::from_millis(250)
+        );
+        assert_eq!(
+            vote("[defaults]\non_unknown = \"audit\"\n").on_unknown,
+            OnUnknown::Audit
+        );
+        // Webhook settings without the webhook voter are allowed, and unused.
+        let mission = vote(
+            &webhook("http://127.0.0.1:8080/vote", "/k")
+                .replace("voters = [\"webhook\"]", "voters = [\"prompt\"]"),
+        );
+        assert_eq!(mission.vote.voters, [VoterKind::Prompt]);
+        let spec = mission.vote.webhook.unwrap();
+        assert_eq!(spec.clock_skew, Duration::from_secs(30));
+        assert_eq!(spec.line, 5);
+        // Inline tables work as well as sections.
+        let mission = parse(
+            "vote = { rule = [{ path = \"/a\", verdict = \"deny\" }], \
+             webhook = { url = \"https://h\", secret_file = \"/k\" } }\n\
+             [mission]\nname = \"m\"\n",
+        )
+        .unwrap();
+        assert_eq!(mission.vote.rules[0].line, 1);
+        assert_eq!(mission.vote.webhook.unwrap().line, 1);
+    }
+
+    #[test]
+    fn vote_tables_need_no_vote_header() {
+        let text = "[mission]\nname = \"m\"\n[[vote.rule]]\npath = \"/a\"\nverdict = \"deny\"\n\
+                    [vote.webhook]\nurl = \"https://h\"\nsecret_file = \"/k\"\n";
+        let mission = parse(text).unwrap();
+        assert_eq!(mission.vote.rules[0].line, 4);
+        assert_eq!(mission.vote.webhook.unwrap().line, 6);
+        assert_eq!(mission.vote.voters, VotePolicy::default().voters);
+    }
+
+    #[test]
+    fn fields_are_named_across_split_tables() {
+        let text = "[mission]\nname = \"m\"\n[vote]\ntimeout = \"5s\"\n[[vote.rule]]\n\
+                    path = \"/a\"\nverdict = \"deny\"\n[[vote.rule]]\npath = 3\n";
+        assert_eq!(
+            invalid(text),
+            error(
+                9,
+                8,
+                "vote.rule[2].path",
+                "invalid type: integer `3`, expected a string"
+            )
+        );
+        let text = "[mission]\nname = \"m\"\n[vote.webhook]\nurl = \"https://h\"\n\
+                    secret_file = \"/k\"\n[vote]\nvoters = [\"prompt\", 1]\n";
+        assert_eq!(
+            invalid(text),
+            error(
+                7,
+                21,
+                "vote.voters[2]",
+                "invalid type: integer `1`, expected a string"
+            )
+        );
+    }
+
+    #[test]
+    fn vote_names_display_as_written() {
+        let names = [OnUnknown::Deny, OnUnknown::Audit, OnUnknown::Ask].map(|v| v.to_string());
+        assert_eq!(names, ["deny", "audit", "ask"]);
+        assert_eq!(
+            VoterKind::ALL.map(|v| v.to_string()),
+            ["mission", "prompt", "webhook"]
+        );
+        assert_eq!(DefaultVerdict::AllowOnce.to_string(), "allow-once");
+        assert_eq!(DefaultVerdict::Deny.to_string(), "deny");
+    }
+
+    #[test]
+    fn unknown_on_unknown() {
+        assert_eq!(
+            vote_invalid("[defaults]\non_unknown = \"allow\"\n"),
+            error(
+                4,
+                14,
+                "defaults.on_unknown",
+                "unknown value \"allow\" (expected deny, audit or ask)"
+            )
+        );
+    }
+
+    #[test]
+    fn bad_voters() {
+        assert_eq!(
+            vote_invalid("[vote]\nvoters = []\n"),
+            error(4, 10, "vote.voters", "must list at least one voter")
+        );
+        assert_eq!(
+            vote_invalid("[vote]\nvoters = [\"prompt\", \"mission\", \"prompt\"]\n"),
+            error(4, 32, "vote.voters[3]", "duplicate voter \"prompt\"")
+        );
+        assert_eq!(
+            vote_invalid("[vote]\nvoters = [\"mission\", \"slack\"]\n"),
+            error(
+                4,
+                22,
+                "vote.voters[2]",
+                "unknown voter \"slack\" (expected mission, prompt or webhook)"
+            )
+        );
+        assert_eq!(
+            vote_invalid("[vote]\nvoters = \"prompt\"\n"),
+            error(
+                4,
+                10,
+                "vote.voters",
+                "invalid type: string \"prompt\", expected a sequence"
+            )
+        );
+    }
+
+    #[test]
+    fn webhook_voter_without_its_section() {
+        let expected = error(
+            4,
+            21,
+            "vote.voters",
+            "the webhook voter needs a [vote.webhook] table",
+        );
+        assert_eq!(
+            vote_invalid("[vote]\nvoters = [\"prompt\", \"webhook\"]\n"),
+            expected
+        );
+        assert_eq!(
+            parse("[mission]\nname = \"m\"\n[vote]\nvoters = [\"prompt\", \"webhook\"]\n")
+                .unwrap_err()
+                .to_string(),
+            "m.toml:4:21: vote.voters: the webhook voter needs a [vote.webhook] table"
+        );
+    }
+
+    #[test]
+    fn bad_timeouts() {
+        let hint = "(write it like \"30s\", \"10m\" or \"1h30m\")";
+        assert_eq!(
+            vote_invalid("[vote]\ntimeout = \"soon\"\n"),
+            error(
+                4,
+                11,
+                "vote.timeout",
+                &format!("invalid duration \"soon\" {hint}")
+            )
+        );
+        // A number needs its unit.
+        assert_eq!(
+            vote_invalid("[vote]\ntimeout = \"30\"\n"),
+            error(
+                4,
+                11,
+                "vote.timeout",
+                &format!("invalid duration \"30\" {hint}")
+            )
+        );
+        assert_eq!(
+            vote_invalid("[vote]\ntimeout = \"\"\n"),
+            error(
+                4,
+                11,
+                "vote.timeout",
+                &format!("invalid duration \"\" {hint}")
+            )
+        );
+        assert_eq!(
+            vote_invalid("[vote]\ntimeout = \"0s\"\n"),
+            error(4, 11, "vote.timeout", "must be longer than zero")
+        );
+        assert_eq!(
+            vote_invalid("[vote]\ntimeout = \"61m\"\n"),
+            error(4, 11, "vote.timeout", "must be at most 1h (not 1h 1m)")
+        );
+        assert_eq!(
+            vote_invalid("[vote]\ntimeout = 30\n"),
+            error(
+                4,
+                11,
+                "vote.timeout",
+                "invalid type: integer `30`, expected a string"
+            )
+        );
+    }
+
+    #[test]
+    fn unknown_default_verdict() {
+        assert_eq!(
+            vote_invalid("[vote]\ndefault = \"allow\"\n"),
+            error(
+                4,
+                11,
+                "vote.default",
+                "unknown default verdict \"allow\" (expected deny or allow-once)"
+            )
+        );
+    }
+
+    #[test]
+    fn ttl_cap_needs_max_ttl() {
+        assert_eq!(
+            vote_invalid("[vote]\ntimeout = \"10s\"\nmax_lifetime = \"ttl\"\n"),
+            error(
+                5,
+                16,
+                "vote.max_ttl",
+                "missing field (max_lifetime = \"ttl\" needs it)"
+            )
+        );
+        assert_eq!(
+            vote_invalid("[vote]\nmax_lifetime = \"forever\"\n"),
+            error(
+                4,
+                16,
+                "vote.max_lifetime",
+                "unknown lifetime \"forever\" (expected once, ttl or session)"
+            )
+        );
+        assert_eq!(
+            vote_invalid("[vote]\nmax_lifetime = \"ttl\"\nmax_ttl = \"0s\"\n"),
+            error(5, 11, "vote.max_ttl", "must be longer than zero")
+        );
+        // Lifetimes are recorded in seconds.
+        assert_eq!(
+            vote_invalid("[vote]\nmax_lifetime = \"ttl\"\nmax_ttl = \"1500ms\"\n"),
+            error(5, 11, "vote.max_ttl", "must be a whole number of seconds")
+        );
+    }
+
+    #[test]
+    fn max_ttl_without_a_ttl_cap() {
+        let expected = error(
+            4,
+            11,
+            "vote.max_ttl",
+            "only allowed with max_lifetime = \"ttl\"",
+        );
+        assert_eq!(vote_invalid("[vote]\nmax_ttl = \"1h\"\n"), expected);
+        assert_eq!(
+            vote_invalid("[vote]\nmax_ttl = \"1h\"\nmax_lifetime = \"once\"\n"),
+            expected
+        );
+    }
+
+    #[test]
+    fn unknown_max_extent() {
+        assert_eq!(
+            vote_invalid("[vote]\nmax_extent = \"dir\"\n"),
+            error(
+                4,
+                14,
+                "vote.max_extent",
+                "unknown extent \"dir\" (expected file or tree)"
+            )
+        );
+    }
+
+    #[test]
+    fn bad_webhook_urls() {
+        assert_eq!(
+            vote_invalid(&webhook("ftp://approvals.example/x", "/k")),
+            error(
+                6,
+                7,
+                "vote.webhook.url",
+                "must use http or https, not \"ftp\""
+            )
+        );
+        assert_eq!(
+            vote_invalid(&webhook("https://", "/k")),
+            error(6, 7, "vote.webhook.url", "not a valid URL (empty host)")
+        );
+        assert_eq!(
+            vote_invalid(&webhook("approvals.example", "/k")),
+            error(
+                6,
+                7,
+                "vote.webhook.url",
+                "not a valid URL (relative URL without a base)"
+            )
+        );
+        assert_eq!(
+            vote_invalid(&webhook("", "/k")),
+            error(
+                6,
+                7,
+                "vote.webhook.url",
+                "not a valid URL (relative URL without a base)"
+            )
+        );
+        assert_eq!(
+            vote_invalid(&webhook("mailto:ops@approvals.example", "/k")),
+            error(
+                6,
+                7,
+                "vote.webhook.url",
+                "must use http or https, not \"mailto\""
+            )
+        );
+    }
+
+    #[test]
+    fn bad_webhook_settings() {
+        assert_eq!(
+            vote_invalid(&webhook("https://h", "webhook.key")),
+            error(
+                7,
+                15,
+                "vote.webhook.secret_file",
+                "must be absolute (\"webhook.key\")"
+            )
+        );
+        assert_eq!(
+            vote_invalid("[vote.webhook]\nsecret_file = \"/k\"\n"),
+            error(3, 1, "vote.webhook.url", "missing field")
+        );
+        assert_eq!(
+            vote_invalid("[vote.webhook]\nurl = \"https://h\"\n"),
+            error(3, 1, "vote.webhook.secret_file", "missing field")
+        );
+        let skew = |value: &str| {
+            vote_invalid(&format!(
+                "{}clock_skew = {value:?}\n",
+                webhook("https://h", "/k")
+            ))
+        };
+        assert_eq!(
+            skew("0s"),
+            error(8, 14, "vote.webhook.clock_skew", "must be longer than zero")
+        );
+        assert_eq!(
+            skew("2h"),
+            error(
+                8,
+                14,
+                "vote.webhook.clock_skew",
+                "must be at most 1h (not 2h)"
+            )
+        );
+        // The secret itself has no place in the mission.
+        let (line, column, field_name, message) = vote_invalid(&format!(
+            "{}secret = \"hunter2\"\n",
+            webhook("https://h", "/k")
+        ));
+        assert_eq!(
+            (line, column, field_name),
+            (8, 1, field("vote.webhook.secret"))
+        );
+        assert!(message.starts_with("unknown field `secret`"), "{message}");
+    }
+
+    /// A mission whose only rule starts on line 3, its first key on line 4.
+    fn rule_invalid(keys: &str) -> Invalid {
+        vote_invalid(&format!("[[vote.rule]]\n{keys}"))
+    }
+
+    #[test]
+    fn rule_without_a_verdict() {
+        assert_eq!(
+            vote_invalid(
+                "[[vote.rule]]\npath = \"/a\"\nverdict = \"deny\"\n\n[[vote.rule]]\npath = \"/b\"\n"
+            ),
+            error(7, 1, "vote.rule[2].verdict", "missing field")
+        );
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"ask\"\n"),
+            error(
+                5,
+                11,
+                "vote.rule[1].verdict",
+                "unknown verdict \"ask\" (expected deny or allow)"
+            )
+        );
+        assert_eq!(
+            rule_invalid("verdict = \"deny\"\n"),
+            error(3, 1, "vote.rule[1].path", "missing field")
+        );
+    }
+
+    #[test]
+    fn rule_ttl_lifetime_without_a_ttl() {
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"allow\"\nlifetime = \"ttl\"\n"),
+            error(
+                3,
+                1,
+                "vote.rule[1].ttl",
+                "missing field (lifetime = \"ttl\" needs it)"
+            )
+        );
+        assert_eq!(
+            rule_invalid(
+                "path = \"/a\"\nverdict = \"allow\"\nlifetime = \"ttl\"\nttl = \"1.5s\"\n"
+            ),
+            error(
+                7,
+                7,
+                "vote.rule[1].ttl",
+                "must be a whole number of seconds"
+            )
+        );
+    }
+
+    #[test]
+    fn rule_ttl_without_a_ttl_lifetime() {
+        let expected = error(
+            6,
+            7,
+            "vote.rule[1].ttl",
+            "only allowed with lifetime = \"ttl\"",
+        );
+        assert_eq!(
+            rule_invalid(
+                "path = \"/a\"\nverdict = \"allow\"\nttl = \"1h\"\nlifetime = \"session\"\n"
+            ),
+            expected
+        );
+        // The default lifetime is "once".
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"allow\"\nttl = \"1h\"\n"),
+            expected
+        );
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"deny\"\nttl = \"1h\"\n"),
+            expected
+        );
+    }
+
+    #[test]
+    fn rule_lifetime_needs_allow() {
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"deny\"\nlifetime = \"once\"\n"),
+            error(
+                6,
+                12,
+                "vote.rule[1].lifetime",
+                "only allowed with verdict = \"allow\""
+            )
+        );
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"allow\"\nlifetime = \"always\"\n"),
+            error(
+                6,
+                12,
+                "vote.rule[1].lifetime",
+                "unknown lifetime \"always\" (expected once, ttl or session)"
+            )
+        );
+    }
+
+    #[test]
+    fn bad_rule_values() {
+        assert_eq!(
+            rule_invalid("path = \"~/../root\"\nverdict = \"deny\"\n"),
+            error(
+                4,
+                8,
+                "vote.rule[1].path",
+                "must not contain \"..\" (\"~/../root\")"
+            )
+        );
+        assert_eq!(
+            rule_invalid("path = \".ssh\"\nverdict = \"deny\"\n"),
+            error(4, 8, "vote.rule[1].path", "must be absolute (\".ssh\")")
+        );
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"deny\"\nops = []\n"),
+            error(6, 7, "vote.rule[1].ops", "must list at least one operation")
+        );
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"deny\"\nextent = \"all\"\n"),
+            error(
+                6,
+                10,
+                "vote.rule[1].extent",
+                "unknown extent \"all\" (expected file or tree)"
+            )
+        );
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"deny\"\nreason = \" \"\n"),
+            error(6, 10, "vote.rule[1].reason", "must not be empty")
+        );
+    }
+
+    #[test]
+    fn unknown_key_in_a_rule() {
+        let (line, column, field_name, message) =
+            rule_invalid("path = \"/a\"\naction = \"deny\"\n");
+        assert_eq!(
+            (line, column, field_name),
+            (5, 1, field("vote.rule[1].action"))
+        );
+        assert_eq!(
+            message,
+            "unknown field `action`, expected one of `path`, `extent`, `ops`, `verdict`, \
+             `lifetime`, `ttl`, `reason`"
+        );
+    }
+
+    #[test]
+    fn a_single_rule_table_gets_a_hint() {
+        let (line, column, field_name, message) =
+            vote_invalid("[vote.rule]\npath = \"/a\"\nverdict = \"deny\"\n");
+        assert_eq!((line, column, field_name), (3, 1, field("vote.rule")));
+        assert_eq!(
+            message,
+            "invalid type: map, expected a sequence (write each rule as a [[vote.rule]] table)"
+        );
+    }
+
+    fn rule(path: &str, extent: Extent, bits: u32) -> Rule {
+        Rule {
+            path: PathBuf::from(path),
+            extent,
+            ops: bits,
+            verdict: RuleVerdict::Deny,
+            reason: None,
+            line: 1,
+        }
+    }
+
+    #[test]
+    fn rules_match_files() {
+        let file = rule("/home/me/.netrc", Extent::File, ops::READ | ops::WRITE);
+        assert!(file.matches(Path::new("/home/me/.netrc"), ops::READ));
+        assert!(file.matches(Path::new("/home/me/.netrc/"), ops::WRITE));
+        // One covered operation is enough.
+        assert!(file.matches(Path::new("/home/me/.netrc"), ops::WRITE | ops::EXEC));
+        assert!(!file.matches(Path::new("/home/me/.netrc"), ops::EXEC));
+        assert!(!file.matches(Path::new("/home/me/.netrc"), 0));
+        assert!(!file.matches(Path::new("/home/me/.netrc2"), ops::READ));
+        assert!(!file.matches(Path::new("/home/me/.netrc/x"), ops::READ));
+        assert!(!file.matches(Path::new("/home/me"), ops::READ));
+    }
+
+    #[test]
+    fn rules_match_trees() {
+        let tree = rule("/home/me/.ssh", Extent::Tree, ops::READ);
+        assert!(tree.matches(Path::new("/home/me/.ssh"), ops::READ));
+        assert!(tree.matches(Path::new("/home/me/.ssh/id_ed25519"), ops::READ));
+        assert!(tree.matches(Path::new("/home/me/.ssh/a/b/c"), ops::READ | ops::CREATE));
+        // Component by component: a longer name is not below the tree.
+        assert!(!tree.matches(Path::new("/home/me/.ssh2/key"), ops::READ));
+        assert!(!tree.matches(Path::new("/home/me"), ops::READ));
+        assert!(!tree.matches(Path::new("/home/me/.ssh/id_ed25519"), ops::WRITE));
+        let everything = rule("/", Extent::Tree, ops::ALL);
+        assert!(everything.matches(Path::new("/etc/shadow"), ops::EXEC));
     }
 
     #[test]

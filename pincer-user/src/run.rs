@@ -14,38 +14,61 @@ use std::{
     os::fd::AsRawFd,
     path::PathBuf,
     process::ExitStatus,
+    sync::Arc,
 };
 
 use aya::maps::{MapData, RingBuf};
 use nix::{
-    sys::signal::{Signal, kill},
+    sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask},
     unistd::Pid,
 };
 use pincer_common::{Agent, agent_flags, mode};
 use tokio::{
     io::unix::AsyncFd,
     signal::unix::{SignalKind, signal},
+    sync::mpsc,
 };
 
 use crate::{
-    audit::{AuditError, AuditLog},
+    audit::{AuditError, AuditKey, AuditLog},
     cgroup::{self, AgentCgroup, CgroupError},
-    events::{self, Mounts},
+    control::{ControlError, ControlServer},
     loader::{Enforcer, LoadError},
-    mission::{Mission, MissionError},
+    mission::{DefaultVerdict, Mission, MissionError, OnUnknown, VoterKind},
+    twin::{HEARTBEAT_EVERY, SameAccess, Twin, TwinError},
+    vote::{Outcome, Policy, Voter},
+    voters::{
+        mission::MissionVoter,
+        prompt::{PromptBoard, PromptVoter},
+        webhook::{WebhookConfig, WebhookError, WebhookVoter},
+    },
+    watchdog::Watchdog,
 };
 
 /// Each `pincer run` loads its own programs and maps, so its one mission
 /// always has the same slot.
 const SLOT: u32 = 1;
 
-/// What the programs do with an access the mission does not grant.
+/// Signals `pincer run` passes on to the command.
+const FORWARDED: [Signal; 6] = [
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGINT,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+];
+
+/// What the programs do with an access the mission does not grant
+/// (overrides the mission's `defaults.on_unknown`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mode {
-    /// Deny with `EACCES` and audit.
+    /// Deny with `EACCES` at once and audit (`on_unknown = "deny"`).
     Enforce,
     /// Allow, and audit what would have been denied.
     Audit,
+    /// Park the task and ask the voters (`on_unknown = "ask"`).
+    Ask,
 }
 
 /// Options of `pincer run`.
@@ -53,10 +76,14 @@ pub enum Mode {
 pub struct RunOptions {
     /// The mission file.
     pub mission: PathBuf,
-    /// Enforce or audit.
-    pub mode: Mode,
+    /// Enforce, audit or ask; `None` follows the mission.
+    pub mode: Option<Mode>,
+    /// The control socket for human answers (asking missions only).
+    pub socket: PathBuf,
     /// Audit log file (standard error when `None`).
     pub audit: Option<PathBuf>,
+    /// Key file of the audit chain (`<audit>.key` when `None`).
+    pub audit_key: Option<PathBuf>,
     /// Audit granted accesses too.
     pub log_allowed: bool,
     /// The command and its arguments.
@@ -93,6 +120,26 @@ pub enum RunError {
     /// The event loop failed.
     #[error("failed to supervise the command")]
     Supervise(#[source] io::Error),
+    /// The twin failed.
+    #[error(transparent)]
+    Twin(#[from] TwinError),
+    /// The control socket could not be opened.
+    #[error(transparent)]
+    Control(#[from] ControlError),
+    /// The webhook voter could not be set up.
+    #[error(transparent)]
+    Webhook(#[from] WebhookError),
+    /// The watchdog could not be started.
+    #[error("failed to start the watchdog")]
+    Watchdog(#[source] io::Error),
+    /// An environment variable has an invalid value.
+    #[error("environment variable {name}: {message}")]
+    BadEnvironment {
+        /// The variable.
+        name: &'static str,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl RunError {
@@ -113,35 +160,51 @@ pub fn run(options: &RunOptions) -> Result<i32, RunError> {
     if options.command.is_empty() {
         return Err(RunError::NoCommand);
     }
-    // Catch the forwarded signals before anything exists that must be cleaned
-    // up: a SIGTERM from here on is passed to the command (queued until it
-    // has started) instead of killing us with the cgroup and grants in place.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(RunError::Supervise)?;
-    let forwarded = {
-        let _guard = runtime.enter();
-        Forwarded::new().map_err(RunError::Supervise)?
-    };
+    // Hold the forwarded signals from here on: one that arrives before the
+    // handlers exist waits instead of killing us with the cgroup and grants
+    // in place. (Blocked, not handled, also because the watchdog is forked
+    // below and must start from a single-threaded process.)
+    let mut forwarded_set = SigSet::empty();
+    for sig in FORWARDED {
+        forwarded_set.add(sig);
+    }
+    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&forwarded_set), None)
+        .map_err(|e| RunError::Supervise(e.into()))?;
+    let result = run_blocked(options, &forwarded_set);
+    let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&forwarded_set), None);
+    result
+}
 
+fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunError> {
     let mission = Mission::from_file(&options.mission)?;
     let grants = mission.resolve(SLOT)?;
-    let mut audit = AuditLog::open(options.audit.as_deref(), &mission.name)?;
+    let on_unknown = match options.mode {
+        Some(Mode::Enforce) => OnUnknown::Deny,
+        Some(Mode::Audit) => OnUnknown::Audit,
+        Some(Mode::Ask) => OnUnknown::Ask,
+        None => mission.on_unknown,
+    };
+    let key = options.audit_key.clone().map_or_else(
+        || AuditKey::default_for(options.audit.as_deref()),
+        AuditKey::File,
+    );
+    let mut audit = AuditLog::open_with_key(options.audit.as_deref(), &mission.name, key)?;
+    let voters = build_voters(&mission)?;
     let root = cgroup::cgroup2_mount()?;
     for stale in cgroup::sweep_stale(&root) {
         tracing::info!(cgroup = %stale.display(), "removed a stale agent cgroup");
     }
 
-    let mut enforcer = Enforcer::load()?;
+    let mut enforcer = Enforcer::load_with_ring(ring_bytes()?)?;
     let events = enforcer.take_events()?;
     enforcer.add_grants(&grants)?;
     let cgroup = AgentCgroup::create(&root, &cgroup::run_cgroup_name(std::process::id()))?;
     let agent = Agent {
         slot: SLOT,
-        mode: match options.mode {
-            Mode::Enforce => mode::ENFORCE,
-            Mode::Audit => mode::AUDIT,
+        mode: match on_unknown {
+            OnUnknown::Deny => mode::ENFORCE,
+            OnUnknown::Audit => mode::AUDIT,
+            OnUnknown::Ask => mode::ASK,
         },
         flags: if options.log_allowed {
             agent_flags::REPORT_ALLOWED
@@ -150,46 +213,199 @@ pub fn run(options: &RunOptions) -> Result<i32, RunError> {
         },
         _pad: 0,
     };
+    enforcer.heartbeat(
+        crate::twin::boottime_ns(),
+        crate::twin::HEARTBEAT_TIMEOUT.as_nanos() as u64,
+    )?;
     enforcer.add_agent(cgroup.id(), agent)?;
+    // SAFETY: no thread has been started yet (the runtime comes next).
+    let watchdog =
+        unsafe { Watchdog::spawn(&mut enforcer, cgroup.path()) }.map_err(RunError::Watchdog)?;
     tracing::info!(
         mission = %mission.name,
         cgroup = %cgroup.path().display(),
         grants = grants.inode.len() + grants.names.len(),
+        watchdog = watchdog.pid().as_raw(),
         "agent confined"
     );
+    // Bound after the fork, so the watchdog never holds the listening socket
+    // (a dead twin's socket must refuse connections, not hang them).
+    let control = match on_unknown {
+        OnUnknown::Ask => Some(ControlServer::bind(&options.socket)?),
+        _ => None,
+    };
 
-    let outcome = runtime.block_on(supervise(
-        &options.command,
-        &cgroup,
-        events,
-        forwarded,
-        &mut audit,
-    ));
+    let policy = Policy {
+        timeout: mission.vote.timeout,
+        default_allow: mission.vote.default == DefaultVerdict::AllowOnce,
+        max_lifetime: mission.vote.max_lifetime,
+        max_extent: mission.vote.max_extent,
+    };
+    let board = PromptBoard::new(terminal());
+    let mut all_voters: Vec<Arc<dyn Voter>> = Vec::new();
+    for voter in voters {
+        all_voters.push(match voter {
+            Built::Mission(v) => Arc::new(v),
+            Built::Prompt => Arc::new(PromptVoter::new(Arc::clone(&board))),
+            Built::Webhook(config) => Arc::new(WebhookVoter::new(config, policy.timeout)?),
+        });
+    }
+    let (twin, outcomes) = Twin::new(
+        enforcer,
+        SLOT,
+        &mission.name,
+        all_voters,
+        policy,
+        &grants,
+        None,
+    );
 
-    // Tear down in every case: stragglers first, so nothing runs after its
-    // grants are gone, then the kernel state, then the cgroup.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(RunError::Supervise)?;
+    let mut twin = twin;
+    let outcome = runtime.block_on(async {
+        let forwarded = Forwarded::new().map_err(RunError::Supervise)?;
+        // Handlers are in place: let held signals through to them.
+        sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(forwarded_set), None)
+            .map_err(|e| RunError::Supervise(e.into()))?;
+        if let Some(control) = control {
+            let board = Arc::clone(&board);
+            tokio::spawn(async move {
+                let Err(error) = control.serve(board).await;
+                tracing::error!(%error, "the control socket failed");
+            });
+        }
+        if let Some(input) = terminal() {
+            let board = Arc::clone(&board);
+            std::thread::spawn(move || board.read_terminal(input));
+        }
+        supervise(
+            &options.command,
+            &cgroup,
+            events,
+            forwarded,
+            &mut twin,
+            outcomes,
+            &mut audit,
+        )
+        .await
+    });
+    drop(runtime);
+
+    // Tear down in every case: nothing stays parked, stragglers go before
+    // their grants, then the kernel state, then the cgroup.
+    let denied = twin.deny_all();
+    if let Ok(counters) = twin.enforcer().counters() {
+        let _ = audit.record(&CountersRecord::new(&counters));
+    }
     cgroup.kill_all();
+    let enforcer = twin.enforcer();
     let unconfine = enforcer
         .remove_agent(cgroup.id())
         .and_then(|()| enforcer.remove_slot(SLOT));
-    drop(enforcer);
+    drop(twin);
     let removed = cgroup.remove();
+    watchdog.done();
     let status = outcome?;
+    denied?;
     unconfine?;
     removed?;
     Ok(exit_code(status))
 }
 
-/// Starts the command inside the cgroup, forwards signals, audits events
-/// until it exits.
+/// The kernel's counters at the end of a run, as the last audit line.
+#[derive(serde::Serialize)]
+struct CountersRecord {
+    event: &'static str,
+    counters: std::collections::BTreeMap<&'static str, u64>,
+}
+
+impl CountersRecord {
+    fn new(values: &[u64]) -> Self {
+        Self {
+            event: "counters",
+            counters: pincer_common::counter::NAMES
+                .iter()
+                .zip(values)
+                .filter(|(name, _)| **name != "reserved")
+                .map(|(name, value)| (*name, *value))
+                .collect(),
+        }
+    }
+}
+
+/// Size of the event ring buffer: `PINCER_RING_BYTES` (a power of two of
+/// at least 4096), or the built-in 256 KiB. A small ring fills sooner under
+/// bursts of requests; everything that does not fit is denied.
+fn ring_bytes() -> Result<u32, RunError> {
+    let Some(text) = std::env::var_os("PINCER_RING_BYTES") else {
+        return Ok(pincer_common::EVENTS_BYTES);
+    };
+    text.to_str()
+        .and_then(|t| t.parse::<u32>().ok())
+        .filter(|n| n.is_power_of_two() && *n >= 4096)
+        .ok_or_else(|| RunError::BadEnvironment {
+            name: "PINCER_RING_BYTES",
+            message: format!("{text:?} is not a power of two of at least 4096"),
+        })
+}
+
+/// A voter as configured, before the runtime exists.
+enum Built {
+    Mission(MissionVoter),
+    Prompt,
+    Webhook(WebhookConfig),
+}
+
+fn build_voters(mission: &Mission) -> Result<Vec<Built>, RunError> {
+    Ok(mission
+        .vote
+        .voters
+        .iter()
+        .map(|kind| match kind {
+            VoterKind::Mission => Built::Mission(MissionVoter::new(mission.vote.rules.clone())),
+            VoterKind::Prompt => Built::Prompt,
+            VoterKind::Webhook => {
+                let spec = mission
+                    .vote
+                    .webhook
+                    .as_ref()
+                    .expect("the mission parser requires [vote.webhook] for this voter");
+                Built::Webhook(WebhookConfig {
+                    url: spec.url.clone(),
+                    secret_file: spec.secret_file.clone(),
+                    clock_skew: spec.clock_skew,
+                })
+            }
+        })
+        .collect())
+}
+
+/// The controlling terminal, when `pincer run` has one on standard input.
+fn terminal() -> Option<std::fs::File> {
+    if !io::stdin().is_terminal() {
+        return None;
+    }
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .ok()
+}
+
+/// Starts the command inside the cgroup, forwards signals, runs the twin
+/// until the command exits.
 async fn supervise(
     command: &[OsString],
     cgroup: &AgentCgroup,
     events: RingBuf<MapData>,
     mut forwarded: Forwarded,
+    twin: &mut Twin,
+    mut outcomes: mpsc::UnboundedReceiver<(SameAccess, Outcome)>,
     audit: &mut AuditLog,
 ) -> Result<ExitStatus, RunError> {
-    let mounts = Mounts::load();
     let procs = OpenOptions::new()
         .write(true)
         .open(cgroup.procs_path())
@@ -216,23 +432,31 @@ async fn supervise(
     })?;
     drop(procs);
     let pid = child.id().map(|id| Pid::from_raw(id as i32));
+    if let Some(pid) = pid {
+        twin.set_root(pid.as_raw() as u32);
+    }
 
     // SAFETY: the ring buffer owns its descriptor and keeps it open for as
     // long as it is registered.
     let mut events =
         unsafe { AsyncFd::register(events) }.map_err(|e| RunError::Supervise(e.into()))?;
+    let mut heartbeat = tokio::time::interval(HEARTBEAT_EVERY);
     loop {
+        let expiry = twin.next_expiry();
         tokio::select! {
             status = child.wait() => {
                 let status = status.map_err(RunError::Supervise)?;
-                drain(events.get_mut(), audit, &mounts)?;
+                twin.drain(events.get_mut(), audit)?;
                 return Ok(status);
             }
             ready = events.readable_mut() => {
                 let mut guard = ready.map_err(RunError::Supervise)?;
-                drain(guard.get_inner_mut(), audit, &mounts)?;
+                twin.drain(guard.get_inner_mut(), audit)?;
                 guard.clear_ready();
             }
+            Some((key, outcome)) = outcomes.recv() => twin.on_outcome(key, outcome, audit)?,
+            _ = heartbeat.tick() => twin.heartbeat()?,
+            () = sleep_until(expiry) => twin.expire()?,
             signal = forwarded.recv() => {
                 if let (Some(signal), Some(pid)) = (signal, pid) {
                     // The child may have exited a moment ago; that is fine.
@@ -243,21 +467,12 @@ async fn supervise(
     }
 }
 
-/// Audits every event waiting in the ring buffer.
-fn drain(
-    ring: &mut RingBuf<MapData>,
-    audit: &mut AuditLog,
-    mounts: &Mounts,
-) -> Result<(), RunError> {
-    while let Some(item) = ring.next() {
-        let Some(event) = events::parse(&item) else {
-            tracing::warn!(len = item.len(), "dropped a short event record");
-            continue;
-        };
-        drop(item);
-        audit.record(&events::decision(&event, mounts))?;
+/// Sleeps until `at`, or forever.
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
-    Ok(())
 }
 
 /// Signals `pincer run` passes on to the command. All are caught, so their
@@ -272,14 +487,7 @@ struct Forwarded {
 
 impl Forwarded {
     fn new() -> io::Result<Self> {
-        let kinds = [
-            (Signal::SIGTERM, SignalKind::terminate()),
-            (Signal::SIGHUP, SignalKind::hangup()),
-            (Signal::SIGINT, SignalKind::interrupt()),
-            (Signal::SIGQUIT, SignalKind::quit()),
-            (Signal::SIGUSR1, SignalKind::user_defined1()),
-            (Signal::SIGUSR2, SignalKind::user_defined2()),
-        ];
+        let kinds = FORWARDED.map(|sig| (sig, SignalKind::from_raw(sig as i32)));
         let mut streams = Vec::with_capacity(kinds.len());
         for (sig, kind) in kinds {
             streams.push((sig, signal(kind)?));

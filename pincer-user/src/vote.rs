@@ -102,3 +102,370 @@ pub trait Voter: Send + Sync {
     /// give up earlier by abstaining.
     fn vote(&self, request: Arc<Request>) -> VoteFuture;
 }
+
+/// What no voter may exceed, and what silence means: from the mission's
+/// `[vote]` section.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// Deadline for all votes on one request.
+    pub timeout: Duration,
+    /// The vote of a voter that did not answer in time, and the verdict when
+    /// every voter abstained.
+    pub default_allow: bool,
+    /// The longest lifetime an allow may have.
+    pub max_lifetime: Lifetime,
+    /// The widest extent an allow may have.
+    pub max_extent: Scope,
+}
+
+/// One voter's vote, as audited.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Ballot {
+    /// The voter.
+    pub voter: &'static str,
+    /// Its vote (a timeout shows as the default it counted as).
+    #[serde(flatten)]
+    pub vote: Vote,
+}
+
+/// The verdict on one request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Outcome {
+    /// `Some` to allow, for this long and this wide; `None` to deny.
+    pub allow: Option<(Lifetime, Scope)>,
+    /// Who decided: a voter's name, `default` (all abstained) or `timeout`.
+    pub decided_by: String,
+    /// Why.
+    pub reason: String,
+    /// Every vote cast.
+    pub ballots: Vec<Ballot>,
+}
+
+/// Runs every voter on a request and combines the votes.
+///
+/// The verdict is reached when every voter has answered, or at the deadline.
+/// A deny decides at once and overrides any allow. A voter still silent at
+/// the deadline counts as the mission's default. Allows combine to the
+/// narrowest of them, then are capped by the policy. When nobody allowed or
+/// denied (all abstained), the mission's default applies.
+pub async fn collect(voters: &[Arc<dyn Voter>], request: Arc<Request>, policy: &Policy) -> Outcome {
+    let deadline = tokio::time::Instant::now() + policy.timeout;
+    let mut running = tokio::task::JoinSet::new();
+    for voter in voters {
+        let name = voter.name();
+        let vote = voter.vote(Arc::clone(&request));
+        running.spawn(async move { (name, vote.await) });
+    }
+    let mut ballots = Vec::new();
+    let mut timed_out = Vec::new();
+    loop {
+        tokio::select! {
+            next = running.join_next() => match next {
+                Some(Ok((voter, vote))) => {
+                    let deny = matches!(vote, Vote::Deny { .. });
+                    ballots.push(Ballot { voter, vote });
+                    if deny {
+                        break;
+                    }
+                }
+                Some(Err(join)) => ballots.push(Ballot {
+                    voter: "unknown",
+                    vote: Vote::Abstain { reason: format!("voter failed: {join}") },
+                }),
+                None => break,
+            },
+            () = tokio::time::sleep_until(deadline) => {
+                for voter in voters {
+                    if !ballots.iter().any(|b| b.voter == voter.name()) {
+                        timed_out.push(voter.name());
+                    }
+                }
+                break;
+            }
+        }
+    }
+    running.abort_all();
+    combine(ballots, &timed_out, policy)
+}
+
+/// Combines ballots (and the voters that timed out) into a verdict.
+pub fn combine(mut ballots: Vec<Ballot>, timed_out: &[&'static str], policy: &Policy) -> Outcome {
+    let default_vote = || {
+        if policy.default_allow {
+            Vote::Allow {
+                lifetime: Lifetime::Once,
+                extent: Scope::File,
+            }
+        } else {
+            Vote::Deny {
+                reason: "no answer before the deadline".to_owned(),
+            }
+        }
+    };
+    for voter in timed_out {
+        ballots.push(Ballot {
+            voter,
+            vote: default_vote(),
+        });
+    }
+    if let Some(deny) = ballots.iter().find(|b| matches!(b.vote, Vote::Deny { .. })) {
+        let Vote::Deny { reason } = &deny.vote else {
+            unreachable!("matched a deny")
+        };
+        let decided_by = if timed_out.contains(&deny.voter) {
+            "timeout".to_owned()
+        } else {
+            deny.voter.to_owned()
+        };
+        let reason = if decided_by == "timeout" {
+            format!("{} did not answer before the deadline", deny.voter)
+        } else {
+            reason.clone()
+        };
+        return Outcome {
+            allow: None,
+            decided_by,
+            reason,
+            ballots,
+        };
+    }
+    let allows: Vec<(&'static str, Lifetime, Scope)> = ballots
+        .iter()
+        .filter_map(|b| match b.vote {
+            Vote::Allow { lifetime, extent } => Some((b.voter, lifetime, extent)),
+            _ => None,
+        })
+        .collect();
+    let Some(&(first, lifetime, extent)) = allows.first() else {
+        return Outcome {
+            allow: policy
+                .default_allow
+                .then_some((Lifetime::Once, Scope::File)),
+            decided_by: "default".to_owned(),
+            reason: "every voter abstained: the mission's default applies".to_owned(),
+            ballots,
+        };
+    };
+    let (mut lifetime, mut extent) = (lifetime, extent);
+    for &(_, l, e) in &allows[1..] {
+        lifetime = lifetime.min(l);
+        extent = extent.min(e);
+    }
+    let capped = (
+        lifetime.min(policy.max_lifetime),
+        extent.min(policy.max_extent),
+    );
+    let mut reason = format!(
+        "allowed by {}",
+        allows.iter().map(|a| a.0).collect::<Vec<_>>().join(", ")
+    );
+    if capped != (lifetime, extent) {
+        reason.push_str(" (capped by the mission)");
+    }
+    Outcome {
+        allow: Some(capped),
+        decided_by: first.to_owned(),
+        reason,
+        ballots,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> Policy {
+        Policy {
+            timeout: Duration::from_millis(200),
+            default_allow: false,
+            max_lifetime: Lifetime::Session,
+            max_extent: Scope::File,
+        }
+    }
+
+    fn ballot(voter: &'static str, vote: Vote) -> Ballot {
+        Ballot { voter, vote }
+    }
+
+    fn allow(lifetime: Lifetime, extent: Scope) -> Vote {
+        Vote::Allow { lifetime, extent }
+    }
+
+    #[test]
+    fn deny_overrides_allow() {
+        let out = combine(
+            vec![
+                ballot("webhook", allow(Lifetime::Session, Scope::File)),
+                ballot(
+                    "prompt",
+                    Vote::Deny {
+                        reason: "no".into(),
+                    },
+                ),
+            ],
+            &[],
+            &policy(),
+        );
+        assert_eq!(out.allow, None);
+        assert_eq!(out.decided_by, "prompt");
+        assert_eq!(out.reason, "no");
+    }
+
+    #[test]
+    fn silence_counts_as_the_default() {
+        let out = combine(
+            vec![ballot("webhook", allow(Lifetime::Once, Scope::File))],
+            &["prompt"],
+            &policy(),
+        );
+        assert_eq!(out.allow, None);
+        assert_eq!(out.decided_by, "timeout");
+        let mut p = policy();
+        p.default_allow = true;
+        let out = combine(vec![], &["prompt"], &p);
+        assert_eq!(out.allow, Some((Lifetime::Once, Scope::File)));
+    }
+
+    #[test]
+    fn all_abstain_is_the_default() {
+        let out = combine(
+            vec![ballot(
+                "mission",
+                Vote::Abstain {
+                    reason: "no rule".into(),
+                },
+            )],
+            &[],
+            &policy(),
+        );
+        assert_eq!((out.allow, out.decided_by.as_str()), (None, "default"));
+    }
+
+    #[test]
+    fn allows_combine_narrowest_and_are_capped() {
+        let out = combine(
+            vec![
+                ballot("mission", allow(Lifetime::Session, Scope::Tree)),
+                ballot(
+                    "webhook",
+                    allow(Lifetime::Ttl(Duration::from_secs(60)), Scope::Tree),
+                ),
+            ],
+            &[],
+            &policy(),
+        );
+        // Narrowest lifetime of the two, extent capped to the mission's file.
+        assert_eq!(
+            out.allow,
+            Some((Lifetime::Ttl(Duration::from_secs(60)), Scope::File))
+        );
+        assert!(out.reason.ends_with("(capped by the mission)"));
+        let mut p = policy();
+        p.max_lifetime = Lifetime::Once;
+        let out = combine(
+            vec![ballot("prompt", allow(Lifetime::Session, Scope::File))],
+            &[],
+            &p,
+        );
+        assert_eq!(out.allow, Some((Lifetime::Once, Scope::File)));
+    }
+
+    #[test]
+    fn lifetime_order() {
+        let hour = Lifetime::Ttl(Duration::from_secs(3600));
+        assert_eq!(Lifetime::Session.min(hour), hour);
+        assert_eq!(hour.min(Lifetime::Once), Lifetime::Once);
+        assert_eq!(
+            hour.min(Lifetime::Ttl(Duration::from_secs(5))),
+            Lifetime::Ttl(Duration::from_secs(5))
+        );
+    }
+
+    struct Fixed(&'static str, Option<Vote>);
+
+    impl Voter for Fixed {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+
+        fn vote(&self, _: Arc<Request>) -> VoteFuture {
+            let vote = self.1.clone();
+            Box::pin(async move {
+                match vote {
+                    Some(vote) => vote,
+                    None => std::future::pending().await,
+                }
+            })
+        }
+    }
+
+    fn request() -> Arc<Request> {
+        Arc::new(Request {
+            id: 1,
+            mission: "m".into(),
+            cgroup: 1,
+            pid: 1,
+            tid: 1,
+            comm: "cat".into(),
+            exe: None,
+            parents: vec![],
+            operation: vec!["read"],
+            ops: 1,
+            path: "/x".into(),
+            hook: "file_open",
+            dev: 1,
+            ino: 1,
+            why: "no grant covers read".into(),
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn collect_waits_for_all_then_times_out_the_silent() {
+        let voters: Vec<Arc<dyn Voter>> = vec![
+            Arc::new(Fixed(
+                "mission",
+                Some(Vote::Abstain {
+                    reason: "no rule".into(),
+                }),
+            )),
+            Arc::new(Fixed("prompt", None)),
+        ];
+        let out = collect(&voters, request(), &policy()).await;
+        assert_eq!(out.allow, None);
+        assert_eq!(out.decided_by, "timeout");
+        assert_eq!(out.ballots.len(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn collect_stops_at_the_first_deny() {
+        let voters: Vec<Arc<dyn Voter>> = vec![
+            Arc::new(Fixed(
+                "mission",
+                Some(Vote::Deny {
+                    reason: "rule".into(),
+                }),
+            )),
+            Arc::new(Fixed("prompt", None)),
+        ];
+        let start = tokio::time::Instant::now();
+        let out = collect(&voters, request(), &policy()).await;
+        assert!(start.elapsed() < Duration::from_millis(200));
+        assert_eq!(out.decided_by, "mission");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn collect_allows_when_every_voter_answered() {
+        let voters: Vec<Arc<dyn Voter>> = vec![
+            Arc::new(Fixed(
+                "mission",
+                Some(Vote::Abstain {
+                    reason: "no rule".into(),
+                }),
+            )),
+            Arc::new(Fixed("prompt", Some(allow(Lifetime::Session, Scope::File)))),
+        ];
+        let out = collect(&voters, request(), &policy()).await;
+        assert_eq!(out.allow, Some((Lifetime::Session, Scope::File)));
+        assert_eq!(out.decided_by, "prompt");
+    }
+}

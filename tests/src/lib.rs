@@ -86,6 +86,15 @@ impl Scratch {
             .collect()
     }
 
+    /// The audit lines that are kernel decisions (not verdicts, counters or
+    /// the chain's own lines).
+    pub fn decisions(&self) -> Vec<serde_json::Value> {
+        self.audit()
+            .into_iter()
+            .filter(|l| l.get("hook").is_some() && l.get("event").is_none())
+            .collect()
+    }
+
     /// `pincer run --mission <mission> --audit <audit> [extra] -- cmd...`.
     pub fn command(&self, mission: &Path, extra: &[&str], cmd: &[&str]) -> Command {
         let mut command = Command::new(pincer_bin());
@@ -191,4 +200,61 @@ impl Drop for Reaped {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// A mission that parks what it does not grant and asks the given voters.
+pub fn asking_mission(project: &str, extra: &str) -> String {
+    format!(
+        "{}\n[defaults]\non_unknown = \"ask\"\n\n[vote]\n{extra}\n",
+        tree_mission(project, r#""read", "write", "create""#)
+    )
+}
+
+/// `pincer pending --json`: the waiting requests.
+pub fn pending() -> Vec<serde_json::Value> {
+    let out = Command::new(pincer_bin())
+        .args(["pending", "--json"])
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        return Vec::new();
+    }
+    serde_json::from_slice(&out.stdout).unwrap_or_default()
+}
+
+/// Waits for exactly `n` waiting requests and returns them.
+pub fn wait_pending(n: usize) -> Vec<serde_json::Value> {
+    let mut found = Vec::new();
+    let ok = wait_for(Duration::from_secs(60), || {
+        found = pending();
+        found.len() == n
+    });
+    assert!(ok, "expected {n} pending request(s), found {found:?}");
+    found
+}
+
+/// Runs `pincer approve|deny` and returns (status, stdout+stderr).
+pub fn answer(args: &[&str]) -> (i32, String) {
+    let out = Command::new(pincer_bin()).args(args).output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// Reads a child's whole standard output.
+pub fn read_stdout(child: &mut Child) -> String {
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        std::io::Read::read_to_string(&mut stdout, &mut out).unwrap();
+    }
+    out
+}
+
+/// The state letter of a process (`T` when stopped), from `/proc`.
+pub fn process_state(pid: u32) -> Option<char> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
 }

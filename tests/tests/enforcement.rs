@@ -295,7 +295,8 @@ fn audit_mode_denies_nothing_and_reports() {
         Some(0)
     );
     assert!(s.path("secret/new").exists());
-    let audit = s.audit();
+    let audit = s.decisions();
+    assert_eq!(audit.len(), 2, "{audit:?}");
     assert!(audit.iter().all(|l| l["verdict"] == "audit"), "{audit:?}");
     let read = audit
         .iter()

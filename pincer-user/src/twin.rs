@@ -1,0 +1,522 @@
+//! The twin: the one task that owns the loaded programs while an agent runs.
+//!
+//! It reads decisions off the ring buffer, audits them, and for every parked
+//! request: sanitizes it ([`events::request`]), merges it with an identical
+//! request already waiting, runs the votes ([`vote::collect`]), writes the
+//! verdict into the kernel (a one-shot verdict, or a session / TTL grant)
+//! and continues the stopped task, which restarts its syscall and meets the
+//! verdict. A session grant also releases every other waiting request it
+//! covers. The twin sends a heartbeat to the programs: without a fresh one
+//! they deny at once instead of parking.
+
+use std::{
+    collections::HashMap,
+    os::fd::{AsRawFd, FromRawFd, OwnedFd},
+    path::Path,
+    sync::Arc,
+    time::Duration,
+};
+
+use aya::maps::{MapData, RingBuf};
+use pincer_common::{
+    AccessEvent, GrantKey, GrantValue, NAME_LEN, NameGrantKey, Verdict, hook, ops, verdict,
+};
+use serde::Serialize;
+use tokio::{sync::mpsc, task::JoinHandle, time::Instant};
+
+use crate::{
+    audit::{AuditError, AuditLog},
+    events::{self, Mounts},
+    loader::{Enforcer, LoadError},
+    request::Request,
+    vote::{self, Lifetime, Outcome, Policy, Scope, Voter},
+};
+
+/// How often the twin tells the programs it is alive.
+pub const HEARTBEAT_EVERY: Duration = Duration::from_millis(500);
+/// How old a heartbeat may get before the programs stop parking.
+pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Errors of the twin.
+#[derive(Debug, thiserror::Error)]
+pub enum TwinError {
+    /// The kernel maps could not be written.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The audit log failed.
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+}
+
+/// What makes requests the same: one prompt, one verdict for all of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SameAccess {
+    cgroup: u64,
+    dev: u64,
+    ino: u64,
+    name_hash: u64,
+    ops: u32,
+    hook: u32,
+}
+
+/// A stopped thread waiting for a verdict.
+struct Waiter {
+    tid: u32,
+    pid: u32,
+    request_id: u64,
+    /// Taken when the event arrived, while the task was stopped and its pid
+    /// could not be reused: continuing it later cannot hit another process.
+    pidfd: Option<OwnedFd>,
+}
+
+/// Requests waiting on one vote.
+struct Waiting {
+    request: Arc<Request>,
+    event: AccessEvent,
+    waiters: Vec<Waiter>,
+    vote: JoinHandle<()>,
+}
+
+/// A grant made by a vote, with its end.
+struct DynamicGrant {
+    target: Target,
+    ops: u32,
+    tree: bool,
+    expires: Option<Instant>,
+}
+
+/// What a dynamic grant is on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Target {
+    Inode(GrantKey),
+    Name(Box<NameGrantKey>),
+}
+
+/// One audit line about a parked request.
+#[derive(Serialize)]
+struct VerdictRecord<'a> {
+    event: &'static str,
+    request: &'a Request,
+    tids: Vec<u32>,
+    verdict: &'static str,
+    lifetime: Option<Lifetime>,
+    extent: Option<Scope>,
+    decided_by: &'a str,
+    reason: &'a str,
+    votes: &'a [vote::Ballot],
+}
+
+/// The twin's state.
+pub struct Twin {
+    enforcer: Enforcer,
+    slot: u32,
+    mission: String,
+    voters: Arc<Vec<Arc<dyn Voter>>>,
+    policy: Policy,
+    mounts: Mounts,
+    root: Option<u32>,
+    waiting: HashMap<SameAccess, Waiting>,
+    outcomes: mpsc::UnboundedSender<(SameAccess, Outcome)>,
+    base: HashMap<GrantKey, GrantValue>,
+    base_names: HashMap<NameGrantKey, GrantValue>,
+    dynamic: Vec<DynamicGrant>,
+}
+
+impl Twin {
+    /// A twin over loaded programs whose mission grants (`base`) are written.
+    /// Returns the receiver of vote outcomes, to pass to [`Twin::on_outcome`].
+    pub fn new(
+        enforcer: Enforcer,
+        slot: u32,
+        mission: &str,
+        voters: Vec<Arc<dyn Voter>>,
+        policy: Policy,
+        base: &crate::mission::ResolvedGrants,
+        root: Option<u32>,
+    ) -> (Self, mpsc::UnboundedReceiver<(SameAccess, Outcome)>) {
+        let (outcomes, receiver) = mpsc::unbounded_channel();
+        let twin = Self {
+            enforcer,
+            slot,
+            mission: mission.to_owned(),
+            voters: Arc::new(voters),
+            policy,
+            mounts: Mounts::load(),
+            root,
+            waiting: HashMap::new(),
+            outcomes,
+            base: base.inode.iter().map(|(k, v, _)| (*k, *v)).collect(),
+            base_names: base.names.iter().map(|(k, v, _)| (*k, *v)).collect(),
+            dynamic: Vec::new(),
+        };
+        (twin, receiver)
+    }
+
+    /// The loaded programs (for teardown).
+    pub fn enforcer(&mut self) -> &mut Enforcer {
+        &mut self.enforcer
+    }
+
+    /// Sets the agent's first process, where parent chains stop.
+    pub fn set_root(&mut self, pid: u32) {
+        self.root = Some(pid);
+    }
+
+    /// Tells the programs the twin is alive.
+    pub fn heartbeat(&mut self) -> Result<(), TwinError> {
+        self.enforcer
+            .heartbeat(boottime_ns(), HEARTBEAT_TIMEOUT.as_nanos() as u64)?;
+        Ok(())
+    }
+
+    /// Handles every event waiting in the ring buffer.
+    pub fn drain(
+        &mut self,
+        ring: &mut RingBuf<MapData>,
+        audit: &mut AuditLog,
+    ) -> Result<(), TwinError> {
+        while let Some(item) = ring.next() {
+            let Some(event) = events::parse(&item) else {
+                tracing::warn!(len = item.len(), "dropped a short event record");
+                continue;
+            };
+            drop(item);
+            if event.verdict == verdict::PARKED {
+                self.on_parked(event);
+            } else {
+                audit.record(&events::decision(&event, &self.mounts))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A task was parked: join an identical waiting request, or start a vote.
+    fn on_parked(&mut self, event: AccessEvent) {
+        let key = SameAccess {
+            cgroup: event.cgroup_id,
+            dev: event.dev,
+            ino: event.ino,
+            name_hash: event.name_hash,
+            ops: event.ops,
+            hook: event.hook,
+        };
+        let waiter = Waiter {
+            tid: event.pid,
+            pid: event.tgid,
+            request_id: event.request_id,
+            pidfd: pidfd_open(event.tgid),
+        };
+        if let Some(waiting) = self.waiting.get_mut(&key) {
+            waiting.waiters.push(waiter);
+            return;
+        }
+        let request = Arc::new(events::request(
+            &event,
+            &self.mounts,
+            &self.mission,
+            self.root,
+        ));
+        tracing::info!(id = request.id, path = %request.path, ops = ?request.operation, "parked");
+        let voters = Arc::clone(&self.voters);
+        let policy = self.policy.clone();
+        let outcomes = self.outcomes.clone();
+        let for_vote = Arc::clone(&request);
+        let vote = tokio::spawn(async move {
+            let outcome = vote::collect(&voters, for_vote, &policy).await;
+            let _ = outcomes.send((key, outcome));
+        });
+        self.waiting.insert(
+            key,
+            Waiting {
+                request,
+                event,
+                waiters: vec![waiter],
+                vote,
+            },
+        );
+    }
+
+    /// A vote ended: write the verdict, continue the tasks, audit.
+    pub fn on_outcome(
+        &mut self,
+        key: SameAccess,
+        outcome: Outcome,
+        audit: &mut AuditLog,
+    ) -> Result<(), TwinError> {
+        let Some(waiting) = self.waiting.remove(&key) else {
+            return Ok(());
+        };
+        let granted = match outcome.allow {
+            Some((lifetime @ (Lifetime::Session | Lifetime::Ttl(_)), extent)) => {
+                self.grant(&waiting, lifetime, extent)?
+            }
+            _ => None,
+        };
+        let allow_once = outcome.allow.is_some() && granted.is_none();
+        for waiter in &waiting.waiters {
+            if granted.is_some() {
+                // The restarted syscall finds the grant.
+                self.enforcer.remove_pending(waiter.tid)?;
+            } else {
+                self.enforcer.write_verdict(
+                    waiter.tid,
+                    Verdict {
+                        id: waiter.request_id,
+                        allow: u32::from(allow_once),
+                        _pad: 0,
+                    },
+                )?;
+            }
+            resume(waiter);
+        }
+        let (lifetime, extent) = match (outcome.allow, &granted) {
+            (Some((lifetime, extent)), Some(_)) => (Some(lifetime), Some(extent)),
+            (Some(_), None) => (Some(Lifetime::Once), Some(Scope::File)),
+            (None, _) => (None, None),
+        };
+        audit.record(&VerdictRecord {
+            event: "verdict",
+            request: &waiting.request,
+            tids: waiting.waiters.iter().map(|w| w.tid).collect(),
+            verdict: if outcome.allow.is_some() {
+                "allow"
+            } else {
+                "deny"
+            },
+            lifetime,
+            extent,
+            decided_by: &outcome.decided_by,
+            reason: &outcome.reason,
+            votes: &outcome.ballots,
+        })?;
+        if let Some(grant) = granted {
+            self.release_covered(grant, &waiting.request, audit)?;
+        }
+        Ok(())
+    }
+
+    /// Makes a session or TTL grant for a request; `None` when the request
+    /// cannot be granted beyond once (a created name too long to copy).
+    fn grant(
+        &mut self,
+        waiting: &Waiting,
+        lifetime: Lifetime,
+        extent: Scope,
+    ) -> Result<Option<(Target, u32, bool)>, TwinError> {
+        let event = &waiting.event;
+        let slot = self.slot;
+        let inode = |ino| {
+            Target::Inode(GrantKey {
+                slot,
+                _pad: 0,
+                dev: event.dev,
+                ino,
+            })
+        };
+        let (target, tree) = match (event.hook, extent) {
+            // A tree on the object's directory; for a creation the event
+            // already names the directory.
+            (hook::INODE_CREATE, Scope::Tree) => (inode(event.ino), true),
+            (hook::FILE_OPEN, Scope::Tree) if event.parent_ino != 0 => {
+                (inode(event.parent_ino), true)
+            }
+            (hook::INODE_CREATE, _) => {
+                let Some(name) = events::created_name(event).filter(|n| n.len() < NAME_LEN) else {
+                    return Ok(None);
+                };
+                let mut key = NameGrantKey::zeroed();
+                key.slot = slot;
+                key.parent_dev = event.dev;
+                key.parent_ino = event.ino;
+                key.name_len = name.len() as u32;
+                key.name[..name.len()].copy_from_slice(&name);
+                (Target::Name(Box::new(key)), false)
+            }
+            _ => (inode(event.ino), false),
+        };
+        let expires = match lifetime {
+            Lifetime::Ttl(ttl) => Some(Instant::now() + ttl),
+            _ => None,
+        };
+        self.dynamic.push(DynamicGrant {
+            target: target.clone(),
+            ops: event.ops,
+            tree,
+            expires,
+        });
+        self.write_target(&target)?;
+        Ok(Some((target, event.ops, tree)))
+    }
+
+    /// Writes the kernel value of a grant target: the mission's grant plus
+    /// every live dynamic grant on it.
+    fn write_target(&mut self, target: &Target) -> Result<(), TwinError> {
+        let dynamic = self.dynamic.iter().filter(|g| g.target == *target);
+        match target {
+            Target::Inode(key) => {
+                let mut value = self.base.get(key).copied().unwrap_or_default();
+                for grant in dynamic {
+                    if grant.tree {
+                        value.tree_ops |= grant.ops;
+                    } else {
+                        value.file_ops |= grant.ops;
+                    }
+                }
+                self.enforcer.set_grant(*key, value)?;
+            }
+            Target::Name(key) => {
+                let mut value = self.base_names.get(&**key).copied().unwrap_or_default();
+                for grant in dynamic {
+                    value.file_ops |= grant.ops;
+                }
+                self.enforcer.set_name_grant(**key, value)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Releases the waiting requests a new grant covers: the grant answers
+    /// them as well, so nobody is asked about them again.
+    fn release_covered(
+        &mut self,
+        (target, ops, tree): (Target, u32, bool),
+        granted_for: &Request,
+        audit: &mut AuditLog,
+    ) -> Result<(), TwinError> {
+        let tree_dir = Path::new(&granted_for.path).parent().map(Path::to_path_buf);
+        let covered: Vec<SameAccess> = self
+            .waiting
+            .iter()
+            .filter(|(key, waiting)| {
+                key.ops & !ops == 0
+                    && match &target {
+                        Target::Inode(grant) if tree => {
+                            key.dev == grant.dev
+                                && tree_dir.as_deref().is_some_and(|d| {
+                                    Path::new(&waiting.request.path).starts_with(d)
+                                })
+                        }
+                        Target::Inode(grant) => {
+                            key.hook == hook::FILE_OPEN
+                                && key.dev == grant.dev
+                                && key.ino == grant.ino
+                        }
+                        Target::Name(_) => false,
+                    }
+            })
+            .map(|(key, _)| *key)
+            .collect();
+        for key in covered {
+            let Some(waiting) = self.waiting.remove(&key) else {
+                continue;
+            };
+            waiting.vote.abort();
+            for waiter in &waiting.waiters {
+                self.enforcer.remove_pending(waiter.tid)?;
+                resume(waiter);
+            }
+            let reason = format!("covered by the grant made for request {}", granted_for.id);
+            audit.record(&VerdictRecord {
+                event: "verdict",
+                request: &waiting.request,
+                tids: waiting.waiters.iter().map(|w| w.tid).collect(),
+                verdict: "allow",
+                lifetime: None,
+                extent: None,
+                decided_by: "grant",
+                reason: &reason,
+                votes: &[],
+            })?;
+        }
+        Ok(())
+    }
+
+    /// When the next TTL grant ends, if any.
+    pub fn next_expiry(&self) -> Option<Instant> {
+        self.dynamic.iter().filter_map(|g| g.expires).min()
+    }
+
+    /// Removes the TTL grants that have ended.
+    pub fn expire(&mut self) -> Result<(), TwinError> {
+        let now = Instant::now();
+        let (ended, live): (Vec<_>, Vec<_>) = std::mem::take(&mut self.dynamic)
+            .into_iter()
+            .partition(|g| g.expires.is_some_and(|e| e <= now));
+        self.dynamic = live;
+        for grant in ended {
+            tracing::info!(target = ?grant.target, "a time-limited grant ended");
+            self.write_target(&grant.target)?;
+        }
+        Ok(())
+    }
+
+    /// Denies every request still waiting (the agent is done or pincer is
+    /// stopping): nothing stays stopped behind us.
+    pub fn deny_all(&mut self) -> Result<(), TwinError> {
+        for (_, waiting) in self.waiting.drain() {
+            waiting.vote.abort();
+            for waiter in &waiting.waiters {
+                self.enforcer.write_verdict(
+                    waiter.tid,
+                    Verdict {
+                        id: waiter.request_id,
+                        allow: 0,
+                        _pad: 0,
+                    },
+                )?;
+                resume(waiter);
+            }
+        }
+        Ok(())
+    }
+
+    /// Operations a grant made during the session gives (for tests of the
+    /// bookkeeping).
+    pub fn dynamic_ops(&self) -> u32 {
+        self.dynamic.iter().fold(0, |acc, g| acc | g.ops) & ops::ALL
+    }
+}
+
+/// `CLOCK_BOOTTIME` in nanoseconds: the clock of `bpf_ktime_get_boot_ns`.
+pub fn boottime_ns() -> u64 {
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)
+        .expect("CLOCK_BOOTTIME is always available on Linux");
+    now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64
+}
+
+/// A pidfd for a process, or `None` when it is gone.
+fn pidfd_open(pid: u32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the kernel just returned this descriptor to us alone.
+    Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Continues a stopped task, through its pidfd when there is one.
+fn resume(waiter: &Waiter) {
+    let sent = match &waiter.pidfd {
+        // SAFETY: a valid pidfd, a signal number, no siginfo, no flags.
+        Some(fd) => {
+            (unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.as_raw_fd(),
+                    libc::SIGCONT,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                )
+            }) == 0
+        }
+        None => false,
+    };
+    if !sent {
+        tracing::debug!(
+            pid = waiter.pid,
+            tid = waiter.tid,
+            "the parked task is gone"
+        );
+    }
+}

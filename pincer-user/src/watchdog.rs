@@ -1,0 +1,176 @@
+//! The watchdog: what keeps enforcing when the twin dies.
+//!
+//! `pincer run` forks it right after the programs are loaded and attached,
+//! so it holds the same BPF objects: as long as it lives, the programs stay
+//! attached even if the twin is killed (even with `SIGKILL`). It waits on a
+//! pipe whose other end only the twin holds. When the pipe closes without
+//! the twin's "done" byte, the twin is gone: the watchdog zeroes the
+//! heartbeat (from then on every ungranted access is refused at once, and a
+//! stopped task that is continued meets `EACCES`), continues every task of
+//! the agent's cgroup so none stays parked, then keeps the programs attached
+//! until the agent's last process has exited, removes the cgroup and exits.
+//!
+//! It runs in a session of its own and ignores the terminal's and the usual
+//! termination signals: it ends with the twin's word or with the agent.
+
+use std::{
+    fs,
+    io::{self, Read, Write},
+    os::fd::OwnedFd,
+    path::{Path, PathBuf},
+    thread,
+    time::Duration,
+};
+
+use nix::{
+    fcntl::OFlag,
+    sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, kill, signal, sigprocmask},
+    unistd::{ForkResult, Pid, fork, pipe2, setsid},
+};
+
+use crate::loader::Enforcer;
+
+/// The byte the twin writes when it has cleaned up and the watchdog may go.
+const DONE: u8 = b'd';
+/// How long after the twin's death the watchdog keeps continuing tasks
+/// (a task may have been parking while the heartbeat was zeroed).
+const RESUME_FOR: Duration = Duration::from_secs(3);
+
+/// The twin's end of the watchdog's pipe.
+pub struct Watchdog {
+    pipe: Option<fs::File>,
+    pid: Pid,
+}
+
+impl Watchdog {
+    /// Forks the watchdog for an agent cgroup.
+    ///
+    /// # Safety
+    ///
+    /// The process must have a single thread: the child continues in a copy
+    /// of it and uses the copied `enforcer`.
+    pub unsafe fn spawn(enforcer: &mut Enforcer, cgroup: &Path) -> io::Result<Watchdog> {
+        // Close-on-exec: the agent, spawned later, must not inherit the
+        // twin's end, or the pipe would never close while the agent lives.
+        let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
+        // SAFETY: single-threaded (the caller's contract), so the child may
+        // run arbitrary code; it never returns into the caller's frames.
+        match unsafe { fork() }? {
+            ForkResult::Child => {
+                drop(write);
+                watch(read, enforcer, cgroup.to_owned())
+            }
+            ForkResult::Parent { child } => {
+                drop(read);
+                Ok(Watchdog {
+                    pipe: Some(fs::File::from(write)),
+                    pid: child,
+                })
+            }
+        }
+    }
+
+    /// The watchdog's pid.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// Tells the watchdog the twin cleaned up: it exits without touching
+    /// anything.
+    pub fn done(mut self) {
+        if let Some(mut pipe) = self.pipe.take() {
+            let _ = pipe.write_all(&[DONE]);
+        }
+        // Reap it so it does not linger as a zombie while we finish.
+        let _ = nix::sys::wait::waitpid(self.pid, None);
+    }
+}
+
+/// The watchdog's life. Never returns.
+fn watch(pipe: OwnedFd, enforcer: &mut Enforcer, cgroup: PathBuf) -> ! {
+    let _ = setsid();
+    // Let go of the terminal and of whatever pipes `pincer run` was given:
+    // whoever reads them waits for the agent, not for the watchdog.
+    if let Ok(null) = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        for fd in 0..3 {
+            // SAFETY: dup2 onto the standard descriptors of this process.
+            unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), fd) };
+        }
+    }
+    for sig in [
+        Signal::SIGINT,
+        Signal::SIGQUIT,
+        Signal::SIGHUP,
+        Signal::SIGTERM,
+        Signal::SIGTSTP,
+        Signal::SIGTTIN,
+        Signal::SIGTTOU,
+        Signal::SIGUSR1,
+        Signal::SIGUSR2,
+    ] {
+        // SAFETY: SIG_IGN installs no handler code.
+        let _ = unsafe { signal(sig, SigHandler::SigIgn) };
+    }
+    let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+
+    let mut pipe = fs::File::from(pipe);
+    let mut byte = [0u8; 1];
+    let done = loop {
+        match pipe.read(&mut byte) {
+            Ok(0) => break false,
+            Ok(_) => break byte[0] == DONE,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break false,
+        }
+    };
+    if done {
+        exit(0);
+    }
+
+    // The twin is gone. No heartbeat: nothing parks any more, and a task
+    // continued while parked gets EACCES.
+    let _ = enforcer.heartbeat(0, 0);
+    let started = std::time::Instant::now();
+    while started.elapsed() < RESUME_FOR {
+        for pid in procs(&cgroup) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+    // Keep the programs attached while any agent process lives.
+    while populated(&cgroup) {
+        for pid in procs(&cgroup) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
+        }
+        thread::sleep(Duration::from_millis(500));
+    }
+    let _ = fs::remove_dir(&cgroup);
+    exit(0)
+}
+
+fn procs(cgroup: &Path) -> Vec<i32> {
+    fs::read_to_string(cgroup.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+fn populated(cgroup: &Path) -> bool {
+    match fs::read_to_string(cgroup.join("cgroup.events")) {
+        Ok(events) => events.lines().any(|l| l == "populated 1"),
+        Err(_) => false,
+    }
+}
+
+/// Leaves without running the parent's destructors: the copies of its
+/// state (the agent cgroup, the audit log) belong to the twin.
+fn exit(code: i32) -> ! {
+    let _ = io::stderr().flush();
+    // SAFETY: _exit ends the process at once; nothing else runs.
+    unsafe { libc::_exit(code) }
+}

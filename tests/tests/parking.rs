@@ -1,0 +1,543 @@
+//! Parking and the twin, proven in the guest kernel: a task that touches
+//! what the mission does not grant is stopped, the request is voted on, and
+//! the task resumes with the verdict — or with `EACCES` whenever nobody can
+//! answer.
+
+use std::{
+    fs,
+    process::Stdio,
+    sync::{Arc, Mutex},
+    thread,
+    time::{Duration, Instant, SystemTime},
+};
+
+use nix::{
+    sys::signal::{Signal, kill},
+    unistd::Pid,
+};
+use pincer_tests::{
+    EACCES, Reaped, Scratch, agent_cgroups, answer, asking_mission, pending, pincer_bin,
+    pincer_kernel_objects, probe_bin, process_state, read_stdout, wait_for, wait_pending,
+};
+
+fn spawn_agent(s: &Scratch, mission: &std::path::Path, script: &str) -> Reaped {
+    Reaped(
+        s.command(mission, &[], &["sh", "-c", script])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+fn finish(agent: &mut Reaped) -> (Option<i32>, Vec<String>) {
+    let out = read_stdout(&mut agent.0);
+    let status = agent.0.wait().unwrap().code();
+    eprintln!("agent output:\n{out}");
+    (status, out.lines().map(str::to_owned).collect())
+}
+
+fn id_of(request: &serde_json::Value) -> String {
+    request["id"]
+        .as_u64()
+        .expect("requests have ids")
+        .to_string()
+}
+
+/// Waits for one waiting request whose id is not `old`.
+fn wait_new_request(old: &str) -> serde_json::Value {
+    let mut found = None;
+    assert!(
+        wait_for(Duration::from_secs(60), || {
+            found = pending().into_iter().find(|r| id_of(r) != old);
+            found.is_some()
+        }),
+        "a new request is parked"
+    );
+    found.unwrap()
+}
+
+fn verdicts(s: &Scratch) -> Vec<serde_json::Value> {
+    s.audit()
+        .into_iter()
+        .filter(|l| l["event"] == "verdict")
+        .collect()
+}
+
+#[test]
+fn approved_once_then_the_next_identical_read_parks_again() {
+    let s = Scratch::new("park-once");
+    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
+    let probe = probe_bin();
+    let secret = s.p("secret/key");
+    let mut agent = spawn_agent(
+        &s,
+        &m,
+        &format!("{0} read {secret}; {0} read {secret}", probe.display()),
+    );
+    let first = wait_pending(1).remove(0);
+    assert_eq!(first["path"], secret);
+    assert_eq!(first["operation"], serde_json::json!(["read"]));
+    assert_eq!(first["comm"], "pincer-probe");
+    assert_eq!(first["hook"], "file_open");
+    let (code, text) = answer(&["approve", &id_of(&first)]);
+    assert_eq!(code, 0, "{text}");
+
+    let second = wait_new_request(&id_of(&first));
+    assert_eq!(second["path"], secret);
+    let (code, text) = answer(&["deny", &id_of(&second), "--reason", "once was enough"]);
+    assert_eq!(code, 0, "{text}");
+
+    let (status, lines) = finish(&mut agent);
+    assert_eq!(lines, ["ok read 11", &format!("err {EACCES}")]);
+    assert_eq!(status, Some(EACCES));
+    let verdicts = verdicts(&s);
+    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
+    assert_eq!(verdicts[0]["verdict"], "allow");
+    assert_eq!(verdicts[0]["decided_by"], "prompt");
+    assert_eq!(verdicts[0]["lifetime"]["kind"], "once");
+    assert_eq!(verdicts[1]["verdict"], "deny");
+    assert_eq!(verdicts[1]["reason"], "once was enough");
+}
+
+#[test]
+fn a_session_approval_lets_later_reads_pass_without_parking() {
+    let s = Scratch::new("park-session");
+    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
+    let probe = probe_bin();
+    let secret = s.p("secret/key");
+    let mut agent = spawn_agent(
+        &s,
+        &m,
+        &format!("for i in 1 2 3; do {} read {secret}; done", probe.display()),
+    );
+    let first = wait_pending(1).remove(0);
+    let (code, text) = answer(&["approve", &id_of(&first), "--session"]);
+    assert_eq!(code, 0, "{text}");
+    let (status, lines) = finish(&mut agent);
+    assert_eq!(status, Some(0));
+    assert_eq!(lines, ["ok read 11"; 3]);
+    let verdicts = verdicts(&s);
+    assert_eq!(verdicts.len(), 1, "parked once only: {verdicts:?}");
+    assert_eq!(verdicts[0]["lifetime"]["kind"], "session");
+}
+
+#[test]
+fn no_answer_is_eacces_at_the_deadline() {
+    let s = Scratch::new("park-timeout");
+    let m = s.mission(&asking_mission(
+        &s.p("project"),
+        "voters = [\"prompt\"]\ntimeout = \"2s\"",
+    ));
+    let start = Instant::now();
+    let mut agent = spawn_agent(
+        &s,
+        &m,
+        &format!("{} read {}", probe_bin().display(), s.p("secret/key")),
+    );
+    let (status, lines) = finish(&mut agent);
+    assert_eq!(lines, [format!("err {EACCES}")]);
+    assert_eq!(status, Some(EACCES));
+    assert!(start.elapsed() >= Duration::from_secs(2));
+    let verdicts = verdicts(&s);
+    assert_eq!(verdicts.len(), 1);
+    assert_eq!(verdicts[0]["verdict"], "deny");
+    assert_eq!(verdicts[0]["decided_by"], "timeout");
+}
+
+#[test]
+fn a_stray_sigcont_parks_the_same_request_again() {
+    let s = Scratch::new("park-sigcont");
+    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
+    let mut agent = spawn_agent(
+        &s,
+        &m,
+        &format!("{} read {}", probe_bin().display(), s.p("secret/key")),
+    );
+    let request = wait_pending(1).remove(0);
+    let pid = request["pid"].as_u64().unwrap() as u32;
+    assert!(wait_for(Duration::from_secs(10), || process_state(pid) == Some('T')));
+    for _ in 0..3 {
+        kill(Pid::from_raw(pid as i32), Signal::SIGCONT).unwrap();
+        thread::sleep(Duration::from_millis(300));
+    }
+    assert!(
+        wait_for(Duration::from_secs(10), || process_state(pid) == Some('T')),
+        "stopped again"
+    );
+    let now = pending();
+    assert_eq!(now.len(), 1, "no duplicate request: {now:?}");
+    assert_eq!(id_of(&now[0]), id_of(&request), "the same request");
+    let (code, text) = answer(&["approve", &id_of(&request)]);
+    assert_eq!(code, 0, "{text}");
+    let (status, lines) = finish(&mut agent);
+    assert_eq!((status, lines), (Some(0), vec!["ok read 11".to_owned()]));
+    assert_eq!(verdicts(&s).len(), 1);
+}
+
+#[test]
+fn an_agent_cannot_answer_its_own_request() {
+    let s = Scratch::new("park-self");
+    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
+    let script = format!(
+        "{probe} read {secret} & \
+         sleep 2; {pincer} approve 1; echo approve=$?; {pincer} pending; echo pending=$?; \
+         touch {tried}; wait",
+        probe = probe_bin().display(),
+        pincer = pincer_bin().display(),
+        secret = s.p("secret/key"),
+        tried = s.p("project/tried"),
+    );
+    let mut agent = Reaped(
+        s.command(&m, &[], &["sh", "-c", &script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let request = wait_pending(1).remove(0);
+    assert!(
+        wait_for(Duration::from_secs(60), || s.path("project/tried").exists()),
+        "the agent tried to answer itself"
+    );
+    assert_eq!(
+        pending().len(),
+        1,
+        "still waiting: the agent's approval was refused"
+    );
+    let (code, text) = answer(&["deny", &id_of(&request)]);
+    assert_eq!(code, 0, "{text}");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(agent.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    let (_, lines) = finish(&mut agent);
+    eprintln!("agent stderr:\n{stderr}");
+    assert!(lines.contains(&"approve=2".to_owned()), "{lines:?}");
+    assert!(lines.contains(&"pending=2".to_owned()), "{lines:?}");
+    assert!(
+        stderr.contains("refused: the caller runs in agent cgroup"),
+        "{stderr}"
+    );
+    assert!(lines.contains(&format!("err {EACCES}")), "{lines:?}");
+}
+
+#[test]
+fn an_exclusive_create_parked_then_approved_succeeds() {
+    let s = Scratch::new("park-create");
+    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
+    let target = s.p("secret/new-file");
+    let mut agent = spawn_agent(
+        &s,
+        &m,
+        &format!("{} create {target}", probe_bin().display()),
+    );
+    let request = wait_pending(1).remove(0);
+    assert_eq!(request["hook"], "inode_create");
+    assert_eq!(request["path"], target);
+    assert_eq!(request["operation"], serde_json::json!(["create"]));
+    assert!(
+        !s.path("secret/new-file").exists(),
+        "nothing created while parked"
+    );
+    let (code, text) = answer(&["approve", &id_of(&request)]);
+    assert_eq!(code, 0, "{text}");
+    let (status, lines) = finish(&mut agent);
+    assert_eq!((status, lines), (Some(0), vec!["ok created".to_owned()]));
+    assert!(s.path("secret/new-file").exists());
+}
+
+#[test]
+fn a_killed_twin_leaves_no_task_stopped() {
+    let s = Scratch::new("park-twin-killed");
+    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
+    let probe = probe_bin();
+    let script = format!(
+        "{probe} read {secret}; {probe} read {project}; {probe} read {secret}",
+        probe = probe.display(),
+        secret = s.p("secret/key"),
+        project = s.p("project/a.txt"),
+    );
+    let mut agent = spawn_agent(&s, &m, &script);
+    wait_pending(1);
+    let killed = Instant::now();
+    kill(Pid::from_raw(agent.0.id() as i32), Signal::SIGKILL).unwrap();
+    // The agent carries on: its parked read fails, its granted read works,
+    // and a new ungranted read is refused at once instead of parking.
+    let (_, lines) = finish(&mut agent);
+    assert_eq!(
+        lines,
+        [
+            format!("err {EACCES}"),
+            "ok read 6".to_owned(),
+            format!("err {EACCES}")
+        ]
+    );
+    assert!(
+        killed.elapsed() < Duration::from_secs(20),
+        "no hang: {:?}",
+        killed.elapsed()
+    );
+    assert!(
+        wait_for(Duration::from_secs(20), || agent_cgroups().is_empty()),
+        "the watchdog removes the cgroup"
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || pincer_kernel_objects()
+            .is_empty()),
+        "left behind: {:?}",
+        pincer_kernel_objects()
+    );
+}
+
+#[test]
+fn a_ring_buffer_overflow_denies_every_overflowed_request() {
+    let s = Scratch::new("park-overflow");
+    let m = s.mission(&asking_mission(
+        &s.p("project"),
+        "voters = [\"prompt\"]\ntimeout = \"2s\"",
+    ));
+    for i in 0..40 {
+        fs::write(s.path(&format!("secret/{i}")), "x").unwrap();
+    }
+    let script = format!(
+        "touch {ready}; while [ ! -e {go} ]; do sleep 0.05; done; \
+         for i in $(seq 0 39); do {probe} read {secret}/$i > {out}/out.$i & done; wait",
+        ready = s.p("project/ready"),
+        go = s.p("go"),
+        probe = probe_bin().display(),
+        secret = s.p("secret"),
+        out = s.p("project"),
+    );
+    // A ring of one page holds three events: the rest of the burst overflows.
+    let mut agent = Reaped(
+        s.command(&m, &[], &["sh", "-c", &script])
+            .env("PINCER_RING_BYTES", "4096")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(wait_for(Duration::from_secs(30), || s
+        .path("project/ready")
+        .exists()));
+    // Stop the twin so nothing drains the ring during the burst.
+    let twin = Pid::from_raw(agent.0.id() as i32);
+    kill(twin, Signal::SIGSTOP).unwrap();
+    fs::write(s.path("go"), "").unwrap();
+    let denied_at_once = || {
+        (0..40)
+            .filter(|i| {
+                fs::read_to_string(s.path(&format!("project/out.{i}")))
+                    .is_ok_and(|o| o.trim() == format!("err {EACCES}"))
+            })
+            .count()
+    };
+    wait_for(Duration::from_millis(1500), || denied_at_once() >= 30);
+    kill(twin, Signal::SIGCONT).unwrap();
+    assert_eq!(agent.0.wait().unwrap().code(), Some(0));
+    for i in 0..40 {
+        let out = fs::read_to_string(s.path(&format!("project/out.{i}"))).unwrap();
+        assert_eq!(out.trim(), format!("err {EACCES}"), "reader {i}");
+    }
+    let counters = s
+        .audit()
+        .into_iter()
+        .find(|l| l["event"] == "counters")
+        .expect("the run ends with its counters");
+    eprintln!("{counters}");
+    assert!(counters["counters"]["ringbuf_full"].as_u64().unwrap() >= 1);
+    assert_eq!(counters["counters"]["verdict_allow"], 0);
+}
+
+#[test]
+fn the_audit_chain_verifies_and_a_one_byte_edit_is_found() {
+    let s = Scratch::new("audit-chain");
+    let m = s.mission(&asking_mission(
+        &s.p("project"),
+        "voters = [\"prompt\"]\ntimeout = \"1s\"",
+    ));
+    let probe = probe_bin();
+    let out = s.run(
+        &m,
+        &[
+            "sh",
+            "-c",
+            &format!(
+                "{0} read {1}; {0} create {2}",
+                probe.display(),
+                s.p("secret/key"),
+                s.p("secret/x")
+            ),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(EACCES));
+    let log = s.audit_path();
+    let verify = |log: &std::path::Path| {
+        let out = std::process::Command::new(pincer_bin())
+            .args(["audit", "verify"])
+            .arg(log)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, text) = verify(&log);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("intact"), "{text}");
+
+    let original = fs::read(&log).unwrap();
+    let second_line = original.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let mut edited = original.clone();
+    // One byte inside the second line's path.
+    let at = second_line
+        + String::from_utf8_lossy(&original[second_line..])
+            .find("secret")
+            .unwrap();
+    edited[at] = b'S';
+    fs::write(&log, &edited).unwrap();
+    let (code, text) = verify(&log);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("line 2"), "{text}");
+
+    // Removing the first line breaks the chain at the new first line.
+    let removed = &original[second_line..];
+    fs::write(&log, removed).unwrap();
+    let (code, text) = verify(&log);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("line 1"), "{text}");
+}
+
+/// What the test webhook does with the next request.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Behaviour {
+    Allow,
+    WrongSignature,
+    WrongId,
+    Replay,
+    Late,
+}
+
+struct Webhook {
+    url: String,
+    behaviour: Arc<Mutex<Behaviour>>,
+    requests: Arc<Mutex<usize>>,
+}
+
+const SECRET: &[u8] = b"0123456789abcdef-test-webhook-secret";
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// A webhook on loopback that verifies pincer's signature and answers as
+/// told.
+fn webhook() -> Webhook {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/vote", server.server_addr().to_ip().unwrap());
+    let behaviour = Arc::new(Mutex::new(Behaviour::Allow));
+    let requests = Arc::new(Mutex::new(0));
+    let (b, n) = (Arc::clone(&behaviour), Arc::clone(&requests));
+    thread::spawn(move || {
+        let mut captured: Option<(String, String, String)> = None;
+        for mut request in server.incoming_requests() {
+            *n.lock().unwrap() += 1;
+            let mut body = Vec::new();
+            request.as_reader().read_to_end(&mut body).unwrap();
+            let header = |name: &str| {
+                request
+                    .headers()
+                    .iter()
+                    .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
+                    .map(|h| h.value.as_str().to_owned())
+                    .unwrap_or_default()
+            };
+            let timestamp: u64 = header("X-Pincer-Timestamp").parse().unwrap();
+            let nonce = header("X-Pincer-Nonce");
+            assert!(
+                pincer::voters::webhook::verify(
+                    SECRET,
+                    timestamp,
+                    &nonce,
+                    &body,
+                    &header("X-Pincer-Signature")
+                ),
+                "pincer signs its requests"
+            );
+            let sent: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            let id = sent["request"]["id"].as_u64().unwrap();
+            let behaviour = *b.lock().unwrap();
+            let (answer_id, key): (u64, &[u8]) = match behaviour {
+                Behaviour::WrongId => (id + 1, SECRET),
+                Behaviour::WrongSignature => (id, b"not-the-shared-secret-at-all!!"),
+                _ => (id, SECRET),
+            };
+            let answer = serde_json::json!({
+                "id": answer_id, "nonce": nonce, "vote": "allow",
+                "lifetime": "once", "extent": "file", "reason": "test webhook"
+            })
+            .to_string();
+            let now = unix_now();
+            let mut reply = (
+                now.to_string(),
+                pincer::voters::webhook::sign(key, now, &nonce, answer.as_bytes()),
+                answer,
+            );
+            if behaviour == Behaviour::Replay {
+                reply = captured.clone().expect("an earlier answer to replay");
+            } else if behaviour == Behaviour::Allow {
+                captured = Some(reply.clone());
+            }
+            if behaviour == Behaviour::Late {
+                thread::sleep(Duration::from_secs(4));
+            }
+            let response = tiny_http::Response::from_string(reply.2)
+                .with_header(tiny_http::Header::from_bytes("X-Pincer-Timestamp", reply.0).unwrap())
+                .with_header(tiny_http::Header::from_bytes("X-Pincer-Signature", reply.1).unwrap());
+            let _ = request.respond(response);
+        }
+    });
+    Webhook {
+        url,
+        behaviour,
+        requests,
+    }
+}
+
+#[test]
+fn only_a_correctly_signed_webhook_answer_counts() {
+    let s = Scratch::new("webhook");
+    let hook = webhook();
+    fs::write(s.path("webhook.key"), SECRET).unwrap();
+    let m = s.mission(&asking_mission(
+        &s.p("project"),
+        &format!(
+            "voters = [\"webhook\"]\ntimeout = \"3s\"\n\n[vote.webhook]\nurl = \"{}\"\nsecret_file = \"{}\"\n",
+            hook.url,
+            s.p("webhook.key")
+        ),
+    ));
+    let read = |behaviour| {
+        *hook.behaviour.lock().unwrap() = behaviour;
+        let before = *hook.requests.lock().unwrap();
+        let code = s.probe(&m, &["read", &s.p("secret/key")]);
+        assert_eq!(
+            *hook.requests.lock().unwrap(),
+            before + 1,
+            "the webhook was asked"
+        );
+        code
+    };
+    assert_eq!(read(Behaviour::Allow), 0, "a signed allow");
+    assert_eq!(read(Behaviour::WrongSignature), EACCES, "wrong signature");
+    assert_eq!(read(Behaviour::WrongId), EACCES, "wrong request id");
+    assert_eq!(read(Behaviour::Replay), EACCES, "a replayed answer");
+    assert_eq!(read(Behaviour::Late), EACCES, "a late answer");
+    let verdicts = verdicts(&s);
+    assert_eq!(verdicts.len(), 5);
+    assert_eq!(verdicts[0]["decided_by"], "webhook");
+    for v in &verdicts[1..] {
+        assert_eq!(v["verdict"], "deny", "{v}");
+    }
+}
