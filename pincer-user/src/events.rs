@@ -9,7 +9,10 @@ use std::{collections::HashMap, fs};
 use pincer_common::{AccessEvent, COMPONENT_LEN, MAX_COMPONENTS, event_flags, hook, ops, verdict};
 use serde::Serialize;
 
-use crate::{procfs, request::Request};
+use crate::{
+    procfs,
+    request::{ProcessFacts, Request},
+};
 
 /// Longest escaped path kept in a decision.
 pub const MAX_PATH_CHARS: usize = 4096;
@@ -211,8 +214,25 @@ fn deny_reason(flags: u32, missing: u32) -> String {
 /// Sanitizes a parked event into the request voters see. `root` is the
 /// agent's first process, where the parent chain stops.
 pub fn request(event: &AccessEvent, mounts: &Mounts, mission: &str, root: Option<u32>) -> Request {
+    let exe = procfs::facts(event.tgid).exe;
+    sanitize(
+        event,
+        mounts,
+        mission,
+        exe,
+        procfs::parents(event.tgid, root),
+    )
+}
+
+/// Builds a request from an event and the process facts read for it.
+pub fn sanitize(
+    event: &AccessEvent,
+    mounts: &Mounts,
+    mission: &str,
+    exe: Option<String>,
+    parents: Vec<ProcessFacts>,
+) -> Request {
     let missing = event.ops & !event.granted;
-    let task = procfs::facts(event.tgid);
     Request {
         id: event.request_id,
         mission: mission.to_owned(),
@@ -220,8 +240,8 @@ pub fn request(event: &AccessEvent, mounts: &Mounts, mission: &str, root: Option
         pid: event.tgid,
         tid: event.pid,
         comm: escape(until_nul(&event.comm)),
-        exe: task.exe,
-        parents: procfs::parents(event.tgid, root),
+        exe,
+        parents,
         operation: op_names(event.ops),
         ops: event.ops,
         path: event_path(event, mounts),

@@ -297,7 +297,10 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     // Tear down in every case: nothing stays parked, stragglers go before
     // their grants, then the kernel state, then the cgroup.
     let denied = twin.deny_all();
-    if let Ok(counters) = twin.enforcer().counters() {
+    // In a log file only: on a terminal it would be noise after every run.
+    if options.audit.is_some()
+        && let Ok(counters) = twin.enforcer().counters()
+    {
         let _ = audit.record(&CountersRecord::new(&counters));
     }
     cgroup.kill_all();

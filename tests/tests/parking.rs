@@ -414,6 +414,9 @@ enum Behaviour {
     WrongId,
     Replay,
     Late,
+    /// The first request waits 2 s, then gets a session grant on its
+    /// directory's tree; later ones get no answer in time.
+    TreeFirst,
 }
 
 struct Webhook {
@@ -468,16 +471,24 @@ fn webhook() -> Webhook {
             let sent: serde_json::Value = serde_json::from_slice(&body).unwrap();
             let id = sent["request"]["id"].as_u64().unwrap();
             let behaviour = *b.lock().unwrap();
+            let seen = *n.lock().unwrap();
             let (answer_id, key): (u64, &[u8]) = match behaviour {
                 Behaviour::WrongId => (id + 1, SECRET),
                 Behaviour::WrongSignature => (id, b"not-the-shared-secret-at-all!!"),
                 _ => (id, SECRET),
             };
+            let (lifetime, extent) = match behaviour {
+                Behaviour::TreeFirst => ("session", "tree"),
+                _ => ("once", "file"),
+            };
             let answer = serde_json::json!({
                 "id": answer_id, "nonce": nonce, "vote": "allow",
-                "lifetime": "once", "extent": "file", "reason": "test webhook"
+                "lifetime": lifetime, "extent": extent, "reason": "test webhook"
             })
             .to_string();
+            if behaviour == Behaviour::TreeFirst {
+                thread::sleep(Duration::from_secs(if seen == 1 { 2 } else { 8 }));
+            }
             let now = unix_now();
             let mut reply = (
                 now.to_string(),
@@ -540,4 +551,90 @@ fn only_a_correctly_signed_webhook_answer_counts() {
     for v in &verdicts[1..] {
         assert_eq!(v["verdict"], "deny", "{v}");
     }
+}
+
+/// The pids of `pincer-probe` processes that are stopped now.
+fn stopped_probes() -> usize {
+    fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "pincer-probe")
+                && process_state(*pid) == Some('T')
+        })
+        .count()
+}
+
+#[test]
+fn identical_requests_share_one_prompt_and_one_verdict() {
+    let s = Scratch::new("park-merge");
+    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
+    let script = format!(
+        "{0} read {1} & {0} read {1} & wait",
+        probe_bin().display(),
+        s.p("secret/key")
+    );
+    let mut agent = spawn_agent(&s, &m, &script);
+    assert!(
+        wait_for(Duration::from_secs(60), || stopped_probes() == 2),
+        "both readers are parked"
+    );
+    let requests = wait_pending(1);
+    let (code, text) = answer(&["approve", &id_of(&requests[0])]);
+    assert_eq!(code, 0, "{text}");
+    let (status, lines) = finish(&mut agent);
+    assert_eq!(status, Some(0));
+    assert_eq!(lines, ["ok read 11", "ok read 11"]);
+    let verdicts = verdicts(&s);
+    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
+    assert_eq!(verdicts[0]["tids"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_session_grant_releases_the_waiting_requests_it_covers() {
+    let s = Scratch::new("park-release");
+    let hook = webhook();
+    *hook.behaviour.lock().unwrap() = Behaviour::TreeFirst;
+    fs::write(s.path("webhook.key"), SECRET).unwrap();
+    fs::write(s.path("secret/other"), "other\n").unwrap();
+    let m = s.mission(&asking_mission(
+        &s.p("project"),
+        &format!(
+            "voters = [\"webhook\"]\ntimeout = \"5s\"\nmax_extent = \"tree\"\n\n[vote.webhook]\nurl = \"{}\"\nsecret_file = \"{}\"\n",
+            hook.url,
+            s.p("webhook.key")
+        ),
+    ));
+    let script = format!(
+        "{probe} read {a} > {out}/a & sleep 0.5; {probe} read {b} > {out}/b & wait",
+        probe = probe_bin().display(),
+        a = s.p("secret/key"),
+        b = s.p("secret/other"),
+        out = s.p("project"),
+    );
+    let start = Instant::now();
+    let out = s.run(&m, &["sh", "-c", &script]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        fs::read_to_string(s.path("project/a")).unwrap(),
+        "ok read 11\n"
+    );
+    assert_eq!(
+        fs::read_to_string(s.path("project/b")).unwrap(),
+        "ok read 6\n"
+    );
+    // The second reader did not wait for its own (unanswered) vote.
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    let verdicts = verdicts(&s);
+    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
+    assert_eq!(verdicts[0]["decided_by"], "webhook");
+    assert_eq!(verdicts[0]["extent"], "tree");
+    assert_eq!(verdicts[1]["decided_by"], "grant");
+    assert_eq!(verdicts[1]["verdict"], "allow");
 }

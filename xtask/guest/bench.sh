@@ -29,13 +29,13 @@ round=1
 while [ "$round" -le "$ROUNDS" ]; do
     pincer-bench open-close "$file" "$ITERS" >> /tmp/bench/none
 
-    pincer run --mission /tmp/bench/mission.toml -- pincer-probe sleep 600 &
+    pincer run --mission /tmp/bench/mission.toml --audit /tmp/bench/audit.jsonl -- pincer-probe sleep 600 &
     agent=$!
     while [ -z "$(ls /sys/fs/cgroup/pincer 2>/dev/null)" ]; do sleep 0.05; done
     pincer-bench open-close "$file" "$ITERS" >> /tmp/bench/outside
     kill -TERM "$agent"; wait "$agent" || true
 
-    pincer run --mission /tmp/bench/mission.toml -- pincer-bench open-close "$file" "$ITERS" >> /tmp/bench/inside
+    pincer run --mission /tmp/bench/mission.toml --audit /tmp/bench/audit.jsonl -- pincer-bench open-close "$file" "$ITERS" >> /tmp/bench/inside
     round=$((round + 1))
 done
 
@@ -53,3 +53,30 @@ echo "targets: inside <= 1.05, outside <= 1.01"
 echo "raw none:    $(tr '\n' ' ' < /tmp/bench/none)"
 echo "raw outside: $(tr '\n' ' ' < /tmp/bench/outside)"
 echo "raw inside:  $(tr '\n' ' ' < /tmp/bench/inside)"
+
+# A parked request's round trip: the mission voter allows every read of the
+# secret once, so each open parks, is voted on and resumes. Next to it, in the
+# same run, a pipe ping-pong between two processes.
+mkdir -p /tmp/bench/secret
+echo key > /tmp/bench/secret/key
+cat > /tmp/bench/ask.toml <<MISSION
+[mission]
+name = "bench-ask"
+[defaults]
+on_unknown = "ask"
+[vote]
+voters = ["mission"]
+timeout = "10s"
+[[vote.rule]]
+path = "/tmp/bench/secret"
+extent = "tree"
+verdict = "allow"
+MISSION
+PARKS=${PARKS:-300}
+parked=$(pincer run --mission /tmp/bench/ask.toml --audit /tmp/bench/ask.jsonl -- pincer-bench open-latency /tmp/bench/secret/key "$PARKS")
+pingpong=$(pincer-bench pingpong "$PARKS")
+echo
+echo "parked request round trip (event -> vote -> verdict -> running), $PARKS requests"
+printf '%-34s %10s %10s\n' "" "p50 (us)" "p99 (us)"
+printf '%-34s %10s %10s\n' "parked open, mission voter" $parked
+printf '%-34s %10s %10s\n' "pipe ping-pong (baseline)" $pingpong
