@@ -89,7 +89,9 @@ enum Command {
         #[arg(long, default_value_t = 900)]
         timeout: u64,
     },
-    /// Measure the cost of a granted open in a VM and print the ratios.
+    /// Print benchmark figures: decisions per second in the twin (host),
+    /// then in a VM the cost of a granted open and a parked request's round
+    /// trip.
     Bench {
         /// Kernel to boot.
         #[arg(long, value_enum, default_value = "6.12")]
@@ -97,6 +99,12 @@ enum Command {
         /// Seconds before the VM is killed.
         #[arg(long, default_value_t = 1800)]
         timeout: u64,
+        /// Only the host benchmark.
+        #[arg(long, conflicts_with = "guest")]
+        host: bool,
+        /// Only the guest benchmarks.
+        #[arg(long)]
+        guest: bool,
     },
 }
 
@@ -151,7 +159,26 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Demo { kernel, timeout } => {
             scenario::command(Scenario::Demo, kernel, Duration::from_secs(timeout))
         }
-        Command::Bench { kernel, timeout } => {
+        Command::Bench {
+            kernel,
+            timeout,
+            host,
+            guest,
+        } => {
+            if !guest {
+                say!("decisions per second in the twin (host, one core)");
+                process::run(process::cargo().args([
+                    "bench",
+                    "--locked",
+                    "-p",
+                    "pincer-user",
+                    "--bench",
+                    "decisions",
+                ]))?;
+            }
+            if host {
+                return Ok(0);
+            }
             scenario::command(Scenario::Bench, kernel, Duration::from_secs(timeout))
         }
     }
