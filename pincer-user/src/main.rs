@@ -1,6 +1,6 @@
 //! The `pincer` command.
 
-use std::{ffi::OsString, path::PathBuf, process::ExitCode};
+use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -9,7 +9,7 @@ use pincer::{
     doctor::{self, Check, Status, SystemPaths},
     loader::Enforcer,
     mission::Mission,
-    run::{self, Mode, RunOptions},
+    run::{self, RunOptions},
     vote::Lifetime,
 };
 
@@ -25,32 +25,7 @@ struct Cli {
 enum Command {
     /// Run a command confined to a mission; exits with the command's status
     /// (125 when pincer itself fails, 126/127 when the command cannot start).
-    Run {
-        /// The mission file (TOML).
-        #[arg(long, short = 'm', value_name = "FILE")]
-        mission: PathBuf,
-        /// What an access the mission does not grant does: `enforce` denies
-        /// it at once, `audit` allows and logs it, `ask` parks the task and
-        /// asks the voters. Default: the mission's `defaults.on_unknown`.
-        #[arg(long, value_enum)]
-        mode: Option<Mode>,
-        /// The control socket answers are given on (`ask` only).
-        #[arg(long, env = "PINCER_SOCKET", default_value = control::DEFAULT_SOCKET)]
-        socket: PathBuf,
-        /// Append audit lines (JSON) to this file instead of standard error.
-        #[arg(long, value_name = "FILE")]
-        audit: Option<PathBuf>,
-        /// Key file of the audit log's HMAC chain (default: the audit file's
-        /// path + `.key`, created when missing); keep it out of the mission.
-        #[arg(long, value_name = "FILE", requires = "audit")]
-        audit_key: Option<PathBuf>,
-        /// Audit granted accesses too (verbose).
-        #[arg(long)]
-        log_allowed: bool,
-        /// The command to confine and its arguments.
-        #[arg(last = true, required = true, value_name = "CMD")]
-        command: Vec<OsString>,
-    },
+    Run(RunOptions),
     /// List the parked requests waiting for a person.
     Pending {
         /// Print JSON instead of one line per request.
@@ -135,33 +110,14 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     match cli.command {
-        Command::Run {
-            mission,
-            mode,
-            socket,
-            audit,
-            audit_key,
-            log_allowed,
-            command,
-        } => {
-            let options = RunOptions {
-                mission,
-                mode,
-                socket,
-                audit,
-                audit_key,
-                log_allowed,
-                command,
-            };
-            match run::run(&options) {
-                Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
-                Err(error) => {
-                    let code = error.exit_code();
-                    eprintln!("pincer: {:#}", anyhow::Error::new(error));
-                    ExitCode::from(code as u8)
-                }
+        Command::Run(options) => match run::run(&options) {
+            Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+            Err(error) => {
+                let code = error.exit_code();
+                eprintln!("pincer: {:#}", anyhow::Error::new(error));
+                ExitCode::from(code as u8)
             }
-        }
+        },
         Command::Pending { json, socket } => report(pending(&socket, json)),
         Command::Approve {
             id,

@@ -71,22 +71,33 @@ pub enum Mode {
     Ask,
 }
 
-/// Options of `pincer run`.
-#[derive(Debug)]
+/// Options of `pincer run` (also its command line: the doc comments are the
+/// help text).
+#[derive(Debug, clap::Args)]
 pub struct RunOptions {
-    /// The mission file.
+    /// The mission file (TOML).
+    #[arg(long, short = 'm', value_name = "FILE")]
     pub mission: PathBuf,
-    /// Enforce, audit or ask; `None` follows the mission.
+    /// What an access the mission does not grant does: `enforce` denies it
+    /// at once, `audit` allows and logs it, `ask` parks the task and asks the
+    /// voters. Default: the mission's `defaults.on_unknown`.
+    #[arg(long, value_enum)]
     pub mode: Option<Mode>,
-    /// The control socket for human answers (asking missions only).
+    /// The control socket answers are given on (`ask` only).
+    #[arg(long, env = "PINCER_SOCKET", default_value = crate::control::DEFAULT_SOCKET)]
     pub socket: PathBuf,
-    /// Audit log file (standard error when `None`).
+    /// Append audit lines (JSON) to this file instead of standard error.
+    #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
-    /// Key file of the audit chain (`<audit>.key` when `None`).
+    /// Key file of the audit log's HMAC chain (default: the audit file's path
+    /// + `.key`, created when missing); keep it out of the mission.
+    #[arg(long, value_name = "FILE", requires = "audit")]
     pub audit_key: Option<PathBuf>,
-    /// Audit granted accesses too.
+    /// Audit granted accesses too (verbose).
+    #[arg(long)]
     pub log_allowed: bool,
-    /// The command and its arguments.
+    /// The command to confine and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
 }
 

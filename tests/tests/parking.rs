@@ -614,22 +614,17 @@ fn a_session_grant_releases_the_waiting_requests_it_covers() {
         b = s.p("secret/other"),
         out = s.p("project"),
     );
-    let start = Instant::now();
     let out = s.run(&m, &["sh", "-c", &script]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         fs::read_to_string(s.path("project/a")).unwrap(),
         "ok read 11\n"
     );
+    // Its own vote gets no answer before the deadline (a deny): only the
+    // release by the first request's tree grant lets the second reader in.
     assert_eq!(
         fs::read_to_string(s.path("project/b")).unwrap(),
         "ok read 6\n"
-    );
-    // The second reader did not wait for its own (unanswered) vote.
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        start.elapsed()
     );
     let verdicts = verdicts(&s);
     assert_eq!(verdicts.len(), 2, "{verdicts:?}");
