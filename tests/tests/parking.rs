@@ -633,3 +633,80 @@ fn a_session_grant_releases_the_waiting_requests_it_covers() {
     assert_eq!(verdicts[1]["decided_by"], "grant");
     assert_eq!(verdicts[1]["verdict"], "allow");
 }
+
+#[test]
+fn a_person_answers_at_the_terminal_prompt() {
+    use std::io::{Read, Write};
+    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+
+    let s = Scratch::new("park-terminal");
+    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
+    let pty = nix::pty::openpty(
+        None::<&nix::pty::Winsize>,
+        None::<&nix::sys::termios::Termios>,
+    )
+    .unwrap();
+    let slave: OwnedFd = pty.slave;
+    let script = format!(
+        "{0} read {1}; {0} read {1}",
+        probe_bin().display(),
+        s.p("secret/key")
+    );
+    let mut command = s.command(&m, &[], &["sh", "-c", &script]);
+    command
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave));
+    // SAFETY: setsid and ioctl are async-signal-safe; the terminal becomes
+    // the controlling terminal of `pincer run`, as in an interactive shell.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut run = Reaped(command.spawn().unwrap());
+    let mut terminal = std::fs::File::from(pty.master);
+    let mut answer_end = terminal.try_clone().unwrap();
+    let raw = terminal.as_raw_fd();
+    // Non-blocking reads, so a missing prompt fails the test instead of hanging it.
+    // SAFETY: fcntl on our own descriptor.
+    unsafe {
+        libc::fcntl(
+            raw,
+            libc::F_SETFL,
+            libc::fcntl(raw, libc::F_GETFL) | libc::O_NONBLOCK,
+        )
+    };
+    let mut screen = String::new();
+    let mut read_until = |needle: &str, screen: &mut String| {
+        wait_for(Duration::from_secs(60), || {
+            let mut buf = [0u8; 4096];
+            if let Ok(n) = terminal.read(&mut buf) {
+                screen.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+            screen.contains(needle)
+        })
+    };
+    assert!(
+        read_until("[o]nce / [s]ession / [d]eny", &mut screen),
+        "the prompt appears: {screen:?}"
+    );
+    assert!(
+        screen.contains(&format!("wants to read {}", s.p("secret/key"))),
+        "{screen}"
+    );
+    answer_end.write_all(b"s\n").unwrap();
+    assert!(
+        read_until("ok read 11\r\nok read 11", &mut screen),
+        "both reads pass after one session answer: {screen:?}"
+    );
+    assert_eq!(run.0.wait().unwrap().code(), Some(0));
+    let verdicts = verdicts(&s);
+    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
+    assert_eq!(verdicts[0]["decided_by"], "prompt");
+    assert_eq!(verdicts[0]["lifetime"]["kind"], "session");
+}
