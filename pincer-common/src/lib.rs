@@ -165,8 +165,11 @@ pub mod names {
     pub const PENDING: &str = "PINCER_PENDING";
     /// Thread id → [`crate::Verdict`]: a one-shot answer for that request.
     pub const VERDICTS: &str = "PINCER_VERDICT";
-    /// One [`crate::Twin`]: the twin's heartbeat and request counter.
+    /// One [`crate::Twin`]: the twin's heartbeat.
     pub const TWIN: &str = "PINCER_TWIN";
+    /// One `u64`: the last request id handed out. Apart from [`TWIN`], which
+    /// userspace rewrites whole, so no write of its can undo an increment.
+    pub const REQUEST_IDS: &str = "PINCER_REQIDS";
     /// Per-CPU scratch space for keys too large for the BPF stack.
     pub const SCRATCH: &str = "PINCER_SCRATCH";
     /// The [`crate::KernelOffsets`] global.
@@ -335,8 +338,7 @@ pub struct Verdict {
     pub _pad: u32,
 }
 
-/// The twin's liveness and the request counter: the single value of
-/// [`names::TWIN`].
+/// The twin's liveness: the single value of [`names::TWIN`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Twin {
@@ -345,8 +347,6 @@ pub struct Twin {
     pub heartbeat_ns: u64,
     /// How old a heartbeat may be before the twin counts as dead.
     pub timeout_ns: u64,
-    /// The last request id handed out (incremented atomically).
-    pub last_id: u64,
 }
 
 /// One decision reported to userspace through [`names::EVENTS`].
@@ -490,7 +490,7 @@ const _: () = {
     assert!(core::mem::size_of::<KernelOffsets>() == 48);
     assert!(core::mem::size_of::<Pending>() == 40);
     assert!(core::mem::size_of::<Verdict>() == 16);
-    assert!(core::mem::size_of::<Twin>() == 24);
+    assert!(core::mem::size_of::<Twin>() == 16);
     assert!(names::COUNTERS.len() <= 15);
     assert!(names::NAME_GRANTS.len() <= 15);
 };

@@ -40,9 +40,13 @@ pub static PENDING: HashMap<u32, Pending> = HashMap::with_max_entries(MAX_PENDIN
 #[map(name = "PINCER_VERDICT")]
 pub static VERDICTS: HashMap<u32, Verdict> = HashMap::with_max_entries(MAX_PENDING, 0);
 
-/// The twin's heartbeat and the request counter.
+/// The twin's heartbeat.
 #[map(name = "PINCER_TWIN")]
 pub static TWIN: Array<Twin> = Array::with_max_entries(1, 0);
+
+/// The last request id handed out.
+#[map(name = "PINCER_REQIDS")]
+pub static REQUEST_IDS: Array<u64> = Array::with_max_entries(1, 0);
 
 /// Decisions for userspace.
 #[map(name = "PINCER_EVENTS")]
@@ -115,10 +119,9 @@ pub fn twin_alive() -> bool {
 /// A fresh request id (never zero).
 #[inline(always)]
 pub fn next_request_id() -> u64 {
-    let Some(twin) = TWIN.get_ptr_mut(0) else {
+    let Some(last) = REQUEST_IDS.get_ptr_mut(0) else {
         return 0;
     };
-    let last = unsafe { core::ptr::addr_of_mut!((*twin).last_id) };
     #[cfg(target_arch = "bpf")]
     {
         let mut id: u64 = 1;

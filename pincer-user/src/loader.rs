@@ -225,14 +225,10 @@ impl Enforcer {
         let name = names::TWIN;
         let mut twin = Array::<&mut MapData, Twin>::try_from(self.map_mut(name)?)
             .map_err(|source| LoadError::Map { name, source })?;
-        let mut value = twin
-            .get(&0, 0)
-            .map_err(|source| LoadError::Map { name, source })?;
-        // `last_id` belongs to the programs; this read-modify-write can only
-        // lose an id increment made in between, and the ids then stay
-        // unique because the programs add to the value they read atomically.
-        value.heartbeat_ns = now_ns;
-        value.timeout_ns = timeout_ns;
+        let value = Twin {
+            heartbeat_ns: now_ns,
+            timeout_ns,
+        };
         twin.set(0, value, 0)
             .map_err(|source| LoadError::Map { name, source })
     }

@@ -19,7 +19,7 @@ use std::{
 
 use aya::maps::{MapData, RingBuf};
 use pincer_common::{
-    AccessEvent, GrantKey, GrantValue, NAME_LEN, NameGrantKey, Verdict, hook, ops, verdict,
+    AccessEvent, GrantKey, GrantValue, NAME_LEN, NameGrantKey, Verdict, hook, verdict,
 };
 use serde::Serialize;
 use tokio::{sync::mpsc, task::JoinHandle, time::Instant};
@@ -468,12 +468,6 @@ impl Twin {
             }
         }
         Ok(())
-    }
-
-    /// Operations a grant made during the session gives (for tests of the
-    /// bookkeeping).
-    pub fn dynamic_ops(&self) -> u32 {
-        self.dynamic.iter().fold(0, |acc, g| acc | g.ops) & ops::ALL
     }
 }
 
