@@ -103,8 +103,7 @@ pub mod counter {
     pub const WALK_LIMIT: u32 = 5;
     /// Accesses denied because the loader never set the kernel offsets.
     pub const NO_OFFSETS: u32 = 6;
-    /// Accesses answered by the grant cache without a walk.
-    pub const CACHE_HIT: u32 = 7;
+    // 7 is reserved: a granted open counts once, in `ALLOWED`.
     /// Tasks parked (one per request, not per re-park).
     pub const PARKED: u32 = 8;
     /// Denied instead of parked: no live twin.
@@ -131,7 +130,7 @@ pub mod counter {
         "read_failed",
         "walk_limit",
         "no_offsets",
-        "cache_hit",
+        "reserved",
         "parked",
         "no_twin",
         "pending_full",

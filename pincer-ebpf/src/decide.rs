@@ -27,10 +27,26 @@ pub struct Access {
     pub dev: u64,
     /// Inode of the object (for a creation: of its directory).
     pub ino: u64,
-    /// The object's dentry (for a creation: the new, still negative, one).
+    /// The object's dentry (for a creation: the new, still negative, one);
+    /// null for an open until [`Access::dentry`] reads it from `file`, as
+    /// only the slower paths need it.
     pub dentry: *const u8,
+    /// The opened file (null for a creation).
+    pub file: *const u8,
     /// Whether the object exists (it does not yet for a creation).
     pub exists: bool,
+}
+
+impl Access {
+    /// The object's dentry.
+    #[inline(always)]
+    pub fn dentry(&self) -> Result<*const u8, ReadFailed> {
+        if self.dentry.is_null() {
+            kernel::read(self.file, self.off.file_f_path_dentry)
+        } else {
+            Ok(self.dentry)
+        }
+    }
 }
 
 /// Decides an agent's access and reports it; returns the hook's verdict.
@@ -123,7 +139,6 @@ fn granted_ops(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
         _ => 0,
     };
     if cached & access.ops == access.ops {
-        count(counter::CACHE_HIT);
         return Ok(cached);
     }
     let granted = walk_grants(slot, access)?;
@@ -169,7 +184,7 @@ fn walk_grants(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
     // so the device stays the same; a tree grant does not reach across mount
     // points and bind mounts do not alias into a granted tree.
     let off = &access.off;
-    let mut dentry = access.dentry;
+    let mut dentry = access.dentry()?;
     if !access.exists {
         // The directory was looked up above already.
         match kernel::parent(off, dentry)? {
@@ -228,7 +243,8 @@ pub fn name_key(
     };
     // SAFETY: per-CPU scratch, used by one program at a time on this CPU.
     let key = unsafe { &mut *scratch };
-    let Some(parent) = kernel::parent(off, access.dentry)? else {
+    let dentry = access.dentry()?;
+    let Some(parent) = kernel::parent(off, dentry)? else {
         return Ok(None);
     };
     key.slot = slot;
@@ -243,7 +259,7 @@ pub fn name_key(
     for i in 0..NAME_LEN / 8 {
         unsafe { words.add(i).write_unaligned(0) };
     }
-    let name = kernel::name(off, access.dentry)?;
+    let name = kernel::name(off, dentry)?;
     let len = unsafe { bpf_probe_read_kernel_str_bytes(name, &mut key.name) }
         .map_err(|_| ReadFailed)?
         .len();

@@ -50,7 +50,6 @@ pub fn file_open(ctx: LsmContext) -> i32 {
     let file: *const u8 = ctx.arg(0);
     let access = kernel::offsets().and_then(|off| {
         let mode: u32 = kernel::read(file, off.file_f_mode)?;
-        let dentry: *const u8 = kernel::read(file, off.file_f_path_dentry)?;
         let inode: *const u8 = kernel::read(file, off.file_f_inode)?;
         let (dev, ino) = kernel::identity(&off, inode)?;
         Ok(Access {
@@ -59,7 +58,8 @@ pub fn file_open(ctx: LsmContext) -> i32 {
             ops: ops_for_open(mode),
             dev,
             ino,
-            dentry,
+            dentry: core::ptr::null(),
+            file,
             exists: true,
         })
     });
@@ -94,6 +94,7 @@ pub fn inode_create(ctx: LsmContext) -> i32 {
             dev,
             ino,
             dentry,
+            file: core::ptr::null(),
             exists: false,
         })
     });

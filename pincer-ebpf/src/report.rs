@@ -96,7 +96,10 @@ pub fn fill(entry: &mut Reserved, agent: &Agent, access: Option<&Access>, outcom
 #[inline(always)]
 fn fill_path(event: &mut AccessEvent, access: &Access) {
     let off = &access.off;
-    let mut dentry = access.dentry;
+    let Ok(mut dentry) = access.dentry() else {
+        event.flags |= event_flags::READ_FAILED;
+        return;
+    };
     for i in 0..MAX_COMPONENTS {
         let parent = match kernel::parent(off, dentry) {
             Ok(Some(parent)) => parent,
