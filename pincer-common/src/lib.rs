@@ -455,18 +455,6 @@ pub mod task_flags {
     pub const KTHREAD: u32 = 0x0020_0000;
 }
 
-/// FNV-1a (64-bit) of a name, as the programs compute it for creations.
-pub const fn name_hash(name: &[u8]) -> u64 {
-    let mut hash = 0xcbf2_9ce4_8422_2325u64;
-    let mut i = 0;
-    while i < name.len() {
-        hash ^= name[i] as u64;
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-        i += 1;
-    }
-    hash
-}
-
 /// `f_mode` bits the programs read (stable kernel ABI since 2.6).
 pub mod fmode {
     /// `FMODE_READ`.

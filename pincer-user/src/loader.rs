@@ -251,16 +251,6 @@ impl Enforcer {
         Ok(())
     }
 
-    /// Every parked request the kernel holds.
-    pub fn pending(&mut self) -> Result<Vec<(u32, Pending)>, LoadError> {
-        let name = names::PENDING;
-        Ok(self
-            .hash_map::<u32, Pending>(name)?
-            .iter()
-            .filter_map(Result::ok)
-            .collect())
-    }
-
     /// Takes the event ring buffer out of the object (once).
     pub fn take_events(&mut self) -> Result<RingBuf<MapData>, LoadError> {
         let name = names::EVENTS;

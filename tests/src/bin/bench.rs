@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! pincer-bench open-close PATH ITERATIONS   mean ns per openat+close
-//! pincer-bench open-latency PATH ITERATIONS p50 and p99 µs of single opens
+//! pincer-bench open-latency PATH ITERATIONS p50 and p99 µs of single openat+close
 //! pincer-bench pingpong ITERATIONS          p50 and p99 µs of a pipe round trip
 //! ```
 //!
@@ -44,17 +44,10 @@ fn main() -> ExitCode {
     };
     let start = Instant::now();
     for _ in 0..iterations {
-        // SAFETY: a valid NUL-terminated path; the descriptor is closed at once.
-        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-        if fd < 0 {
-            eprintln!(
-                "pincer-bench: open failed: {}",
-                std::io::Error::last_os_error()
-            );
+        if let Err(error) = open_close(&path) {
+            eprintln!("pincer-bench: open failed: {error}");
             return ExitCode::FAILURE;
         }
-        // SAFETY: fd is ours and closed once.
-        unsafe { libc::close(fd) };
     }
     let elapsed = start.elapsed();
     println!(
@@ -62,6 +55,18 @@ fn main() -> ExitCode {
         elapsed.as_nanos() as f64 / iterations.max(1) as f64
     );
     ExitCode::SUCCESS
+}
+
+/// One `openat` for reading and its `close`.
+fn open_close(path: &CString) -> std::io::Result<()> {
+    // SAFETY: a valid NUL-terminated path; the descriptor is closed at once.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is ours and closed once.
+    unsafe { libc::close(fd) };
+    Ok(())
 }
 
 fn usage() -> ExitCode {
@@ -80,19 +85,11 @@ fn open_latency(path: &CString, iterations: u64) -> ExitCode {
     let mut samples = Vec::with_capacity(iterations as usize);
     for _ in 0..iterations {
         let start = Instant::now();
-        // SAFETY: a valid NUL-terminated path.
-        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-        let took = start.elapsed();
-        if fd < 0 {
-            eprintln!(
-                "pincer-bench: open failed: {}",
-                std::io::Error::last_os_error()
-            );
+        if let Err(error) = open_close(path) {
+            eprintln!("pincer-bench: open failed: {error}");
             return ExitCode::FAILURE;
         }
-        // SAFETY: fd is ours and closed once.
-        unsafe { libc::close(fd) };
-        samples.push(took.as_secs_f64() * 1e6);
+        samples.push(start.elapsed().as_secs_f64() * 1e6);
     }
     report(samples);
     ExitCode::SUCCESS
