@@ -943,6 +943,10 @@ impl Summary {
                     .join(","),
                 _ => String::new(),
             };
+            // The kernel's counters at the end of a run decide nothing.
+            if value["event"] == "counters" {
+                continue;
+            }
             let verdict = field("verdict");
             if verdict.is_empty() {
                 summary.unreadable += 1;
@@ -1078,6 +1082,7 @@ mod tests {
             r#"{"verdict":"deny","operation":["read"],"path":"/home/a/.ssh/id","comm":"cat"}"#,
             r#"{"verdict":"deny","operation":["read"],"path":"/home/a/.ssh/id","comm":"cat"}"#,
             r#"{"verdict":"deny","operation":["write"],"path":"/etc/x","comm":"sh"}"#,
+            r#"{"event":"counters","counters":{"denied":3}}"#,
             r#"{"time":"t","mission":"m","seq":0,"chain":"restart","abandoned":"00","prev":"0","mac":"0"}"#,
             r#"{"time":"t","mission":"m","seq":5,"chain":"close","records":4,"prev":"0","mac":"0"}"#,
             "not json",
