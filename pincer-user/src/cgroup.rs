@@ -94,7 +94,7 @@ pub fn mount_points(mounts: &str, fs_type: &str) -> Vec<PathBuf> {
 
 /// Undoes the kernel's octal escaping of space, tab, newline and backslash
 /// (`\040`, `\011`, `\012`, `\134`) in a mount table field.
-fn unescape_mount_field(field: &str) -> PathBuf {
+pub(crate) fn unescape_mount_field(field: &str) -> PathBuf {
     let bytes = field.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

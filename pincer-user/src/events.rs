@@ -10,6 +10,7 @@ use pincer_common::{AccessEvent, COMPONENT_LEN, MAX_COMPONENTS, event_flags, hoo
 use serde::Serialize;
 
 use crate::{
+    cgroup::unescape_mount_field,
     procfs,
     request::{ProcessFacts, Request},
 };
@@ -126,10 +127,11 @@ impl Mounts {
                 continue;
             }
             // First one wins: the same filesystem mounted twice gives the
-            // older, usually canonical, place.
-            by_dev
-                .entry((major << 20) | minor)
-                .or_insert_with(|| unescape_mount(point));
+            // older, usually canonical, place. Escaped like every path part:
+            // a mount point may hold control characters too.
+            by_dev.entry((major << 20) | minor).or_insert_with(|| {
+                escape(unescape_mount_field(point).as_os_str().as_encoded_bytes())
+            });
         }
         Self { by_dev }
     }
@@ -146,26 +148,6 @@ impl Mounts {
             format!("{point}{inside}")
         })
     }
-}
-
-/// Undoes mountinfo's octal escapes (`\040` for a space).
-fn unescape_mount(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\'
-            && i + 3 < bytes.len()
-            && let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8)
-        {
-            out.push(v);
-            i += 4;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The escaped path of an event's object.
@@ -366,6 +348,24 @@ mod tests {
         assert_eq!(event_path(&e, &mounts), "/root/.ssh/id_rsa");
         e.flags = 0;
         assert_eq!(event_path(&e, &mounts), "…/root/.ssh/id_rsa");
+    }
+
+    #[test]
+    fn hostile_mount_points_are_decoded_and_escaped() {
+        // A backslash before a multi-byte character, and a newline and a
+        // trailing space escaped the kernel's way.
+        let mounts = Mounts::parse(
+            "30 22 0:40 / /mnt/\\\u{e9}x rw - tmpfs t rw\n\
+             31 22 0:41 / /mnt/a\\012b\\040 rw - tmpfs t rw\n",
+        );
+        assert_eq!(
+            mounts.absolute(40, "/f").as_deref(),
+            Some("/mnt/\\\\\u{e9}x/f")
+        );
+        assert_eq!(
+            mounts.absolute(41, "/f").as_deref(),
+            Some("/mnt/a\\x0ab /f")
+        );
     }
 
     #[test]
