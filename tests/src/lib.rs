@@ -254,7 +254,16 @@ pub fn read_stdout(child: &mut Child) -> String {
 }
 
 /// The state letter of a process (`T` when stopped), from `/proc`.
+///
+/// Read from `status`, not `stat`: `stat` also computes the task's wait
+/// channel by unwinding its stack, and polling that on stopped tasks hung a
+/// 6.1 guest in a soft lockup.
 pub fn process_state(pid: u32) -> Option<char> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("State:"))?
+        .trim_start()
+        .chars()
+        .next()
 }
