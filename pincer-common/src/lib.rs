@@ -16,19 +16,40 @@ pub mod ops {
     pub const READ: u32 = 1 << 0;
     /// Open for writing, appending or truncating.
     pub const WRITE: u32 = 1 << 1;
-    /// Create a regular file (`open(O_CREAT)`, `creat`, `mknod` of a file).
+    /// Create a file, a named pipe, a socket or a symbolic link
+    /// (`open(O_CREAT)`, `creat`, `mknod`, `mkfifo`, `bind`, `symlink`).
+    /// Device nodes are never created by agents.
     pub const CREATE: u32 = 1 << 2;
     /// Execute (the kernel opens the program and its interpreter for exec).
     pub const EXEC: u32 = 1 << 3;
+    /// Remove a name: `unlink`, `rmdir`, or a rename that replaces an
+    /// existing object.
+    pub const DELETE: u32 = 1 << 4;
+    /// Move or rename the object (its source end; the destination needs
+    /// `create` in the new directory, or `delete` of the object it replaces).
+    pub const RENAME: u32 = 1 << 5;
+    /// Give the object another name with a hard link (the new name needs
+    /// `create` in its directory).
+    pub const LINK: u32 = 1 << 6;
+    /// Change mode, owner or extended attributes (`chmod`, `chown`,
+    /// `setxattr`, `removexattr`). Size and time changes are `write`.
+    pub const SETATTR: u32 = 1 << 7;
+    /// Create a directory.
+    pub const MKDIR: u32 = 1 << 8;
     /// Every operation this version knows.
-    pub const ALL: u32 = READ | WRITE | CREATE | EXEC;
+    pub const ALL: u32 = READ | WRITE | CREATE | EXEC | DELETE | RENAME | LINK | SETATTR | MKDIR;
 
     /// Names used in missions and audit lines, in bit order.
-    pub const NAMES: [(u32, &str); 4] = [
+    pub const NAMES: [(u32, &str); 9] = [
         (READ, "read"),
         (WRITE, "write"),
         (CREATE, "create"),
         (EXEC, "exec"),
+        (DELETE, "delete"),
+        (RENAME, "rename"),
+        (LINK, "link"),
+        (SETATTR, "setattr"),
+        (MKDIR, "mkdir"),
     ];
 }
 
@@ -67,7 +88,49 @@ pub mod hook {
     pub const FILE_OPEN: u32 = 1;
     /// `security_inode_create`: a regular file is about to be created.
     pub const INODE_CREATE: u32 = 2;
+    /// `security_inode_unlink`: a name is removed.
+    pub const INODE_UNLINK: u32 = 3;
+    /// `security_inode_rmdir`: a directory is removed.
+    pub const INODE_RMDIR: u32 = 4;
+    /// `security_inode_mkdir`: a directory is created.
+    pub const INODE_MKDIR: u32 = 5;
+    /// `security_inode_mknod`: a named pipe, socket or device node is created.
+    pub const INODE_MKNOD: u32 = 6;
+    /// `security_inode_symlink`: a symbolic link is created.
+    pub const INODE_SYMLINK: u32 = 7;
+    /// `security_inode_link`: a hard link (either end).
+    pub const INODE_LINK: u32 = 8;
+    /// `security_inode_rename`: a rename or exchange (either end).
+    pub const INODE_RENAME: u32 = 9;
+    /// `security_inode_setattr`: size, times, mode or owner change.
+    pub const INODE_SETATTR: u32 = 10;
+    /// `security_inode_setxattr`: an extended attribute is set.
+    pub const INODE_SETXATTR: u32 = 11;
+    /// `security_inode_removexattr`: an extended attribute is removed.
+    pub const INODE_REMOVEXATTR: u32 = 12;
+    /// `security_file_receive`: a descriptor arrives over a socket or
+    /// `pidfd_getfd`.
+    pub const FILE_RECEIVE: u32 = 13;
+    /// `security_task_kill`: a signal to a task.
+    pub const TASK_KILL: u32 = 14;
+    /// `security_ptrace_access_check`: ptrace, or a `/proc/<pid>` entry that
+    /// needs ptrace access (`mem`, `environ`, `fd/`, `maps`, ...).
+    pub const PTRACE: u32 = 15;
+    /// `security_bpf`: the `bpf(2)` system call.
+    pub const BPF: u32 = 16;
+    /// `security_sb_mount`: `mount(2)`, including bind mounts and remounts.
+    pub const SB_MOUNT: u32 = 17;
+    /// `security_move_mount`: attaching a mount with the new mount API.
+    pub const MOVE_MOUNT: u32 = 18;
+    /// `security_sb_umount`: `umount(2)`.
+    pub const SB_UMOUNT: u32 = 19;
+    /// `security_task_alloc`: `clone3(CLONE_INTO_CGROUP)`.
+    pub const TASK_ALLOC: u32 = 20;
 }
+
+/// Errno of the self-protection hooks (`kill`, `ptrace`, `bpf`, `mount`,
+/// `clone3` into a cgroup), as the kernel itself answers them.
+pub const EPERM: i32 = 1;
 
 /// Bits of [`AccessEvent::flags`].
 pub mod event_flags {
@@ -84,6 +147,26 @@ pub mod event_flags {
     pub const UNPARKABLE: u32 = 1 << 4;
     /// Denied instead of parked: the pending table is full.
     pub const PENDING_FULL: u32 = 1 << 5;
+    /// The object does not exist yet: `dev`/`ino` are its directory and the
+    /// leaf component is the name being made.
+    pub const NEW_NAME: u32 = 1 << 6;
+    /// Denied instead of parked: the task has an io_uring instance, and an
+    /// open it submits may run inside `io_uring_enter`, where a restart would
+    /// complete the request with an error instead of parking it.
+    pub const IO_URING: u32 = 1 << 7;
+    /// Denied whatever the grants: agents never create device nodes.
+    pub const DEVICE_NODE: u32 = 1 << 8;
+    /// Denied whatever the grants: pincer protects itself and the agent's
+    /// confinement (`kill`/`ptrace` of pincer, `bpf`, mounts, leaving the
+    /// cgroup). The object is a task (`ino` holds its process id, zero when
+    /// there is none) and the path is empty.
+    pub const GUARD: u32 = 1 << 9;
+    /// Denied instead of parked: this hook cannot restart its system call
+    /// (a received descriptor, whose message is already consumed).
+    pub const NOT_RESTARTABLE: u32 = 1 << 10;
+    /// Denied instead of parked: neither end of a hard link or rename is
+    /// granted (one end at a time can be asked about).
+    pub const BOTH_ENDS: u32 = 1 << 11;
 }
 
 /// Indices of the per-CPU counters in [`names::COUNTERS`].
@@ -118,6 +201,8 @@ pub mod counter {
     pub const VERDICT_DENY: u32 = 13;
     /// Stray wake-ups that re-parked a request without a new event.
     pub const REPARKED: u32 = 14;
+    /// Denied by a self-protection hook (see `event_flags::GUARD`).
+    pub const GUARDED: u32 = 15;
     /// Number of counters.
     pub const COUNT: u32 = 16;
 
@@ -138,7 +223,7 @@ pub mod counter {
         "verdict_allow",
         "verdict_deny",
         "reparked",
-        "reserved",
+        "guarded",
     ];
 }
 
@@ -171,16 +256,46 @@ pub mod names {
     pub const REQUEST_IDS: &str = "PINCER_REQIDS";
     /// Per-CPU scratch space for keys too large for the BPF stack.
     pub const SCRATCH: &str = "PINCER_SCRATCH";
+    /// Process id → non-zero: pincer's own processes (twin, watchdog),
+    /// which agents cannot signal or trace.
+    pub const GUARDED: &str = "PINCER_GUARDED";
     /// The [`crate::KernelOffsets`] global.
     pub const OFFSETS: &str = "PINCER_OFFSETS";
     /// Program on `security_file_open`.
     pub const PROG_FILE_OPEN: &str = "file_open";
     /// Program on `security_inode_create`.
     pub const PROG_INODE_CREATE: &str = "inode_create";
-    /// Program on `security_inode_rename` (invalidates the grant cache).
+    /// Program on `security_inode_rename`.
     pub const PROG_INODE_RENAME: &str = "inode_rename";
-    /// Program on `security_inode_link` (invalidates the grant cache).
+    /// Program on `security_inode_link`.
     pub const PROG_INODE_LINK: &str = "inode_link";
+
+    /// Every program with the LSM hook it attaches to (they share names) and
+    /// the number of arguments the program expects the hook to have, which
+    /// the loader checks against the kernel's BTF; zero where the program
+    /// handles more than one signature.
+    pub const HOOKS: [(&str, usize); 20] = [
+        ("file_open", 1),
+        ("inode_create", 3),
+        ("inode_unlink", 2),
+        ("inode_rmdir", 2),
+        ("inode_mkdir", 3),
+        ("inode_mknod", 4),
+        ("inode_symlink", 3),
+        ("inode_link", 3),
+        ("inode_rename", 4),
+        ("inode_setattr", 0),
+        ("inode_setxattr", 6),
+        ("inode_removexattr", 3),
+        ("file_receive", 1),
+        ("task_kill", 4),
+        ("ptrace_access_check", 2),
+        ("bpf", 0),
+        ("sb_mount", 5),
+        ("move_mount", 2),
+        ("sb_umount", 2),
+        ("task_alloc", 2),
+    ];
 }
 
 /// Longest path component copied into an event (with its NUL).
@@ -198,6 +313,8 @@ pub const MAX_AGENTS: u32 = 4096;
 pub const MAX_GRANTS: u32 = 65536;
 /// Maximum number of name grants over all agents.
 pub const MAX_NAME_GRANTS: u32 = 8192;
+/// Guarded pincer processes at once.
+pub const MAX_GUARDED: u32 = 256;
 /// Parked requests at once, over all agents.
 pub const MAX_PENDING: u32 = 4096;
 /// `SIGSTOP`.
@@ -407,6 +524,8 @@ pub struct KernelOffsets {
     pub file_f_path_dentry: u32,
     /// `file.f_mode`.
     pub file_f_mode: u32,
+    /// `file.f_flags`.
+    pub file_f_flags: u32,
     /// `inode.i_ino`.
     pub inode_i_ino: u32,
     /// `inode.i_sb`.
@@ -421,8 +540,27 @@ pub struct KernelOffsets {
     pub dentry_d_inode: u32,
     /// `task_struct.flags`.
     pub task_struct_flags: u32,
-    /// Explicit padding; always zero.
-    pub _pad: u32,
+    /// `task_struct.tgid`.
+    pub task_struct_tgid: u32,
+    /// `task_struct.io_uring`.
+    pub task_struct_io_uring: u32,
+    /// `task_struct.cgroups`.
+    pub task_struct_cgroups: u32,
+    /// `css_set.dfl_cgrp`.
+    pub css_set_dfl_cgrp: u32,
+    /// `cgroup.kn`.
+    pub cgroup_kn: u32,
+    /// `kernfs_node.id`.
+    pub kernfs_node_id: u32,
+    /// `inode.i_nlink`.
+    pub inode_i_nlink: u32,
+    /// `inode.i_mode`.
+    pub inode_i_mode: u32,
+    /// `iattr.ia_valid`.
+    pub iattr_ia_valid: u32,
+    /// Non-zero when the `inode_setattr` hook takes a `mnt_idmap` first
+    /// (6.8 and later), so the dentry is its second argument.
+    pub setattr_has_idmap: u32,
 }
 
 impl KernelOffsets {
@@ -433,6 +571,7 @@ impl KernelOffsets {
             file_f_inode: 0,
             file_f_path_dentry: 0,
             file_f_mode: 0,
+            file_f_flags: 0,
             inode_i_ino: 0,
             inode_i_sb: 0,
             super_block_s_dev: 0,
@@ -440,7 +579,16 @@ impl KernelOffsets {
             dentry_d_name_name: 0,
             dentry_d_inode: 0,
             task_struct_flags: 0,
-            _pad: 0,
+            task_struct_tgid: 0,
+            task_struct_io_uring: 0,
+            task_struct_cgroups: 0,
+            css_set_dfl_cgrp: 0,
+            cgroup_kn: 0,
+            kernfs_node_id: 0,
+            inode_i_nlink: 0,
+            inode_i_mode: 0,
+            iattr_ia_valid: 0,
+            setattr_has_idmap: 0,
         }
     }
 }
@@ -461,11 +609,45 @@ pub mod fmode {
     pub const READ: u32 = 0x1;
     /// `FMODE_WRITE`.
     pub const WRITE: u32 = 0x2;
-    /// `FMODE_EXEC`.
+    /// `__FMODE_EXEC`: set in `f_flags` (not `f_mode`) by the kernel's
+    /// open for exec (`execve`, `execveat`, interpreters, `uselib`).
     pub const EXEC: u32 = 0x20;
     /// `FMODE_CREATED`: this open created the file (6.1 and 6.12 alike).
     pub const CREATED: u32 = 0x10_0000;
 }
+
+/// `iattr.ia_valid` bits (stable kernel ABI).
+pub mod attr {
+    /// `ATTR_MODE`.
+    pub const MODE: u32 = 1 << 0;
+    /// `ATTR_UID`.
+    pub const UID: u32 = 1 << 1;
+    /// `ATTR_GID`.
+    pub const GID: u32 = 1 << 2;
+    /// `ATTR_SIZE`.
+    pub const SIZE: u32 = 1 << 3;
+    /// `ATTR_ATIME`, `ATTR_MTIME`, `ATTR_CTIME`, `ATTR_ATIME_SET`,
+    /// `ATTR_MTIME_SET`, `ATTR_TOUCH`.
+    pub const TIMES: u32 = (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 17);
+    /// `ATTR_FORCE`: a change the kernel makes itself (dropping set-id bits
+    /// on write), never asked for by the task.
+    pub const FORCE: u32 = 1 << 9;
+    /// `ATTR_OPEN`: the truncation of `open(O_TRUNC)`, decided at the open.
+    pub const OPEN: u32 = 1 << 15;
+}
+
+/// `i_mode` file type bits.
+pub mod file_type {
+    /// `S_IFMT`.
+    pub const MASK: u32 = 0o170000;
+    /// `S_IFCHR`.
+    pub const CHAR: u32 = 0o020000;
+    /// `S_IFBLK`.
+    pub const BLOCK: u32 = 0o060000;
+}
+
+/// `CLONE_INTO_CGROUP`: `clone3` places the child in another cgroup.
+pub const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 
 const _: () = {
     assert!(core::mem::size_of::<Agent>() == 16);
@@ -474,12 +656,13 @@ const _: () = {
     assert!(core::mem::size_of::<CachedGrant>() == 16);
     assert!(core::mem::size_of::<NameGrantKey>() == 24 + NAME_LEN);
     assert!(core::mem::size_of::<AccessEvent>() == 104 + COMPONENT_LEN * MAX_COMPONENTS);
-    assert!(core::mem::size_of::<KernelOffsets>() == 48);
+    assert!(core::mem::size_of::<KernelOffsets>() == 88);
     assert!(core::mem::size_of::<Pending>() == 40);
     assert!(core::mem::size_of::<Verdict>() == 16);
     assert!(core::mem::size_of::<Twin>() == 16);
     assert!(names::COUNTERS.len() <= 15);
     assert!(names::NAME_GRANTS.len() <= 15);
+    assert!(names::GUARDED.len() <= 15);
 };
 
 #[cfg(feature = "user")]

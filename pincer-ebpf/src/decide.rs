@@ -2,8 +2,8 @@
 
 use aya_ebpf::helpers::bpf_probe_read_kernel_str_bytes;
 use pincer_common::{
-    Agent, CachedGrant, GrantKey, KernelOffsets, MAX_TREE_DEPTH, NAME_LEN, NameGrantKey,
-    agent_flags, counter, mode, verdict,
+    Agent, CachedGrant, ERESTARTNOINTR, GrantKey, MAX_TREE_DEPTH, NAME_LEN, NameGrantKey,
+    agent_flags, counter, event_flags, mode, verdict,
 };
 
 use crate::{
@@ -17,8 +17,6 @@ pub const EACCES: i32 = 13;
 
 /// An access to decide.
 pub struct Access {
-    /// Offsets of the running kernel.
-    pub off: KernelOffsets,
     /// One of `pincer_common::hook`.
     pub hook: u32,
     /// Operations needed.
@@ -38,93 +36,234 @@ pub struct Access {
 }
 
 impl Access {
+    /// An access that could not be identified: every field defined, so no
+    /// path through the program copies a register the compiler left unset
+    /// (which the verifier refuses).
+    #[inline(always)]
+    fn unidentified() -> Access {
+        Access {
+            hook: 0,
+            ops: 0,
+            dev: 0,
+            ino: 0,
+            dentry: core::ptr::null(),
+            file: core::ptr::null(),
+            exists: false,
+        }
+    }
+
     /// The object's dentry.
     #[inline(always)]
     pub fn dentry(&self) -> Result<*const u8, ReadFailed> {
         if self.dentry.is_null() {
-            kernel::read(self.file, self.off.file_f_path_dentry)
+            kernel::read(self.file, kernel::off().file_f_path_dentry)
         } else {
             Ok(self.dentry)
         }
     }
 }
 
-/// Decides an agent's access and reports it; returns the hook's verdict.
+/// An access with what the grants give on it.
+pub struct Checked {
+    /// Operations the grants gave.
+    granted: u32,
+    /// Whether the access was identified; when not, `access` is
+    /// [`Access::unidentified`] and the access is denied.
+    identified: bool,
+    /// The access.
+    access: Access,
+}
+
+impl Checked {
+    /// Whether the grants cover every operation the access needs.
+    #[inline(always)]
+    fn covered(&self) -> bool {
+        self.identified && self.granted & self.access.ops == self.access.ops
+    }
+
+    /// The access, when it was identified.
+    #[inline(always)]
+    fn access(&self) -> Option<&Access> {
+        if self.identified {
+            Some(&self.access)
+        } else {
+            None
+        }
+    }
+}
+
+/// Looks up what the agent's grants give on an access.
 #[inline(always)]
-pub fn decide(agent: &Agent, access: Result<Access, Failure>) -> i32 {
-    let (granted, access) = match access {
-        Ok(access) => match granted_ops(agent.slot, &access) {
-            Ok(granted) => (granted, Some(access)),
-            Err(ReadFailed) => {
-                count(counter::READ_FAILED);
-                (0, Some(access))
-            }
-        },
+pub fn check(agent: &Agent, access: Result<Access, Failure>) -> Checked {
+    let (identified, access) = match access {
+        Ok(access) => (true, access),
         Err(Failure::NoOffsets) => {
             count(counter::NO_OFFSETS);
-            (0, None)
+            (false, Access::unidentified())
         }
         Err(Failure::Read) => {
             count(counter::READ_FAILED);
-            (0, None)
+            (false, Access::unidentified())
         }
     };
-    let needed = access.as_ref().map_or(u32::MAX, |a| a.ops);
-    if granted & needed == needed {
+    let granted = if identified {
+        match granted_ops(agent.slot, &access) {
+            Ok(granted) => granted,
+            Err(ReadFailed) => {
+                count(counter::READ_FAILED);
+                0
+            }
+        }
+    } else {
+        0
+    };
+    Checked {
+        granted,
+        identified,
+        access,
+    }
+}
+
+/// Decides an agent's access and reports it; returns the hook's verdict.
+#[inline(always)]
+pub fn decide(agent: &Agent, access: Result<Access, Failure>) -> i32 {
+    settle(agent, check(agent, access), 0, 0)
+}
+
+/// Like [`decide`] for a hook whose system call cannot be restarted: an
+/// ungranted access is denied in ask mode too.
+#[inline(always)]
+pub fn decide_unrestartable(agent: &Agent, access: Result<Access, Failure>) -> i32 {
+    settle(agent, check(agent, access), event_flags::NOT_RESTARTABLE, 0)
+}
+
+/// Refuses an access whatever the grants (allows and reports it in audit
+/// mode); `why` is the event flag that says why.
+#[inline(always)]
+pub fn refuse(agent: &Agent, access: Result<Access, Failure>, why: u32) -> i32 {
+    let (identified, access) = match access {
+        Ok(access) => (true, access),
+        Err(_) => (false, Access::unidentified()),
+    };
+    let checked = Checked {
+        granted: 0,
+        identified,
+        access,
+    };
+    settle(agent, checked, why, why)
+}
+
+/// Decides an operation with two ends (a hard link, a rename), allowed only
+/// when the grants cover both. In ask mode one end at a time is parked, and
+/// only when the other is granted: the restarted syscall then finds the
+/// verdict for that end and the grant for the other, so a verdict given once
+/// is never asked for again in a loop. Both ends ungranted is denied at once
+/// (and only the first is reported).
+#[inline(always)]
+pub fn decide_pair(
+    agent: &Agent,
+    first: Result<Access, Failure>,
+    second: Result<Access, Failure>,
+) -> i32 {
+    let first = check(agent, first);
+    let second = check(agent, second);
+    let (subject, no_park) = match (first.covered(), second.covered()) {
+        (true, false) => (second, 0),
+        (false, false) => (first, event_flags::BOTH_ENDS),
+        _ => (first, 0),
+    };
+    settle(agent, subject, no_park, 0)
+}
+
+/// Applies the agent's mode to a checked access and reports the result.
+///
+/// `no_park` is the event flag of the reason an ungranted access cannot be
+/// parked in ask mode (zero when it can be); `forced` makes the access
+/// ungranted whatever the grants, with that flag. Every path reaches the one
+/// reporting call at the end: each call site of `report::fill` is a copy of
+/// the path walk the verifier checks again, and the programs load faster
+/// with one.
+#[inline(always)]
+fn settle(agent: &Agent, checked: Checked, no_park: u32, forced: u32) -> i32 {
+    let covered = checked.covered();
+    let granted = checked.granted;
+    let access = checked.access();
+    let mut parked: Option<(u32, u64, u64)> = None;
+    let (ret, verdict, flags) = if forced == 0 && covered {
         count(counter::ALLOWED);
-        if agent.flags & agent_flags::REPORT_ALLOWED != 0 {
-            report::send(
-                agent,
-                access.as_ref(),
-                outcome(granted, verdict::ALLOWED, 0),
-            );
+        if agent.flags & agent_flags::REPORT_ALLOWED == 0 {
+            return 0;
         }
-        return 0;
-    }
-    match (agent.mode, access) {
-        (mode::AUDIT, access) => {
-            count(counter::AUDITED);
-            report::send(
-                agent,
-                access.as_ref(),
-                outcome(granted, verdict::AUDITED, 0),
-            );
-            0
+        (0, verdict::ALLOWED, 0)
+    } else if agent.mode == mode::AUDIT {
+        count(counter::AUDITED);
+        (0, verdict::AUDITED, forced)
+    } else if agent.mode == mode::ASK && no_park == 0 && access.is_some() {
+        match access.map(park::prepare) {
+            Some(park::Prepared::Done(ret)) => return ret,
+            Some(park::Prepared::New { tid, id, name_hash }) => {
+                parked = Some((tid, id, name_hash));
+                (-ERESTARTNOINTR, verdict::PARKED, 0)
+            }
+            Some(park::Prepared::Deny(why)) => {
+                count(counter::DENIED);
+                (-EACCES, verdict::DENIED, why)
+            }
+            None => {
+                count(counter::DENIED);
+                (-EACCES, verdict::DENIED, 0)
+            }
         }
-        (mode::ASK, Some(access)) => park::park(agent, &access, granted),
-        // Enforce, an access that could not be identified, and any mode value
-        // this version does not know: deny.
-        (_, access) => deny(agent, access.as_ref(), granted, 0),
-    }
-}
+    } else {
+        count(counter::DENIED);
+        let why = if agent.mode == mode::ASK {
+            no_park
+        } else {
+            forced
+        };
+        (-EACCES, verdict::DENIED, why | forced)
+    };
 
-/// Denies an access and reports why.
-#[inline(always)]
-pub fn deny(agent: &Agent, access: Option<&Access>, granted: u32, flags: u32) -> i32 {
-    count(counter::DENIED);
-    report::send(agent, access, outcome(granted, verdict::DENIED, flags));
-    -EACCES
-}
-
-/// An outcome with no request id.
-#[inline(always)]
-pub fn outcome(granted: u32, verdict: u32, flags: u32) -> report::Outcome {
-    report::Outcome {
+    let Some(mut event) = report::reserve() else {
+        count(counter::RINGBUF_FULL);
+        if let Some((tid, _, _)) = parked {
+            // A request nobody will hear of cannot wait: deny it.
+            park::abandon(tid);
+            count(counter::DENIED);
+            return -EACCES;
+        }
+        return ret;
+    };
+    let (request_id, name_hash) = parked.map_or((0, 0), |(_, id, hash)| (id, hash));
+    let outcome = report::Outcome {
         granted,
         verdict,
         flags,
-        request_id: 0,
-        name_hash: 0,
+        request_id,
+        name_hash,
+    };
+    report::fill(&mut event, agent, access, outcome);
+    if let Some((tid, _, _)) = parked {
+        // Stop before the event is visible, so the twin never answers a
+        // request whose task is still running.
+        if !park::stop() {
+            park::abandon(tid);
+            count(counter::UNPARKABLE);
+            count(counter::DENIED);
+            report::mark_denied(&mut event, event_flags::UNPARKABLE);
+            event.submit(0);
+            return -EACCES;
+        }
+        count(counter::PARKED);
     }
+    event.submit(0);
+    ret
 }
 
 /// The operations the agent's grants give on the accessed object, from the
 /// grant cache when an earlier walk already found them.
 #[inline(always)]
 fn granted_ops(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
-    if !access.exists {
-        return walk_grants(slot, access);
-    }
     let key = GrantKey {
         slot,
         _pad: 0,
@@ -133,16 +272,17 @@ fn granted_ops(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
     };
     // Read before the walk: an invalidation that lands during the walk makes
     // what it finds stale, and the entry written with this epoch says so.
+    // New names are not cached: their key is their directory's.
     let epoch = epoch();
     let cached = match unsafe { GRANT_CACHE.get(key) } {
-        Some(entry) if entry.epoch == epoch => entry.ops,
+        Some(entry) if access.exists && entry.epoch == epoch => entry.ops,
         _ => 0,
     };
-    if cached & access.ops == access.ops {
+    if access.exists && cached & access.ops == access.ops {
         return Ok(cached);
     }
     let granted = walk_grants(slot, access)?;
-    if granted != 0 {
+    if access.exists && granted != 0 {
         let entry = CachedGrant {
             ops: granted | cached,
             _pad: 0,
@@ -183,17 +323,20 @@ fn walk_grants(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
     // Tree grants above the object. Walking dentries keeps to one filesystem,
     // so the device stays the same; a tree grant does not reach across mount
     // points and bind mounts do not alias into a granted tree.
-    let off = &access.off;
+    let off = kernel::off();
     let mut dentry = access.dentry()?;
+    let mut reached_root = false;
     if !access.exists {
         // The directory was looked up above already.
         match kernel::parent(off, dentry)? {
             Some(parent) => dentry = parent,
-            None => return name_granted(slot, access, granted),
+            None => reached_root = true,
         }
     }
-    let mut reached_root = false;
     for _ in 0..MAX_TREE_DEPTH {
+        if reached_root {
+            break;
+        }
         let Some(parent) = kernel::parent(off, dentry)? else {
             reached_root = true;
             break;
@@ -237,7 +380,7 @@ pub fn name_key(
     slot: u32,
     access: &Access,
 ) -> Result<Option<&'static mut NameGrantKey>, ReadFailed> {
-    let off = &access.off;
+    let off = kernel::off();
     let Some(scratch) = SCRATCH.get_ptr_mut(0) else {
         return Ok(None);
     };

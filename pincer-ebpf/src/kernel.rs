@@ -12,16 +12,27 @@ static PINCER_OFFSETS: KernelOffsets = KernelOffsets::zeroed();
 /// A kernel read failed; the access is treated as ungranted.
 pub struct ReadFailed;
 
-/// The kernel offsets, or an error when the loader did not set them.
+/// The kernel offsets as the loader set them. Check [`loaded`] once per
+/// decision first: all zero means they were never set.
 #[inline(always)]
-pub fn offsets() -> Result<KernelOffsets, Failure> {
-    // Volatile: the value is patched into the object after compilation, so the
-    // compiler must not fold the zeros it sees here.
-    let offsets = unsafe { core::ptr::read_volatile(&PINCER_OFFSETS) };
-    if offsets.loaded == 0 {
+pub fn off() -> &'static KernelOffsets {
+    // The value is patched into the object after compilation: the address
+    // goes through a volatile read so the compiler cannot fold the zeros it
+    // sees in the initializer, and the fields are then read from the map in
+    // place rather than copied onto the small BPF stack. Callers take the
+    // reference afresh instead of storing it, which keeps the map pointer out
+    // of the enums the compiler may pack into one register with a tag.
+    let address = &raw const PINCER_OFFSETS;
+    unsafe { &*core::ptr::read_volatile(&address) }
+}
+
+/// Whether the loader set the offsets.
+#[inline(always)]
+pub fn loaded() -> Result<(), Failure> {
+    if off().loaded == 0 {
         return Err(Failure::NoOffsets);
     }
-    Ok(offsets)
+    Ok(())
 }
 
 /// Why an access could not be identified.
@@ -79,4 +90,20 @@ pub fn dentry_ino(off: &KernelOffsets, dentry: *const u8) -> Result<u64, ReadFai
 #[inline(always)]
 pub fn name(off: &KernelOffsets, dentry: *const u8) -> Result<*const u8, ReadFailed> {
     read(dentry, off.dentry_d_name_name)
+}
+
+/// The inode of a dentry (null for a negative dentry).
+#[inline(always)]
+pub fn dentry_inode(off: &KernelOffsets, dentry: *const u8) -> Result<*const u8, ReadFailed> {
+    read(dentry, off.dentry_d_inode)
+}
+
+/// The id of a task's cgroup on the unified hierarchy, as
+/// `bpf_get_current_cgroup_id` gives it for the current task.
+#[inline(always)]
+pub fn task_cgroup_id(off: &KernelOffsets, task: *const u8) -> Result<u64, ReadFailed> {
+    let css_set: *const u8 = read(task, off.task_struct_cgroups)?;
+    let cgroup: *const u8 = read(css_set, off.css_set_dfl_cgrp)?;
+    let kn: *const u8 = read(cgroup, off.cgroup_kn)?;
+    read(kn, off.kernfs_node_id)
 }

@@ -7,7 +7,8 @@ use aya_ebpf::{
 };
 use pincer_common::{
     Agent, CachedGrant, EVENTS_BYTES, GrantKey, GrantValue, MAX_AGENTS, MAX_CACHED_GRANTS,
-    MAX_GRANTS, MAX_NAME_GRANTS, MAX_PENDING, NameGrantKey, Pending, Twin, Verdict, counter,
+    MAX_GRANTS, MAX_GUARDED, MAX_NAME_GRANTS, MAX_PENDING, NameGrantKey, Pending, Twin, Verdict,
+    counter,
 };
 
 /// Agent cgroups: cgroup id → slot and mode.
@@ -60,6 +61,10 @@ pub static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::C
 /// next to everything else.
 #[map(name = "PINCER_SCRATCH")]
 pub static SCRATCH: PerCpuArray<NameGrantKey> = PerCpuArray::with_max_entries(1, 0);
+
+/// Pincer's own processes by process id (see `pincer_common::names::GUARDED`).
+#[map(name = "PINCER_GUARDED")]
+pub static GUARDED: HashMap<u32, u32> = HashMap::with_max_entries(MAX_GUARDED, 0);
 
 /// The agent the current task belongs to, if any: the one lookup every task
 /// outside agent cgroups pays.

@@ -19,23 +19,40 @@
 //! is found here.
 
 use aya_ebpf::helpers::{bpf_get_current_pid_tgid, bpf_get_current_task, bpf_send_signal_thread};
-use pincer_common::{
-    Agent, ERESTARTNOINTR, NAME_LEN, Pending, SIGSTOP, counter, event_flags, task_flags, verdict,
-};
+use pincer_common::{ERESTARTNOINTR, NAME_LEN, Pending, SIGSTOP, counter, event_flags, task_flags};
 
 use crate::{
-    decide::{Access, EACCES, deny, name_key},
+    decide::{Access, EACCES, name_key},
     kernel,
     maps::{PENDING, VERDICTS, count, next_request_id, twin_alive},
-    report::{self, Outcome},
 };
 
-/// Parks an access no grant covers (or applies the verdict it was parked for).
+/// What parking an access came to before its event is sent.
+pub enum Prepared {
+    /// Decided without an event: a verdict applied, or a stray wake-up
+    /// parked again. The hook returns this.
+    Done(i32),
+    /// A new request, recorded as pending for `tid`: send its event, then
+    /// [`stop`] the task.
+    New {
+        /// The thread.
+        tid: u32,
+        /// The request id.
+        id: u64,
+        /// FNV-1a of a new name.
+        name_hash: u64,
+    },
+    /// Cannot be parked: deny and report with this event flag.
+    Deny(u32),
+}
+
+/// Parks an access no grant covers (or applies the verdict it was parked
+/// for), up to sending its event, which the caller does.
 #[inline(always)]
-pub fn park(agent: &Agent, access: &Access, granted: u32) -> i32 {
+pub fn prepare(access: &Access) -> Prepared {
     let tid = bpf_get_current_pid_tgid() as u32;
-    let Ok(name_hash) = created_name_hash(agent, access) else {
-        return deny(agent, Some(access), granted, event_flags::READ_FAILED);
+    let Ok(name_hash) = new_name_hash(access) else {
+        return Prepared::Deny(event_flags::READ_FAILED);
     };
     let this = Pending {
         id: 0,
@@ -51,53 +68,40 @@ pub fn park(agent: &Agent, access: &Access, granted: u32) -> i32 {
     if let Some(pending) = unsafe { PENDING.get(tid) }.copied()
         && (Pending { id: 0, ..pending }) == this
     {
-        return restarted(agent, access, granted, tid, &pending);
+        return restarted(tid, &pending);
     }
 
     if !twin_alive() {
         count(counter::NO_TWIN);
-        return deny(agent, Some(access), granted, event_flags::NO_TWIN);
+        return Prepared::Deny(event_flags::NO_TWIN);
     }
-    if !parkable() {
+    if let Some(why) = unparkable() {
         count(counter::UNPARKABLE);
-        return deny(agent, Some(access), granted, event_flags::UNPARKABLE);
+        return Prepared::Deny(event_flags::UNPARKABLE | why);
     }
     let id = next_request_id();
-    let pending = Pending { id, ..this };
-    if PENDING.insert(tid, pending, 0).is_err() {
+    if PENDING.insert(tid, Pending { id, ..this }, 0).is_err() {
         count(counter::PENDING_FULL);
-        return deny(agent, Some(access), granted, event_flags::PENDING_FULL);
+        return Prepared::Deny(event_flags::PENDING_FULL);
     }
-    let Some(mut event) = report::reserve() else {
-        let _ = PENDING.remove(tid);
-        count(counter::RINGBUF_FULL);
-        count(counter::DENIED);
-        return -EACCES;
-    };
-    let outcome = Outcome {
-        granted,
-        verdict: verdict::PARKED,
-        flags: 0,
-        request_id: id,
-        name_hash,
-    };
-    report::fill(&mut event, agent, Some(access), outcome);
-    // Stop before the event is visible, so the twin never answers a request
-    // whose task is still running.
-    if unsafe { bpf_send_signal_thread(SIGSTOP) } != 0 {
-        event.discard(0);
-        let _ = PENDING.remove(tid);
-        count(counter::UNPARKABLE);
-        return deny(agent, Some(access), granted, event_flags::UNPARKABLE);
-    }
-    event.submit(0);
-    count(counter::PARKED);
-    -ERESTARTNOINTR
+    Prepared::New { tid, id, name_hash }
+}
+
+/// Stops the current thread; false when the signal cannot be sent.
+#[inline(always)]
+pub fn stop() -> bool {
+    unsafe { bpf_send_signal_thread(SIGSTOP) == 0 }
+}
+
+/// Forgets a request that could not be sent or stopped for.
+#[inline(always)]
+pub fn abandon(tid: u32) {
+    let _ = PENDING.remove(tid);
 }
 
 /// The parked syscall runs again: apply the verdict, or stop again.
 #[inline(always)]
-fn restarted(agent: &Agent, access: &Access, granted: u32, tid: u32, pending: &Pending) -> i32 {
+fn restarted(tid: u32, pending: &Pending) -> Prepared {
     if let Some(verdict) = unsafe { VERDICTS.get(tid) }.copied()
         && verdict.id == pending.id
     {
@@ -105,62 +109,73 @@ fn restarted(agent: &Agent, access: &Access, granted: u32, tid: u32, pending: &P
         let _ = PENDING.remove(tid);
         if verdict.allow != 0 {
             count(counter::VERDICT_ALLOW);
-            return 0;
+            return Prepared::Done(0);
         }
         count(counter::VERDICT_DENY);
         count(counter::DENIED);
-        return -EACCES;
+        return Prepared::Done(-EACCES);
     }
     if !twin_alive() {
         // The twin died with this request open: nobody will answer.
         let _ = PENDING.remove(tid);
         count(counter::NO_TWIN);
-        return deny(agent, Some(access), granted, event_flags::NO_TWIN);
+        return Prepared::Deny(event_flags::NO_TWIN);
     }
     // Woken by someone else's SIGCONT: stop again, same request, no event.
-    if unsafe { bpf_send_signal_thread(SIGSTOP) } != 0 {
+    if !stop() {
         let _ = PENDING.remove(tid);
         count(counter::UNPARKABLE);
-        return deny(agent, Some(access), granted, event_flags::UNPARKABLE);
+        return Prepared::Deny(event_flags::UNPARKABLE);
     }
     count(counter::REPARKED);
-    -ERESTARTNOINTR
+    Prepared::Done(-ERESTARTNOINTR)
 }
 
-/// Whether the current task can be stopped with a signal: io_uring workers
+/// Why the current task cannot be parked, if it cannot: io_uring workers
 /// must not be (the request would complete with -513), kernel threads and
-/// exiting tasks cannot be.
+/// exiting tasks cannot be. A task with an io_uring instance is not parked
+/// either: an open it submits can run inline in `io_uring_enter`, in the
+/// submitting task, where the restart would equally complete the request
+/// with an error; and which of its accesses come from the ring cannot be
+/// told from here. Such accesses are denied with `EACCES` and flagged.
 #[inline(always)]
-fn parkable() -> bool {
+fn unparkable() -> Option<u32> {
     let task = unsafe { bpf_get_current_task() } as *const u8;
-    let Ok(off) = kernel::offsets() else {
-        return false;
+    let off = kernel::off();
+    let Ok(flags) = kernel::read::<u32>(task, off.task_struct_flags) else {
+        return Some(event_flags::READ_FAILED);
     };
-    match kernel::read::<u32>(task, off.task_struct_flags) {
-        Ok(flags) => {
-            flags & (task_flags::IO_WORKER | task_flags::KTHREAD | task_flags::EXITING) == 0
-        }
-        Err(_) => false,
+    if flags & task_flags::IO_WORKER != 0 {
+        return Some(event_flags::IO_URING);
+    }
+    if flags & (task_flags::KTHREAD | task_flags::EXITING) != 0 {
+        return Some(0);
+    }
+    match kernel::read::<*const u8>(task, off.task_struct_io_uring) {
+        Ok(ring) if ring.is_null() => None,
+        Ok(_) => Some(event_flags::IO_URING),
+        Err(_) => Some(event_flags::READ_FAILED),
     }
 }
 
-/// FNV-1a of the name a creation makes (zero for opens), so a verdict for
-/// one name is never spent on another in the same directory.
+/// A hash (FNV-1a by words) of the new name an access makes (zero for existing objects), so a
+/// verdict for one name is never spent on another in the same directory.
 #[inline(always)]
-fn created_name_hash(agent: &Agent, access: &Access) -> Result<u64, kernel::ReadFailed> {
+fn new_name_hash(access: &Access) -> Result<u64, kernel::ReadFailed> {
     if access.exists {
         return Ok(0);
     }
-    let Some(key) = name_key(agent.slot, access)? else {
+    // The slot is no part of the name; any value fills the key.
+    let Some(key) = name_key(0, access)? else {
         return Ok(0);
     };
+    // FNV-1a over the zero-padded name in 8-byte words, with no exit that
+    // depends on the data: the verifier then walks the loop once per
+    // iteration instead of once per possible name length.
+    let words = key.name.as_ptr().cast::<u64>();
     let mut hash = 0xcbf2_9ce4_8422_2325u64;
-    for i in 0..NAME_LEN {
-        let byte = key.name[i];
-        if byte == 0 {
-            break;
-        }
-        hash ^= u64::from(byte);
+    for i in 0..NAME_LEN / 8 {
+        hash ^= unsafe { words.add(i).read_unaligned() };
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
     Ok(hash)

@@ -7,7 +7,9 @@ use aya_ebpf::{
     },
     maps::ring_buf::RingBufEntry,
 };
-use pincer_common::{AccessEvent, Agent, COMPONENT_LEN, MAX_COMPONENTS, counter, event_flags};
+use pincer_common::{
+    AccessEvent, Agent, COMPONENT_LEN, MAX_COMPONENTS, counter, event_flags, verdict,
+};
 
 use crate::{
     decide::Access,
@@ -28,18 +30,6 @@ pub struct Outcome {
     pub request_id: u64,
     /// FNV-1a of a created name, or zero.
     pub name_hash: u64,
-}
-
-/// Sends one event. A full ring buffer loses the event (counted), never the
-/// decision: the caller has already made it.
-#[inline(always)]
-pub fn send(agent: &Agent, access: Option<&Access>, outcome: Outcome) {
-    let Some(mut entry) = EVENTS.reserve::<AccessEvent>(0) else {
-        count(counter::RINGBUF_FULL);
-        return;
-    };
-    fill(&mut entry, agent, access, outcome);
-    entry.submit(0);
 }
 
 /// A reserved, not yet submitted event.
@@ -78,6 +68,9 @@ pub fn fill(entry: &mut Reserved, agent: &Agent, access: Option<&Access>, outcom
                 (*event).ino = access.ino;
                 (*event).ops = access.ops;
                 (*event).hook = access.hook;
+                if !access.exists {
+                    (*event).flags |= event_flags::NEW_NAME;
+                }
                 fill_path(&mut *event, access);
             }
             None => {
@@ -91,11 +84,23 @@ pub fn fill(entry: &mut Reserved, agent: &Agent, access: Option<&Access>, outcom
     }
 }
 
+/// Turns a filled parked event into a denial with `flag`.
+#[inline(always)]
+pub fn mark_denied(entry: &mut Reserved, flag: u32) {
+    let event = entry.as_mut_ptr();
+    // SAFETY: a reserved record this program owns until it submits it.
+    unsafe {
+        (*event).verdict = verdict::DENIED;
+        (*event).request_id = 0;
+        (*event).flags |= flag;
+    }
+}
+
 /// Copies the path components of the object, leaf first, up to the root of
 /// its filesystem or [`MAX_COMPONENTS`].
 #[inline(always)]
 fn fill_path(event: &mut AccessEvent, access: &Access) {
-    let off = &access.off;
+    let off = kernel::off();
     let Ok(mut dentry) = access.dentry() else {
         event.flags |= event_flags::READ_FAILED;
         return;
@@ -133,4 +138,37 @@ fn fill_path(event: &mut AccessEvent, access: &Access) {
         }
         dentry = parent;
     }
+}
+
+/// Sends the event of a self-protection refusal: no object path, the target
+/// task's process id (or zero) in `ino`.
+#[inline(always)]
+pub fn send_guard(agent: &Agent, hook: u32, target: u32, verdict: u32) {
+    let Some(mut entry) = EVENTS.reserve::<AccessEvent>(0) else {
+        count(counter::RINGBUF_FULL);
+        return;
+    };
+    let event = entry.as_mut_ptr();
+    let pid_tgid = bpf_get_current_pid_tgid();
+    // SAFETY: as in `fill`; `components` is left as it is, `depth` is zero.
+    unsafe {
+        (*event).cgroup_id = bpf_get_current_cgroup_id();
+        (*event).dev = 0;
+        (*event).ino = u64::from(target);
+        (*event).request_id = 0;
+        (*event).parent_ino = 0;
+        (*event).name_hash = 0;
+        (*event).pid = pid_tgid as u32;
+        (*event).tgid = (pid_tgid >> 32) as u32;
+        (*event).slot = agent.slot;
+        (*event).ops = 0;
+        (*event).granted = 0;
+        (*event).verdict = verdict;
+        (*event).hook = hook;
+        (*event).depth = 0;
+        (*event).flags = event_flags::GUARD;
+        (*event)._pad = 0;
+        (*event).comm = bpf_get_current_comm().unwrap_or([0; 16]);
+    }
+    entry.submit(0);
 }

@@ -33,6 +33,24 @@ pub enum BtfError {
         /// The dotted member path.
         member: String,
     },
+    /// An LSM hook the programs attach to is not in this kernel's BTF.
+    #[error("kernel BTF has no LSM hook `{hook}` (no function `bpf_lsm_{hook}`)")]
+    MissingHook {
+        /// The hook.
+        hook: String,
+    },
+    /// An LSM hook has another signature than the program expects.
+    #[error(
+        "the kernel's LSM hook `{hook}` takes {found} arguments, pincer's program expects {expected}"
+    )]
+    HookSignature {
+        /// The hook.
+        hook: String,
+        /// Arguments the program reads.
+        expected: usize,
+        /// Arguments in the kernel's BTF.
+        found: usize,
+    },
     /// A member offset is not byte-aligned or too large.
     #[error("member `{member}` of `struct {strukt}` has an unusable offset")]
     BadOffset {
@@ -43,18 +61,58 @@ pub enum BtfError {
     },
 }
 
+/// A kernel's BTF, parsed once for everything the loader reads from it.
+pub struct KernelBtf {
+    btf: Btf,
+}
+
+impl KernelBtf {
+    /// Parses a BTF file.
+    pub fn open(path: &Path) -> Result<Self, BtfError> {
+        let btf = Btf::from_file(path).map_err(|source| BtfError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Ok(Self { btf })
+    }
+
+    /// The offsets the programs need.
+    pub fn offsets(&self) -> Result<KernelOffsets, BtfError> {
+        offsets(&Resolver { btf: &self.btf })
+    }
+
+    /// Checks that every LSM hook a program attaches to exists with the
+    /// number of arguments the program reads (its verdict argument comes
+    /// after them): reading a shifted argument would decide on the wrong
+    /// object. An expected count of zero accepts any signature.
+    pub fn check_hooks(&self, hooks: &[(&str, usize)]) -> Result<(), BtfError> {
+        let btf = Resolver { btf: &self.btf };
+        for &(hook, expected) in hooks {
+            let found = btf.hook_params(hook)?.len();
+            if expected != 0 && found != expected {
+                return Err(BtfError::HookSignature {
+                    hook: hook.to_owned(),
+                    expected,
+                    found,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Reads the offsets the programs need from a BTF file.
 pub fn kernel_offsets(path: &Path) -> Result<KernelOffsets, BtfError> {
-    let btf = Btf::from_file(path).map_err(|source| BtfError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
-    let btf = Resolver { btf: &btf };
+    KernelBtf::open(path)?.offsets()
+}
+
+fn offsets(btf: &Resolver<'_>) -> Result<KernelOffsets, BtfError> {
     Ok(KernelOffsets {
         loaded: 1,
         file_f_inode: btf.offset("file", "f_inode")?,
         file_f_path_dentry: btf.offset("file", "f_path.dentry")?,
         file_f_mode: btf.offset("file", "f_mode")?,
+        file_f_flags: btf.offset("file", "f_flags")?,
         inode_i_ino: btf.offset("inode", "i_ino")?,
         inode_i_sb: btf.offset("inode", "i_sb")?,
         super_block_s_dev: btf.offset("super_block", "s_dev")?,
@@ -62,8 +120,31 @@ pub fn kernel_offsets(path: &Path) -> Result<KernelOffsets, BtfError> {
         dentry_d_name_name: btf.offset("dentry", "d_name.name")?,
         dentry_d_inode: btf.offset("dentry", "d_inode")?,
         task_struct_flags: btf.offset("task_struct", "flags")?,
-        _pad: 0,
+        task_struct_tgid: btf.offset("task_struct", "tgid")?,
+        task_struct_io_uring: btf.offset("task_struct", "io_uring")?,
+        task_struct_cgroups: btf.offset("task_struct", "cgroups")?,
+        css_set_dfl_cgrp: btf.offset("css_set", "dfl_cgrp")?,
+        cgroup_kn: btf.offset("cgroup", "kn")?,
+        kernfs_node_id: btf.offset("kernfs_node", "id")?,
+        inode_i_nlink: btf.offset("inode", "i_nlink")?,
+        inode_i_mode: btf.offset("inode", "i_mode")?,
+        iattr_ia_valid: btf.offset("iattr", "ia_valid")?,
+        setattr_has_idmap: setattr_has_idmap(btf)?,
     })
+}
+
+/// Whether `inode_setattr` takes `(idmap, dentry, attr)` (6.8 and later)
+/// rather than `(dentry, attr)`.
+fn setattr_has_idmap(btf: &Resolver<'_>) -> Result<u32, BtfError> {
+    match btf.hook_params("inode_setattr")?.as_slice() {
+        [_, dentry, attr] if dentry == "dentry" && attr == "attr" => Ok(1),
+        [dentry, attr] if dentry == "dentry" && attr == "attr" => Ok(0),
+        other => Err(BtfError::HookSignature {
+            hook: "inode_setattr".to_owned(),
+            expected: 2,
+            found: other.len(),
+        }),
+    }
 }
 
 struct Resolver<'a> {
@@ -91,6 +172,32 @@ impl Resolver<'_> {
             });
         }
         Ok(bits / 8)
+    }
+
+    /// Parameter names of the LSM hook `hook` (of `bpf_lsm_<hook>`, the
+    /// function BPF LSM programs attach to).
+    fn hook_params(&self, hook: &str) -> Result<Vec<String>, BtfError> {
+        let missing = || BtfError::MissingHook {
+            hook: hook.to_owned(),
+        };
+        let func = self
+            .btf
+            .resolve_types_by_name(&format!("bpf_lsm_{hook}"))
+            .map_err(|_| missing())?
+            .into_iter()
+            .find_map(|t| match t {
+                Type::Func(func) => Some(func),
+                _ => None,
+            })
+            .ok_or_else(missing)?;
+        let Ok(Type::FuncProto(proto)) = self.btf.resolve_chained_type(&func) else {
+            return Err(missing());
+        };
+        Ok(proto
+            .parameters
+            .iter()
+            .map(|p| self.btf.resolve_name(p).unwrap_or_default())
+            .collect())
     }
 
     /// The struct definition (not a forward declaration) named `name`.
@@ -165,6 +272,22 @@ mod tests {
             assert!(field > 0);
         }
         assert_eq!(off.dentry_d_name_name % 8, 0);
+    }
+
+    #[test]
+    fn hooks_of_the_running_kernel_match_the_programs() {
+        let btf = KernelBtf::open(Path::new(VMLINUX_BTF)).unwrap();
+        btf.check_hooks(&pincer_common::names::HOOKS).unwrap();
+        let err = btf.check_hooks(&[("file_open", 3)]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the kernel's LSM hook `file_open` takes 1 arguments, pincer's program expects 3"
+        );
+        let err = btf.check_hooks(&[("no_such_hook", 1)]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "kernel BTF has no LSM hook `no_such_hook` (no function `bpf_lsm_no_such_hook`)"
+        );
     }
 
     #[test]

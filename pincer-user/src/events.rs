@@ -180,8 +180,18 @@ pub fn event_path(event: &AccessEvent, mounts: &Mounts) -> String {
 /// Why the kernel denied an access at once.
 fn deny_reason(flags: u32, missing: u32) -> String {
     let not_granted = format!("no grant covers {}", op_names(missing).join(", "));
-    if flags & event_flags::NO_TWIN != 0 {
+    if flags & event_flags::DEVICE_NODE != 0 {
+        "agents never create device nodes".to_owned()
+    } else if flags & event_flags::NO_TWIN != 0 {
         format!("{not_granted}; no live twin to ask: denied at once")
+    } else if flags & event_flags::IO_URING != 0 {
+        format!(
+            "{not_granted}; the task uses io_uring, whose requests cannot be parked: denied at once"
+        )
+    } else if flags & event_flags::NOT_RESTARTABLE != 0 {
+        format!("{not_granted}; a received descriptor cannot be asked about: denied at once")
+    } else if flags & event_flags::BOTH_ENDS != 0 {
+        format!("{not_granted}; neither end of the link or rename is granted: denied at once")
     } else if flags & event_flags::UNPARKABLE != 0 {
         format!(
             "{not_granted}; the task cannot be parked (an io_uring worker, a kernel thread or an exiting task): denied at once"
@@ -237,9 +247,10 @@ pub fn sanitize(
     }
 }
 
-/// The created name of a creation event, when it was copied whole.
+/// The new name of an event for an object that does not exist yet, when it
+/// was copied whole.
 pub fn created_name(event: &AccessEvent) -> Option<Vec<u8>> {
-    if event.hook != hook::INODE_CREATE
+    if event.flags & event_flags::NEW_NAME == 0
         || event.depth == 0
         || event.flags & event_flags::NAME_TRUNCATED != 0
     {
@@ -252,8 +263,43 @@ fn hook_name(hook: u32) -> &'static str {
     match hook {
         hook::FILE_OPEN => "file_open",
         hook::INODE_CREATE => "inode_create",
+        hook::INODE_UNLINK => "inode_unlink",
+        hook::INODE_RMDIR => "inode_rmdir",
+        hook::INODE_MKDIR => "inode_mkdir",
+        hook::INODE_MKNOD => "inode_mknod",
+        hook::INODE_SYMLINK => "inode_symlink",
+        hook::INODE_LINK => "inode_link",
+        hook::INODE_RENAME => "inode_rename",
+        hook::INODE_SETATTR => "inode_setattr",
+        hook::INODE_SETXATTR => "inode_setxattr",
+        hook::INODE_REMOVEXATTR => "inode_removexattr",
+        hook::FILE_RECEIVE => "file_receive",
+        hook::TASK_KILL => "task_kill",
+        hook::PTRACE => "ptrace_access_check",
+        hook::BPF => "bpf",
+        hook::SB_MOUNT => "sb_mount",
+        hook::MOVE_MOUNT => "move_mount",
+        hook::SB_UMOUNT => "sb_umount",
+        hook::TASK_ALLOC => "task_alloc",
         _ => "unknown",
     }
+}
+
+/// What a self-protection refusal stopped.
+fn guard_reason(event: &AccessEvent) -> String {
+    let what = match event.hook {
+        hook::TASK_KILL => format!("a signal to pincer's process {}", event.ino),
+        hook::PTRACE => format!(
+            "tracing process {} outside the agent's cgroup (ptrace, or its /proc entries)",
+            event.ino
+        ),
+        hook::BPF => "the bpf system call".to_owned(),
+        hook::SB_MOUNT | hook::MOVE_MOUNT => "mounting".to_owned(),
+        hook::SB_UMOUNT => "unmounting".to_owned(),
+        hook::TASK_ALLOC => "starting a process in another cgroup".to_owned(),
+        _ => "an action".to_owned(),
+    };
+    format!("pincer protects itself and the confinement: {what} is never allowed to agents")
 }
 
 /// Sanitizes an event into a decision.
@@ -261,6 +307,14 @@ pub fn decision(event: &AccessEvent, mounts: &Mounts) -> Decision {
     let missing = event.ops & !event.granted;
     let (verdict, reason) = match event.verdict {
         verdict::ALLOWED => ("allow", "granted by the mission".to_owned()),
+        verdict::AUDITED if event.flags & event_flags::GUARD != 0 => (
+            "audit",
+            format!("audit mode: would be denied, {}", guard_reason(event)),
+        ),
+        verdict::AUDITED if event.flags & event_flags::DEVICE_NODE != 0 => (
+            "audit",
+            "audit mode: would be denied, agents never create device nodes".to_owned(),
+        ),
         verdict::AUDITED => (
             "audit",
             format!(
@@ -272,18 +326,24 @@ pub fn decision(event: &AccessEvent, mounts: &Mounts) -> Decision {
             "park",
             format!("no grant covers {}: asking", op_names(missing).join(", ")),
         ),
+        _ if event.flags & event_flags::GUARD != 0 => ("deny", guard_reason(event)),
         _ if event.flags & event_flags::READ_FAILED != 0 && event.ops == 0 => (
             "deny",
             "the object could not be identified; denied".to_owned(),
         ),
         _ => ("deny", deny_reason(event.flags, missing)),
     };
+    let path = if event.flags & event_flags::GUARD != 0 {
+        String::new()
+    } else {
+        event_path(event, mounts)
+    };
     Decision {
         pid: event.tgid,
         tid: event.pid,
         comm: escape(until_nul(&event.comm)),
         operation: op_names(event.ops),
-        path: event_path(event, mounts),
+        path,
         verdict,
         reason,
         hook: hook_name(event.hook),
@@ -381,6 +441,83 @@ mod tests {
         assert_eq!(d.comm, "cat");
         assert_eq!(d.dev, "8:1");
         assert_eq!((d.pid, d.tid), (99, 100));
+    }
+
+    #[test]
+    fn guard_refusals_name_what_was_stopped_and_have_no_path() {
+        let mut e = event(&[], event_flags::GUARD);
+        e.hook = hook::TASK_KILL;
+        e.ino = 4242;
+        e.ops = 0;
+        e.granted = 0;
+        let d = decision(&e, &Mounts::default());
+        assert_eq!(d.verdict, "deny");
+        assert_eq!(d.hook, "task_kill");
+        assert_eq!(d.path, "");
+        assert_eq!(
+            d.reason,
+            "pincer protects itself and the confinement: a signal to pincer's process 4242 is never allowed to agents"
+        );
+        e.verdict = verdict::AUDITED;
+        e.hook = hook::SB_MOUNT;
+        let d = decision(&e, &Mounts::default());
+        assert_eq!(d.verdict, "audit");
+        assert!(
+            d.reason
+                .starts_with("audit mode: would be denied, pincer protects itself")
+        );
+        assert!(d.reason.contains("mounting"));
+    }
+
+    #[test]
+    fn denials_say_why_they_were_not_asked() {
+        let mounts = Mounts::default();
+        let reason = |flags, hook| {
+            let mut e = event(&[b"key"], event_flags::ROOT_REACHED | flags);
+            e.hook = hook;
+            decision(&e, &mounts).reason
+        };
+        assert_eq!(
+            reason(
+                event_flags::UNPARKABLE | event_flags::IO_URING,
+                hook::FILE_OPEN
+            ),
+            "no grant covers write; the task uses io_uring, whose requests cannot be parked: denied at once"
+        );
+        assert_eq!(
+            reason(event_flags::NOT_RESTARTABLE, hook::FILE_RECEIVE),
+            "no grant covers write; a received descriptor cannot be asked about: denied at once"
+        );
+        assert_eq!(
+            reason(event_flags::BOTH_ENDS, hook::INODE_RENAME),
+            "no grant covers write; neither end of the link or rename is granted: denied at once"
+        );
+        assert_eq!(
+            reason(
+                event_flags::DEVICE_NODE | event_flags::NEW_NAME,
+                hook::INODE_MKNOD
+            ),
+            "agents never create device nodes"
+        );
+    }
+
+    #[test]
+    fn only_new_names_have_a_created_name() {
+        let mut e = event(&[b"new.txt", b"dir"], event_flags::NEW_NAME);
+        e.hook = hook::INODE_MKDIR;
+        assert_eq!(created_name(&e).as_deref(), Some(&b"new.txt"[..]));
+        e.flags = 0;
+        assert_eq!(created_name(&e), None);
+        e.flags = event_flags::NEW_NAME | event_flags::NAME_TRUNCATED;
+        assert_eq!(created_name(&e), None);
+    }
+
+    #[test]
+    fn every_hook_has_a_name() {
+        for (name, _) in pincer_common::names::HOOKS {
+            let id = (1..=32).find(|&id| hook_name(id) == name);
+            assert!(id.is_some(), "no hook id is named {name}");
+        }
     }
 
     #[test]

@@ -18,14 +18,6 @@ use crate::{btf, mission::ResolvedGrants};
 /// The BPF object, embedded at build time (empty when it was not built).
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/pincer.bpf.o"));
 
-/// Programs and the LSM hooks they attach to.
-const PROGRAMS: [(&str, &str); 4] = [
-    (names::PROG_FILE_OPEN, "file_open"),
-    (names::PROG_INODE_CREATE, "inode_create"),
-    (names::PROG_INODE_RENAME, "inode_rename"),
-    (names::PROG_INODE_LINK, "inode_link"),
-];
-
 /// Errors loading or driving the programs.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -34,8 +26,8 @@ pub enum LoadError {
         "this pincer binary was built without its BPF programs; build them with `cargo xtask build-ebpf` and rebuild pincer"
     )]
     NoObject,
-    /// Kernel offsets could not be read.
-    #[error("failed to read kernel struct offsets")]
+    /// Kernel offsets or hook signatures could not be read, or do not fit.
+    #[error("the running kernel does not fit the programs")]
     Offsets(#[source] btf::BtfError),
     /// The kernel's BTF could not be loaded for attaching.
     #[error("failed to load kernel BTF for attaching LSM programs")]
@@ -83,27 +75,39 @@ impl Enforcer {
         if OBJECT.is_empty() {
             return Err(LoadError::NoObject);
         }
-        let offsets =
-            btf::kernel_offsets(Path::new(btf::VMLINUX_BTF)).map_err(LoadError::Offsets)?;
+        let started = std::time::Instant::now();
+        let vmlinux =
+            btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF)).map_err(LoadError::Offsets)?;
+        let offsets = vmlinux.offsets().map_err(LoadError::Offsets)?;
+        vmlinux
+            .check_hooks(&names::HOOKS)
+            .map_err(LoadError::Offsets)?;
+        drop(vmlinux);
+        tracing::debug!(elapsed = ?started.elapsed(), "read kernel BTF");
         let mut ebpf = EbpfLoader::new()
             .override_global(names::OFFSETS, &offsets, true)
             .map_max_entries(names::EVENTS, ring_bytes)
             .load(OBJECT)
             .map_err(LoadError::Object)?;
         let kernel_btf = aya::Btf::from_sys_fs().map_err(LoadError::Btf)?;
-        for (name, hook) in PROGRAMS {
+        for (hook, _) in names::HOOKS {
+            let name = hook;
             let program: &mut Lsm = ebpf
                 .program_mut(name)
                 .ok_or(LoadError::MissingProgram(name))?
                 .try_into()
                 .map_err(|source| LoadError::Program { hook, source })?;
+            let step = std::time::Instant::now();
             program
                 .load(hook, &kernel_btf)
                 .map_err(|source| LoadError::Program { hook, source })?;
+            let loaded = step.elapsed();
             program
                 .attach()
                 .map_err(|source| LoadError::Program { hook, source })?;
+            tracing::trace!(hook, ?loaded, attached = ?step.elapsed() - loaded, "program");
         }
+        tracing::debug!(elapsed = ?started.elapsed(), "programs loaded and attached");
         Ok(Self { ebpf })
     }
 
@@ -123,6 +127,15 @@ impl Enforcer {
         let name = names::AGENTS;
         self.hash_map::<u64, Agent>(name)?
             .insert(cgroup_id, agent, 0)
+            .map_err(|source| LoadError::Map { name, source })
+    }
+
+    /// Protects one of pincer's own processes: agents cannot signal or trace
+    /// it.
+    pub fn guard(&mut self, pid: u32) -> Result<(), LoadError> {
+        let name = names::GUARDED;
+        self.hash_map::<u32, u32>(name)?
+            .insert(pid, 1, 0)
             .map_err(|source| LoadError::Map { name, source })
     }
 

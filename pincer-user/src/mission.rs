@@ -1807,13 +1807,13 @@ ops = ["write", "raed"]
                 10,
                 17,
                 field("grant[2].ops"),
-                "unknown operation \"raed\" (expected read, write, create or exec)".to_owned()
+                "unknown operation \"raed\" (expected read, write, create, exec, delete, rename, link, setattr or mkdir)".to_owned()
             )
         );
         assert_eq!(
             parse(text).unwrap_err().to_string(),
             "m.toml:10:17: grant[2].ops: unknown operation \"raed\" \
-             (expected read, write, create or exec)"
+             (expected read, write, create, exec, delete, rename, link, setattr or mkdir)"
         );
     }
 
@@ -2849,8 +2849,11 @@ verdict = "allow"
     fn formats_ops() {
         assert_eq!(format_ops(0), "none");
         assert_eq!(format_ops(ops::READ | ops::EXEC), "read, exec");
-        assert_eq!(format_ops(ops::ALL), "read, write, create, exec");
-        assert_eq!(format_ops(ops::WRITE | 0x40), "write, 0x40");
+        assert_eq!(
+            format_ops(ops::ALL),
+            "read, write, create, exec, delete, rename, link, setattr, mkdir"
+        );
+        assert_eq!(format_ops(ops::WRITE | 0x4000), "write, 0x4000");
     }
 
     // Resolution.

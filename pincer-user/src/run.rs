@@ -206,6 +206,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         tracing::info!(cgroup = %stale.display(), "removed a stale agent cgroup");
     }
 
+    tracing::trace!("loading");
     let mut enforcer = Enforcer::load_with_ring(ring_bytes()?)?;
     let events = enforcer.take_events()?;
     enforcer.add_grants(&grants)?;
@@ -232,6 +233,9 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     // SAFETY: no thread has been started yet (the runtime comes next).
     let watchdog =
         unsafe { Watchdog::spawn(&mut enforcer, cgroup.path()) }.map_err(RunError::Watchdog)?;
+    // The agent is not started yet: no signal of its can come first.
+    enforcer.guard(std::process::id())?;
+    enforcer.guard(watchdog.pid().as_raw() as u32)?;
     tracing::info!(
         mission = %mission.name,
         cgroup = %cgroup.path().display(),
@@ -304,6 +308,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         .await
     });
     drop(runtime);
+    tracing::trace!("agent done; tearing down");
 
     // Tear down in every case: nothing stays parked, stragglers go before
     // their grants, then the kernel state, then the cgroup.
@@ -320,8 +325,10 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         .remove_agent(cgroup.id())
         .and_then(|()| enforcer.remove_slot(SLOT));
     drop(twin);
+    tracing::trace!("programs released");
     let removed = cgroup.remove();
     watchdog.done();
+    tracing::trace!("torn down");
     let status = outcome?;
     denied?;
     unconfine?;

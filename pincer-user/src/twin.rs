@@ -19,7 +19,7 @@ use std::{
 
 use aya::maps::{MapData, RingBuf};
 use pincer_common::{
-    AccessEvent, GrantKey, GrantValue, NAME_LEN, NameGrantKey, Verdict, hook, verdict,
+    AccessEvent, GrantKey, GrantValue, NAME_LEN, NameGrantKey, Verdict, event_flags, verdict,
 };
 use serde::Serialize;
 use tokio::{sync::mpsc, task::JoinHandle, time::Instant};
@@ -57,6 +57,7 @@ pub struct SameAccess {
     name_hash: u64,
     ops: u32,
     hook: u32,
+    new_name: bool,
 }
 
 /// A stopped thread waiting for a verdict.
@@ -199,6 +200,7 @@ impl Twin {
             name_hash: event.name_hash,
             ops: event.ops,
             hook: event.hook,
+            new_name: event.flags & event_flags::NEW_NAME != 0,
         };
         let waiter = Waiter {
             tid: event.pid,
@@ -313,14 +315,13 @@ impl Twin {
                 ino,
             })
         };
-        let (target, tree) = match (event.hook, extent) {
-            // A tree on the object's directory; for a creation the event
+        let new_name = event.flags & event_flags::NEW_NAME != 0;
+        let (target, tree) = match (new_name, extent) {
+            // A tree on the object's directory; for a new name the event
             // already names the directory.
-            (hook::INODE_CREATE, Scope::Tree) => (inode(event.ino), true),
-            (hook::FILE_OPEN, Scope::Tree) if event.parent_ino != 0 => {
-                (inode(event.parent_ino), true)
-            }
-            (hook::INODE_CREATE, _) => {
+            (true, Scope::Tree) => (inode(event.ino), true),
+            (false, Scope::Tree) if event.parent_ino != 0 => (inode(event.parent_ino), true),
+            (true, _) => {
                 let Some(name) = events::created_name(event).filter(|n| n.len() < NAME_LEN) else {
                     return Ok(None);
                 };
@@ -397,9 +398,7 @@ impl Twin {
                                 })
                         }
                         Target::Inode(grant) => {
-                            key.hook == hook::FILE_OPEN
-                                && key.dev == grant.dev
-                                && key.ino == grant.ino
+                            !key.new_name && key.dev == grant.dev && key.ino == grant.ino
                         }
                         Target::Name(_) => false,
                     }

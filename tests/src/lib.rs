@@ -15,6 +15,8 @@ use std::{
 
 /// `EACCES`.
 pub const EACCES: i32 = 13;
+/// `EPERM`.
+pub const EPERM: i32 = 1;
 
 /// The `pincer` binary under test.
 pub fn pincer_bin() -> PathBuf {
@@ -126,6 +128,37 @@ impl Scratch {
             String::from_utf8_lossy(&out.stderr).trim()
         );
         out
+    }
+
+    /// Runs several probe operations in one confined probe process and
+    /// returns each one's result: 0 for success, else its errno.
+    pub fn probes(&self, mission: &Path, ops: &[&[&str]]) -> Vec<i32> {
+        self.probe_lines(mission, ops)
+            .iter()
+            .map(|line| match line.strip_prefix("err ") {
+                Some(errno) => errno.parse().expect("an errno"),
+                None => 0,
+            })
+            .collect()
+    }
+
+    /// Like [`Scratch::probes`], returning each operation's output line.
+    pub fn probe_lines(&self, mission: &Path, ops: &[&[&str]]) -> Vec<String> {
+        let probe = probe_bin();
+        let mut cmd = vec![probe.to_str().unwrap()];
+        for (i, op) in ops.iter().enumerate() {
+            if i > 0 {
+                cmd.push(",");
+            }
+            cmd.extend_from_slice(op);
+        }
+        let out = self.run(mission, &cmd);
+        let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(lines.len(), ops.len(), "one line per operation: {lines:?}");
+        lines
     }
 
     /// Runs the probe confined and returns its exit status.

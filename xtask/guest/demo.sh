@@ -17,7 +17,7 @@ name = "fix the failing test in ~/project"
 
 [[grant]]
 path = "/home/alice/project"
-ops = ["read", "write", "create"]
+ops = ["read", "write", "create", "setattr", "rename", "delete"]
 extent = "tree"
 
 [defaults]

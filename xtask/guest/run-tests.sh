@@ -14,5 +14,8 @@ for exe in /bin/pincer-tests-*; do
         failed=$((failed + 1))
     fi
 done
-[ "$found" -gt 0 ] || echo "==== no test executables"
+if [ "$found" -eq 0 ]; then
+    echo "==== no test executables"
+    failed=1
+fi
 [ "$failed" -eq 0 ]

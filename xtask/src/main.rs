@@ -53,7 +53,7 @@ enum Command {
         #[arg(long, conflicts_with = "command")]
         script: Option<PathBuf>,
         /// Seconds before the VM is killed.
-        #[arg(long, default_value_t = 900)]
+        #[arg(long, default_value_t = 1800)]
         timeout: u64,
         /// Boot with whatever binaries were built before instead of building.
         #[arg(long)]
@@ -74,7 +74,7 @@ enum Command {
         #[arg(long)]
         guest_only: bool,
         /// Seconds before a VM is killed.
-        #[arg(long, default_value_t = 900)]
+        #[arg(long, default_value_t = 1800)]
         timeout: u64,
         /// Test-name filter passed to the guest test executables (after `--`).
         #[arg(last = true)]
@@ -86,7 +86,7 @@ enum Command {
         #[arg(long, value_enum, default_value = "6.12")]
         kernel: Kernel,
         /// Seconds before the VM is killed.
-        #[arg(long, default_value_t = 900)]
+        #[arg(long, default_value_t = 1800)]
         timeout: u64,
     },
     /// Print benchmark figures: decisions per second in the twin (host),

@@ -1,33 +1,89 @@
-//! `pincer-probe`: one file operation, reported by exit status.
+//! `pincer-probe`: file and process operations, reported one line each.
 //!
-//! The confined "agent" of the integration tests. It performs exactly one
-//! system call sequence and exits with 0 on success or with the errno of the
-//! first failing call, printing `ok ...` or `err <errno>` on standard output,
-//! so a test can assert the exact error the kernel returned.
+//! The confined "agent" of the integration tests. Each operation is exactly
+//! one system call sequence, reported as `ok ...` or `err <errno>` on its own
+//! line, so a test can assert the exact error the kernel returned. Several
+//! operations can run in one process, separated by `,`; the exit status is
+//! the errno of the first failing one (0 when all succeed).
 //!
 //! ```text
-//! pincer-probe read PATH           open(O_RDONLY), read all, print the bytes read
-//! pincer-probe write PATH DATA     open(O_WRONLY|O_TRUNC), write DATA
-//! pincer-probe append PATH DATA    open(O_WRONLY|O_APPEND), write DATA
-//! pincer-probe create PATH         open(O_WRONLY|O_CREAT|O_EXCL)
-//! pincer-probe create-write PATH DATA   open(O_WRONLY|O_CREAT|O_TRUNC), write DATA
-//! pincer-probe list DIR            open(O_RDONLY|O_DIRECTORY)
-//! pincer-probe sleep SECONDS
+//! read PATH                  open(O_RDONLY), read all
+//! write PATH DATA            open(O_WRONLY|O_TRUNC), write DATA
+//! append PATH DATA           open(O_WRONLY|O_APPEND), write DATA
+//! create PATH                open(O_WRONLY|O_CREAT|O_EXCL)
+//! create-write PATH DATA     open(O_WRONLY|O_CREAT|O_TRUNC), write DATA
+//! list DIR                   open(O_RDONLY|O_DIRECTORY)
+//! sleep SECONDS
+//! unlink PATH | rmdir PATH | mkdir PATH | mkfifo PATH
+//! mknod-char PATH            a character device node (1:3, like /dev/null)
+//! symlink TARGET PATH | link OLD NEW | rename OLD NEW
+//! exchange A B               renameat2(RENAME_EXCHANGE)
+//! truncate PATH LEN          truncate(2) by path
+//! ftruncate FD LEN           ftruncate(2) of an inherited descriptor
+//! chmod PATH OCTAL | chown PATH UID GID
+//! setxattr PATH NAME VALUE | removexattr PATH NAME
+//! opath-reopen PATH          open(O_PATH), then open /proc/self/fd/N for reading
+//! exec PATH                  fork, execve(PATH sleep 0), wait
+//! exec-memfd PATH            copy PATH into a memfd, fork, execveat(AT_EMPTY_PATH)
+//! execveat DIR NAME          fork, execveat(open(DIR, O_PATH), NAME)
+//! uring-open PATH            io_uring openat(O_RDONLY)
+//! recv-fd SOCKET             connect, receive one descriptor, read it
+//! kill PID|parent SIG        kill(2)
+//! ptrace PID|parent          ptrace(PTRACE_ATTACH) (detached again at once)
+//! cgroup-join DIR            write our pid to DIR/cgroup.procs
+//! clone-into-cgroup DIR      clone3(CLONE_INTO_CGROUP) into DIR
+//! bpf                        bpf(BPF_PROG_GET_NEXT_ID)
+//! bind-mount SRC DST         unshare(CLONE_NEWNS), mount(SRC, DST, MS_BIND)
 //! ```
 
 use std::{
-    ffi::CString,
-    io::{self, Write},
-    os::unix::ffi::OsStrExt,
+    ffi::{CString, OsStr, OsString},
+    io::{self, IoSliceMut, Write},
+    os::{
+        fd::{AsRawFd, FromRawFd, OwnedFd},
+        unix::{ffi::OsStrExt, net::UnixStream},
+    },
     process::ExitCode,
     time::Duration,
 };
 
+use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+
+type Outcome = Result<String, i32>;
+
 fn main() -> ExitCode {
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
-    let op = arg(0);
-    let result = match op.as_bytes() {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let mut out = io::stdout();
+    let mut status = 0;
+    for op in args.split(|a| a.as_bytes() == b",") {
+        let result = match run(op) {
+            Some(result) => result,
+            None => {
+                eprintln!("pincer-probe: unknown operation {op:?}");
+                return ExitCode::from(2);
+            }
+        };
+        match result {
+            Ok(what) => {
+                let _ = writeln!(out, "ok {what}");
+            }
+            Err(errno) => {
+                let _ = writeln!(out, "err {errno}");
+                if status == 0 {
+                    status = errno.clamp(1, 255);
+                }
+            }
+        }
+    }
+    let _ = out.flush();
+    ExitCode::from(status as u8)
+}
+
+/// Runs one operation; `None` for an unknown one.
+fn run(op: &[OsString]) -> Option<Outcome> {
+    let arg = |i: usize| op.get(i).cloned().unwrap_or_default();
+    let num = |i: usize| arg(i).to_string_lossy().parse::<i64>().unwrap_or(0);
+    Some(match arg(0).as_bytes() {
         b"read" => read(&arg(1)),
         b"write" => write(&arg(1), libc::O_WRONLY | libc::O_TRUNC, &arg(2)),
         b"append" => write(&arg(1), libc::O_WRONLY | libc::O_APPEND, &arg(2)),
@@ -49,25 +105,118 @@ fn main() -> ExitCode {
             std::thread::sleep(Duration::from_secs_f64(secs));
             Ok("slept".to_owned())
         }
-        _ => {
-            eprintln!("usage: pincer-probe read|write|append|create|create-write|list|sleep ...");
-            return ExitCode::from(2);
+        // SAFETY (each call below): valid NUL-terminated paths and plain
+        // integers, as the system calls take them.
+        b"unlink" => done(unsafe { libc::unlink(c(&arg(1)).as_ptr()) }, "unlinked"),
+        b"rmdir" => done(unsafe { libc::rmdir(c(&arg(1)).as_ptr()) }, "removed"),
+        b"mkdir" => done(unsafe { libc::mkdir(c(&arg(1)).as_ptr(), 0o755) }, "made"),
+        b"mkfifo" => done(unsafe { libc::mkfifo(c(&arg(1)).as_ptr(), 0o644) }, "made"),
+        b"mknod-char" => done(
+            unsafe {
+                libc::mknod(
+                    c(&arg(1)).as_ptr(),
+                    libc::S_IFCHR | 0o666,
+                    libc::makedev(1, 3),
+                )
+            },
+            "made",
+        ),
+        b"symlink" => done(
+            unsafe { libc::symlink(c(&arg(1)).as_ptr(), c(&arg(2)).as_ptr()) },
+            "linked",
+        ),
+        b"link" => done(
+            unsafe { libc::link(c(&arg(1)).as_ptr(), c(&arg(2)).as_ptr()) },
+            "linked",
+        ),
+        b"rename" => done(
+            unsafe { libc::rename(c(&arg(1)).as_ptr(), c(&arg(2)).as_ptr()) },
+            "renamed",
+        ),
+        b"exchange" => done(
+            unsafe {
+                libc::renameat2(
+                    libc::AT_FDCWD,
+                    c(&arg(1)).as_ptr(),
+                    libc::AT_FDCWD,
+                    c(&arg(2)).as_ptr(),
+                    libc::RENAME_EXCHANGE,
+                )
+            },
+            "exchanged",
+        ),
+        b"truncate" => done(
+            unsafe { libc::truncate(c(&arg(1)).as_ptr(), num(2)) },
+            "truncated",
+        ),
+        b"ftruncate" => done(
+            unsafe { libc::ftruncate(num(1) as i32, num(2)) },
+            "truncated",
+        ),
+        b"chmod" => {
+            let mode = u32::from_str_radix(&arg(2).to_string_lossy(), 8).unwrap_or(0o777);
+            done(unsafe { libc::chmod(c(&arg(1)).as_ptr(), mode) }, "changed")
         }
-    };
-    let mut out = io::stdout();
-    match result {
-        Ok(what) => {
-            let _ = writeln!(out, "ok {what}");
-            ExitCode::SUCCESS
+        b"chown" => done(
+            unsafe { libc::chown(c(&arg(1)).as_ptr(), num(2) as u32, num(3) as u32) },
+            "changed",
+        ),
+        b"setxattr" => {
+            let value = arg(3);
+            done(
+                unsafe {
+                    libc::setxattr(
+                        c(&arg(1)).as_ptr(),
+                        c(&arg(2)).as_ptr(),
+                        value.as_bytes().as_ptr().cast(),
+                        value.len(),
+                        0,
+                    )
+                },
+                "set",
+            )
         }
-        Err(errno) => {
-            let _ = writeln!(out, "err {errno}");
-            ExitCode::from(errno.clamp(1, 255) as u8)
+        b"removexattr" => done(
+            unsafe { libc::removexattr(c(&arg(1)).as_ptr(), c(&arg(2)).as_ptr()) },
+            "removed",
+        ),
+        b"opath-reopen" => opath_reopen(&arg(1)),
+        b"exec" => exec(&arg(1)),
+        b"exec-memfd" => exec_memfd(&arg(1)),
+        b"execveat" => execveat(&arg(1), &arg(2)),
+        b"uring-open" => uring_open(&arg(1)),
+        b"recv-fd" => recv_fd(&arg(1)),
+        b"kill" => done(unsafe { libc::kill(pid(&arg(1)), num(2) as i32) }, "sent"),
+        b"ptrace" => ptrace(pid(&arg(1))),
+        b"cgroup-join" => {
+            let mut procs = arg(1);
+            procs.push("/cgroup.procs");
+            write(
+                &procs,
+                libc::O_WRONLY,
+                OsStr::new(&std::process::id().to_string()),
+            )
         }
-    }
+        b"clone-into-cgroup" => clone_into_cgroup(&arg(1)),
+        b"bpf" => {
+            // `union bpf_attr` for BPF_PROG_GET_NEXT_ID: start_id, next_id.
+            let mut attr = [0u32; 4];
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_bpf,
+                    11, // BPF_PROG_GET_NEXT_ID
+                    attr.as_mut_ptr(),
+                    std::mem::size_of_val(&attr),
+                )
+            };
+            done(r as i32, "listed")
+        }
+        b"bind-mount" => bind_mount(&arg(1), &arg(2)),
+        _ => return None,
+    })
 }
 
-fn cstring(path: &std::ffi::OsStr) -> CString {
+fn c(path: &OsStr) -> CString {
     CString::new(path.as_bytes()).expect("no NUL in arguments")
 }
 
@@ -75,8 +224,26 @@ fn errno() -> i32 {
     io::Error::last_os_error().raw_os_error().unwrap_or(255)
 }
 
-fn open(path: &std::ffi::OsStr, flags: i32) -> Result<i32, i32> {
-    let path = cstring(path);
+/// The outcome of a call that returns -1 and sets errno on failure.
+fn done(ret: i32, what: &str) -> Outcome {
+    if ret < 0 {
+        Err(errno())
+    } else {
+        Ok(what.to_owned())
+    }
+}
+
+/// A process id argument; `parent` is ours.
+fn pid(arg: &OsStr) -> i32 {
+    if arg.as_bytes() == b"parent" {
+        // SAFETY: no arguments.
+        return unsafe { libc::getppid() };
+    }
+    arg.to_string_lossy().parse().unwrap_or(0)
+}
+
+fn open(path: &OsStr, flags: i32) -> Result<i32, i32> {
+    let path = c(path);
     // SAFETY: a valid NUL-terminated path; the mode is used only with O_CREAT.
     let fd = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC, 0o644) };
     if fd < 0 { Err(errno()) } else { Ok(fd) }
@@ -87,28 +254,31 @@ fn close(fd: i32) {
     unsafe { libc::close(fd) };
 }
 
-fn read(path: &std::ffi::OsStr) -> Result<String, i32> {
-    let fd = open(path, libc::O_RDONLY)?;
+fn read_fd(fd: i32) -> Outcome {
     let mut total = 0usize;
     let mut buf = [0u8; 4096];
     loop {
         // SAFETY: buf is valid for its length.
         let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
         if n < 0 {
-            let e = errno();
-            close(fd);
-            return Err(e);
+            return Err(errno());
         }
         if n == 0 {
             break;
         }
         total += n as usize;
     }
-    close(fd);
     Ok(format!("read {total}"))
 }
 
-fn write(path: &std::ffi::OsStr, flags: i32, data: &std::ffi::OsStr) -> Result<String, i32> {
+fn read(path: &OsStr) -> Outcome {
+    let fd = open(path, libc::O_RDONLY)?;
+    let result = read_fd(fd);
+    close(fd);
+    result
+}
+
+fn write(path: &OsStr, flags: i32, data: &OsStr) -> Outcome {
     let fd = open(path, flags)?;
     let data = data.as_bytes();
     // SAFETY: data is valid for its length.
@@ -120,4 +290,244 @@ fn write(path: &std::ffi::OsStr, flags: i32, data: &std::ffi::OsStr) -> Result<S
     };
     close(fd);
     result
+}
+
+fn opath_reopen(path: &OsStr) -> Outcome {
+    let fd = open(path, libc::O_PATH)?;
+    let result = read(OsStr::new(&format!("/proc/self/fd/{fd}")));
+    close(fd);
+    result
+}
+
+/// Forks; the child runs `exec` and exits with its errno if it returns.
+/// `Ok` when the program ran and exited 0.
+fn fork_exec(exec: impl FnOnce() -> i32) -> Outcome {
+    // SAFETY: the probe is single-threaded; the child only execs or exits.
+    match unsafe { libc::fork() } {
+        -1 => Err(errno()),
+        0 => {
+            // The program's own output is not this operation's line.
+            let null = c(OsStr::new("/dev/null"));
+            // SAFETY: open and dup2 in the child before exec.
+            unsafe {
+                let fd = libc::open(null.as_ptr(), libc::O_WRONLY);
+                if fd >= 0 {
+                    libc::dup2(fd, 1);
+                }
+            }
+            exec();
+            // SAFETY: leave the child without running the parent's cleanup.
+            unsafe { libc::_exit(errno().clamp(1, 255)) }
+        }
+        child => {
+            let mut status = 0;
+            // SAFETY: waiting for our own child.
+            unsafe { libc::waitpid(child, &mut status, 0) };
+            match libc::WEXITSTATUS(status) {
+                0 => Ok("ran".to_owned()),
+                code => Err(code),
+            }
+        }
+    }
+}
+
+/// `argv` of an executed program: `PROG sleep 0`, which exits 0 for the probe
+/// itself.
+fn exec_argv(prog: &CString) -> ([CString; 3], [*const libc::c_char; 4]) {
+    let args = [prog.clone(), c(OsStr::new("sleep")), c(OsStr::new("0"))];
+    let ptrs = [
+        args[0].as_ptr(),
+        args[1].as_ptr(),
+        args[2].as_ptr(),
+        std::ptr::null(),
+    ];
+    (args, ptrs)
+}
+
+fn exec(path: &OsStr) -> Outcome {
+    let prog = c(path);
+    let (_args, argv) = exec_argv(&prog);
+    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    // SAFETY: NUL-terminated argument and environment arrays that outlive the call.
+    fork_exec(|| unsafe { libc::execve(prog.as_ptr(), argv.as_ptr(), envp.as_ptr()) })
+}
+
+fn exec_memfd(path: &OsStr) -> Outcome {
+    let bytes = std::fs::read(path).map_err(|e| e.raw_os_error().unwrap_or(255))?;
+    let name = c(OsStr::new("probe"));
+    // SAFETY: a valid name; the flags ask for nothing unusual.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), 0) };
+    if fd < 0 {
+        return Err(errno());
+    }
+    // SAFETY: fd was just created and is owned here.
+    let memfd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut file = std::fs::File::from(memfd);
+    file.write_all(&bytes)
+        .map_err(|e| e.raw_os_error().unwrap_or(255))?;
+    let (_args, argv) = exec_argv(&name);
+    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    let empty = c(OsStr::new(""));
+    fork_exec(|| unsafe {
+        // SAFETY: as in `exec`; an empty path with AT_EMPTY_PATH runs the fd.
+        libc::execveat(
+            file.as_raw_fd(),
+            empty.as_ptr(),
+            argv.as_ptr().cast(),
+            envp.as_ptr().cast(),
+            libc::AT_EMPTY_PATH,
+        )
+    })
+}
+
+fn execveat(dir: &OsStr, name: &OsStr) -> Outcome {
+    // O_PATH: the directory itself is not read, only named.
+    let dirfd = open(dir, libc::O_PATH | libc::O_DIRECTORY)?;
+    let prog = c(name);
+    let (_args, argv) = exec_argv(&prog);
+    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    // SAFETY: as in `exec`, relative to an open directory.
+    let result = fork_exec(|| unsafe {
+        libc::execveat(
+            dirfd,
+            prog.as_ptr(),
+            argv.as_ptr().cast(),
+            envp.as_ptr().cast(),
+            0,
+        )
+    });
+    close(dirfd);
+    result
+}
+
+fn uring_open(path: &OsStr) -> Outcome {
+    use io_uring::{IoUring, opcode, types};
+    let mut ring = IoUring::new(4).map_err(|e| e.raw_os_error().unwrap_or(255))?;
+    let path = c(path);
+    let open = opcode::OpenAt::new(types::Fd(libc::AT_FDCWD), path.as_ptr())
+        .flags(libc::O_RDONLY | libc::O_CLOEXEC)
+        .build();
+    // SAFETY: the path outlives the request, which completes before return.
+    unsafe { ring.submission().push(&open) }.map_err(|_| libc::EBUSY)?;
+    ring.submit_and_wait(1)
+        .map_err(|e| e.raw_os_error().unwrap_or(255))?;
+    let res = ring
+        .completion()
+        .next()
+        .map(|cqe| cqe.result())
+        .ok_or(libc::EIO)?;
+    if res < 0 {
+        return Err(-res);
+    }
+    let result = read_fd(res);
+    close(res);
+    result
+}
+
+fn recv_fd(socket: &OsStr) -> Outcome {
+    let stream = UnixStream::connect(socket).map_err(|e| e.raw_os_error().unwrap_or(255))?;
+    let mut byte = [0u8; 1];
+    let mut iov = [IoSliceMut::new(&mut byte)];
+    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+    let msg = recvmsg::<()>(
+        stream.as_raw_fd(),
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::MSG_CMSG_CLOEXEC,
+    )
+    .map_err(|e| e as i32)?;
+    if msg.flags.contains(MsgFlags::MSG_CTRUNC) {
+        return Ok("no-fd ctrunc".to_owned());
+    }
+    let mut fds = Vec::new();
+    for cmsg in msg.cmsgs().map_err(|e| e as i32)? {
+        if let ControlMessageOwned::ScmRights(received) = cmsg {
+            fds.extend(received);
+        }
+    }
+    match fds.first() {
+        Some(&fd) => {
+            let result = read_fd(fd).map(|r| format!("fd {r}"));
+            fds.iter().for_each(|&fd| close(fd));
+            result
+        }
+        None => Ok("no-fd".to_owned()),
+    }
+}
+
+fn ptrace(pid: i32) -> Outcome {
+    // SAFETY: PTRACE_ATTACH takes a pid and no data.
+    let r = unsafe { libc::ptrace(libc::PTRACE_ATTACH, pid, 0, 0) };
+    if r < 0 {
+        return Err(errno());
+    }
+    // SAFETY: detach what was just attached.
+    unsafe { libc::ptrace(libc::PTRACE_DETACH, pid, 0, 0) };
+    Ok("attached".to_owned())
+}
+
+fn clone_into_cgroup(dir: &OsStr) -> Outcome {
+    let cgroup = open(dir, libc::O_PATH | libc::O_DIRECTORY)?;
+    /// `struct clone_args` (version 2, with `cgroup`).
+    #[repr(C)]
+    #[derive(Default)]
+    struct CloneArgs {
+        flags: u64,
+        pidfd: u64,
+        child_tid: u64,
+        parent_tid: u64,
+        exit_signal: u64,
+        stack: u64,
+        stack_size: u64,
+        tls: u64,
+        set_tid: u64,
+        set_tid_size: u64,
+        cgroup: u64,
+    }
+    let args = CloneArgs {
+        flags: 0x2_0000_0000, // CLONE_INTO_CGROUP
+        exit_signal: libc::SIGCHLD as u64,
+        cgroup: cgroup as u64,
+        ..CloneArgs::default()
+    };
+    // SAFETY: a fork-like clone3 without a new stack; the child exits at once.
+    let child = unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            &args as *const CloneArgs,
+            std::mem::size_of::<CloneArgs>(),
+        )
+    };
+    close(cgroup);
+    match child {
+        // SAFETY: leave the child at once.
+        0 => unsafe { libc::_exit(0) },
+        -1 => Err(errno()),
+        child => {
+            let mut status = 0;
+            // SAFETY: waiting for our own child.
+            unsafe { libc::waitpid(child as i32, &mut status, 0) };
+            Ok("cloned".to_owned())
+        }
+    }
+}
+
+fn bind_mount(src: &OsStr, dst: &OsStr) -> Outcome {
+    // SAFETY: unshare and mount with valid arguments.
+    if unsafe { libc::unshare(libc::CLONE_NEWNS) } < 0 {
+        return Err(errno());
+    }
+    let (src, dst) = (c(src), c(dst));
+    done(
+        unsafe {
+            libc::mount(
+                src.as_ptr(),
+                dst.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND,
+                std::ptr::null(),
+            )
+        },
+        "mounted",
+    )
 }
