@@ -159,7 +159,8 @@ pub mod event_flags {
     /// Denied whatever the grants: pincer protects itself and the agent's
     /// confinement (`kill`/`ptrace` of pincer, `bpf`, mounts, leaving the
     /// cgroup). The object is a task (`ino` holds its process id, zero when
-    /// there is none) and the path is empty.
+    /// there is none) and the path is empty; for `file_open` (a `/proc`
+    /// entry of pincer's processes) it is the opened file.
     pub const GUARD: u32 = 1 << 9;
     /// Denied instead of parked: this hook cannot restart its system call
     /// (a received descriptor, whose message is already consumed).
@@ -561,6 +562,15 @@ pub struct KernelOffsets {
     /// Non-zero when the `inode_setattr` hook takes a `mnt_idmap` first
     /// (6.8 and later), so the dentry is its second argument.
     pub setattr_has_idmap: u32,
+    /// Device (kernel encoding) of the `/proc` the loader sees: opens there
+    /// are checked against pincer's guarded processes.
+    pub proc_dev: u32,
+    /// `proc_inode.vfs_inode`.
+    pub proc_inode_vfs_inode: u32,
+    /// `proc_inode.pid`.
+    pub proc_inode_pid: u32,
+    /// `pid.numbers[0].nr`: the process id in the initial namespace.
+    pub pid_nr: u32,
 }
 
 impl KernelOffsets {
@@ -589,6 +599,10 @@ impl KernelOffsets {
             inode_i_mode: 0,
             iattr_ia_valid: 0,
             setattr_has_idmap: 0,
+            proc_dev: 0,
+            proc_inode_vfs_inode: 0,
+            proc_inode_pid: 0,
+            pid_nr: 0,
         }
     }
 }
@@ -656,7 +670,7 @@ const _: () = {
     assert!(core::mem::size_of::<CachedGrant>() == 16);
     assert!(core::mem::size_of::<NameGrantKey>() == 24 + NAME_LEN);
     assert!(core::mem::size_of::<AccessEvent>() == 104 + COMPONENT_LEN * MAX_COMPONENTS);
-    assert!(core::mem::size_of::<KernelOffsets>() == 88);
+    assert!(core::mem::size_of::<KernelOffsets>() == 104);
     assert!(core::mem::size_of::<Pending>() == 40);
     assert!(core::mem::size_of::<Verdict>() == 16);
     assert!(core::mem::size_of::<Twin>() == 16);

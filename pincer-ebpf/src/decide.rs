@@ -141,6 +141,9 @@ pub fn decide_unrestartable(agent: &Agent, access: Result<Access, Failure>) -> i
 /// mode); `why` is the event flag that says why.
 #[inline(always)]
 pub fn refuse(agent: &Agent, access: Result<Access, Failure>, why: u32) -> i32 {
+    if why == event_flags::GUARD && agent.mode != mode::AUDIT {
+        count(counter::GUARDED);
+    }
     let (identified, access) = match access {
         Ok(access) => (true, access),
         Err(_) => (false, Access::unidentified()),

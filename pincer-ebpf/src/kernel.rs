@@ -107,3 +107,16 @@ pub fn task_cgroup_id(off: &KernelOffsets, task: *const u8) -> Result<u64, ReadF
     let kn: *const u8 = read(cgroup, off.cgroup_kn)?;
     read(kn, off.kernfs_node_id)
 }
+
+/// The process id (in the initial namespace) a `/proc/<pid>/...` inode
+/// belongs to, zero for other `/proc` inodes. Only for inodes of procfs,
+/// whose inodes are embedded in a `struct proc_inode`.
+#[inline(always)]
+pub fn proc_pid(off: &KernelOffsets, inode: *const u8) -> Result<u32, ReadFailed> {
+    let proc_inode = inode.wrapping_sub(off.proc_inode_vfs_inode as usize);
+    let pid: *const u8 = read(proc_inode, off.proc_inode_pid)?;
+    if pid.is_null() {
+        return Ok(0);
+    }
+    read(pid, off.pid_nr)
+}

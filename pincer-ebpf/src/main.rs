@@ -4,10 +4,12 @@
 //! current cgroup up in [`maps::AGENTS`]: a task outside every agent cgroup
 //! pays that one hash lookup and is let through. For an agent, the object is
 //! identified by (device, inode) and checked against the agent's grants
-//! ([`decide`]); what is not granted is denied with `EACCES` (enforce mode) or
-//! allowed and reported (audit mode). Every decision that userspace must see is
-//! sent on the [`maps::EVENTS`] ring buffer; a full ring buffer never changes a
-//! decision, it is only counted.
+//! ([`decide`]); what is not granted is denied with `EACCES` (enforce mode),
+//! allowed and reported (audit mode) or parked for the twin (ask mode). The
+//! self-protection hooks ([`guard`]) refuse with `EPERM` whatever the grants.
+//! Every decision that userspace must see is sent on the [`maps::EVENTS`] ring
+//! buffer; a full ring buffer never turns a denial into an allow, it is
+//! counted (and a request that cannot be sent is denied).
 #![cfg_attr(target_arch = "bpf", no_std)]
 #![cfg_attr(target_arch = "bpf", no_main)]
 // For the one atomic instruction in `maps::bump_epoch`.
@@ -34,8 +36,12 @@ use crate::decide::{Access, decide};
 /// | agent                 | yes                           | allow      | allow          |
 /// | agent                 | no                            | `EACCES`   | allow + report |
 ///
-/// Opened for exec needs `exec` only (the kernel's read for exec is part of
-/// it); otherwise read and/or write as the open mode says. The open that has
+/// `/proc/<pid>` entries of pincer's own processes are refused whatever the
+/// grants (the `/proc` baseline grants reads there).
+///
+/// Opened for exec (`__FMODE_EXEC` in `f_flags`: `execve`, `execveat`, a
+/// memfd, an interpreter) needs `exec` only, the kernel's read for exec being
+/// part of it; otherwise read and/or write as the open mode says. The open that has
 /// just created its file needs nothing more: `inode_create` decided the
 /// creation, and a new empty file holds nothing to protect.
 #[lsm(hook = "file_open")]
@@ -65,7 +71,25 @@ pub fn file_open(ctx: LsmContext) -> i32 {
             exists: true,
         })
     });
+    if matches!(&access, Ok(a) if a.dev == u64::from(kernel::off().proc_dev)) && guarded_proc(file)
+    {
+        return decide::refuse(&agent, access, event_flags::GUARD);
+    }
     decide(&agent, access)
+}
+
+/// Whether an open file is a `/proc/<pid>` entry of one of pincer's guarded
+/// processes (unreadable counts as guarded).
+#[inline(always)]
+fn guarded_proc(file: *const u8) -> bool {
+    let off = kernel::off();
+    let pid = kernel::read::<*const u8>(file, off.file_f_inode)
+        .and_then(|inode| kernel::proc_pid(off, inode));
+    match pid {
+        Ok(0) => false,
+        Ok(pid) => unsafe { maps::GUARDED.get(pid) }.is_some(),
+        Err(_) => true,
+    }
 }
 
 /// `security_inode_create(struct inode *dir, struct dentry *dentry, umode_t mode)`:

@@ -293,6 +293,7 @@ fn guard_reason(event: &AccessEvent) -> String {
             "tracing process {} outside the agent's cgroup (ptrace, or its /proc entries)",
             event.ino
         ),
+        hook::FILE_OPEN => "opening the /proc entries of pincer's processes".to_owned(),
         hook::BPF => "the bpf system call".to_owned(),
         hook::SB_MOUNT | hook::MOVE_MOUNT => "mounting".to_owned(),
         hook::SB_UMOUNT => "unmounting".to_owned(),
@@ -333,7 +334,7 @@ pub fn decision(event: &AccessEvent, mounts: &Mounts) -> Decision {
         ),
         _ => ("deny", deny_reason(event.flags, missing)),
     };
-    let path = if event.flags & event_flags::GUARD != 0 {
+    let path = if event.flags & event_flags::GUARD != 0 && event.hook != hook::FILE_OPEN {
         String::new()
     } else {
         event_path(event, mounts)

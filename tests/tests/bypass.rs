@@ -571,7 +571,7 @@ fn the_twin_s_proc_entries_are_closed_to_the_agent() {
     let m = full_tree(&s);
     // The shell's parent is `pincer run`, the twin.
     let script = format!(
-        "exec {0} read /proc/$PPID/environ , read /proc/$PPID/mem , read /proc/$PPID/fd/0 , read /proc/$PPID/status , read /proc/self/environ",
+        "exec {0} read /proc/$PPID/environ , read /proc/$PPID/mem , read /proc/$PPID/fd/0 , read /proc/$PPID/status , read /proc/$PPID/cmdline , read /proc/self/environ , read /proc/self/status",
         probe_bin().display()
     );
     let out = s.run(&m, &["sh", "-c", &script]);
@@ -579,17 +579,37 @@ fn the_twin_s_proc_entries_are_closed_to_the_agent() {
         .lines()
         .map(str::to_owned)
         .collect();
-    assert_eq!(lines.len(), 5, "{lines:?}");
-    assert_eq!(lines[..3], ["err 13", "err 13", "err 13"], "{lines:?}");
-    // What needs no ptrace access stays readable, and so does the agent's own.
-    assert!(lines[3].starts_with("ok read"), "{lines:?}");
-    assert!(lines[4].starts_with("ok read"), "{lines:?}");
-    let traced = s
+    assert_eq!(lines.len(), 7, "{lines:?}");
+    assert_eq!(lines[..5], ["err 13"; 5], "{lines:?}");
+    // The agent's own entries stay readable.
+    assert!(lines[5].starts_with("ok read"), "{lines:?}");
+    assert!(lines[6].starts_with("ok read"), "{lines:?}");
+    let denials: Vec<_> = s
         .decisions()
         .into_iter()
-        .filter(|d| d["hook"] == "ptrace_access_check" && d["verdict"] == "deny")
-        .count();
-    assert_eq!(traced, 3);
+        .filter(|d| d["verdict"] == "deny")
+        .collect();
+    assert_eq!(denials.len(), 5, "{denials:#?}");
+    for d in &denials {
+        let reason = d["reason"].as_str().unwrap();
+        assert!(reason.starts_with("pincer protects itself"), "{reason}");
+    }
+    // `fd/0` is a link the ptrace check guards while it is looked up; the
+    // other entries are refused when opened.
+    let hooks: Vec<&str> = denials
+        .iter()
+        .map(|d| d["hook"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        hooks,
+        [
+            "file_open",
+            "file_open",
+            "ptrace_access_check",
+            "file_open",
+            "file_open"
+        ]
+    );
 }
 
 #[test]
