@@ -126,6 +126,10 @@ pub mod hook {
     pub const SB_UMOUNT: u32 = 19;
     /// `security_task_alloc`: `clone3(CLONE_INTO_CGROUP)`.
     pub const TASK_ALLOC: u32 = 20;
+    /// `security_inode_set_acl` (6.2 and later): a POSIX ACL is set.
+    pub const INODE_SET_ACL: u32 = 21;
+    /// `security_inode_remove_acl` (6.2 and later): a POSIX ACL is removed.
+    pub const INODE_REMOVE_ACL: u32 = 22;
 }
 
 /// Errno of the self-protection hooks (`kill`, `ptrace`, `bpf`, `mount`,
@@ -297,6 +301,10 @@ pub mod names {
         ("sb_umount", 2),
         ("task_alloc", 2),
     ];
+
+    /// Programs attached only when the kernel has their hook: since 6.2,
+    /// POSIX ACLs are set through these instead of `inode_setxattr`.
+    pub const OPTIONAL_HOOKS: [(&str, usize); 2] = [("inode_set_acl", 4), ("inode_remove_acl", 3)];
 }
 
 /// Longest path component copied into an event (with its NUL).

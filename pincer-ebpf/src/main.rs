@@ -390,6 +390,40 @@ pub fn inode_removexattr(ctx: LsmContext) -> i32 {
     decide(&agent, access)
 }
 
+/// `security_inode_set_acl(idmap, struct dentry *dentry, acl_name, kacl)`
+/// (6.2 and later; before, ACLs are extended attributes): needs `setattr`.
+#[lsm(hook = "inode_set_acl")]
+pub fn inode_set_acl(ctx: LsmContext) -> i32 {
+    let previous: i32 = ctx.arg(4);
+    if previous != 0 {
+        return previous;
+    }
+    let Some(agent) = maps::current_agent() else {
+        return 0;
+    };
+    let dentry: *const u8 = ctx.arg(1);
+    let access = kernel::loaded()
+        .and_then(|()| existing(hook::INODE_SET_ACL, ops::SETATTR, dentry).map_err(Into::into));
+    decide(&agent, access)
+}
+
+/// `security_inode_remove_acl(idmap, struct dentry *dentry, acl_name)` (6.2
+/// and later): needs `setattr`.
+#[lsm(hook = "inode_remove_acl")]
+pub fn inode_remove_acl(ctx: LsmContext) -> i32 {
+    let previous: i32 = ctx.arg(3);
+    if previous != 0 {
+        return previous;
+    }
+    let Some(agent) = maps::current_agent() else {
+        return 0;
+    };
+    let dentry: *const u8 = ctx.arg(1);
+    let access = kernel::loaded()
+        .and_then(|()| existing(hook::INODE_REMOVE_ACL, ops::SETATTR, dentry).map_err(Into::into));
+    decide(&agent, access)
+}
+
 /// `security_file_receive(struct file *file)`: a descriptor arrives over a
 /// Unix socket (`SCM_RIGHTS`) or `pidfd_getfd`; needs what opening it would.
 /// The message is already consumed when the hook runs, so the syscall cannot

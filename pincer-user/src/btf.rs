@@ -101,6 +101,13 @@ impl KernelBtf {
     }
 }
 
+impl KernelBtf {
+    /// Whether the kernel has an LSM hook.
+    pub fn has_hook(&self, hook: &str) -> bool {
+        Resolver { btf: &self.btf }.hook_params(hook).is_ok()
+    }
+}
+
 /// Reads the offsets the programs need from a BTF file.
 pub fn kernel_offsets(path: &Path) -> Result<KernelOffsets, BtfError> {
     KernelBtf::open(path)?.offsets()

@@ -281,6 +281,8 @@ fn hook_name(hook: u32) -> &'static str {
         hook::MOVE_MOUNT => "move_mount",
         hook::SB_UMOUNT => "sb_umount",
         hook::TASK_ALLOC => "task_alloc",
+        hook::INODE_SET_ACL => "inode_set_acl",
+        hook::INODE_REMOVE_ACL => "inode_remove_acl",
         _ => "unknown",
     }
 }
@@ -515,7 +517,8 @@ mod tests {
 
     #[test]
     fn every_hook_has_a_name() {
-        for (name, _) in pincer_common::names::HOOKS {
+        let hooks = pincer_common::names::HOOKS.into_iter();
+        for (name, _) in hooks.chain(pincer_common::names::OPTIONAL_HOOKS) {
             let id = (1..=32).find(|&id| hook_name(id) == name);
             assert!(id.is_some(), "no hook id is named {name}");
         }

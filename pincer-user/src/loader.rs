@@ -82,6 +82,11 @@ impl Enforcer {
         vmlinux
             .check_hooks(&names::HOOKS)
             .map_err(LoadError::Offsets)?;
+        let optional: Vec<(&str, usize)> = names::OPTIONAL_HOOKS
+            .into_iter()
+            .filter(|(hook, _)| vmlinux.has_hook(hook))
+            .collect();
+        vmlinux.check_hooks(&optional).map_err(LoadError::Offsets)?;
         drop(vmlinux);
         tracing::debug!(elapsed = ?started.elapsed(), "read kernel BTF");
         let mut ebpf = EbpfLoader::new()
@@ -90,7 +95,7 @@ impl Enforcer {
             .load(OBJECT)
             .map_err(LoadError::Object)?;
         let kernel_btf = aya::Btf::from_sys_fs().map_err(LoadError::Btf)?;
-        for (hook, _) in names::HOOKS {
+        for (hook, _) in names::HOOKS.into_iter().chain(optional) {
             let name = hook;
             let program: &mut Lsm = ebpf
                 .program_mut(name)

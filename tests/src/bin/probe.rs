@@ -22,6 +22,7 @@
 //! ftruncate FD LEN           ftruncate(2) of an inherited descriptor
 //! chmod PATH OCTAL | chown PATH UID GID
 //! setxattr PATH NAME VALUE | removexattr PATH NAME
+//! setfacl PATH               set a minimal POSIX access ACL (mode 644)
 //! opath-reopen PATH          open(O_PATH), then open /proc/self/fd/N for reading
 //! exec PATH                  fork, execve(PATH sleep 0), wait
 //! exec-memfd PATH            copy PATH into a memfd, fork, execveat(AT_EMPTY_PATH)
@@ -180,6 +181,29 @@ fn run(op: &[OsString]) -> Option<Outcome> {
             unsafe { libc::removexattr(c(&arg(1)).as_ptr(), c(&arg(2)).as_ptr()) },
             "removed",
         ),
+        b"setfacl" => {
+            // A minimal access ACL (owner rw, group r, other r), as
+            // `setfacl` writes it: version 2, then (tag, perm, id) entries.
+            let mut acl = 2u32.to_le_bytes().to_vec();
+            for (tag, perm) in [(0x01u16, 6u16), (0x04, 4), (0x20, 4)] {
+                acl.extend_from_slice(&tag.to_le_bytes());
+                acl.extend_from_slice(&perm.to_le_bytes());
+                acl.extend_from_slice(&u32::MAX.to_le_bytes());
+            }
+            let name = c(OsStr::new("system.posix_acl_access"));
+            done(
+                unsafe {
+                    libc::setxattr(
+                        c(&arg(1)).as_ptr(),
+                        name.as_ptr(),
+                        acl.as_ptr().cast(),
+                        acl.len(),
+                        0,
+                    )
+                },
+                "set",
+            )
+        }
         b"opath-reopen" => opath_reopen(&arg(1)),
         b"exec" => exec(&arg(1)),
         b"exec-memfd" => exec_memfd(&arg(1)),
