@@ -261,6 +261,8 @@ pub mod names {
     pub const REQUEST_IDS: &str = "PINCER_REQIDS";
     /// Per-CPU scratch space for keys too large for the BPF stack.
     pub const SCRATCH: &str = "PINCER_SCRATCH";
+    /// Per-CPU room for the path components of one event.
+    pub const PATHS: &str = "PINCER_PATHS";
     /// Process id → non-zero: pincer's own processes (twin, watchdog),
     /// which agents cannot signal or trace.
     pub const GUARDED: &str = "PINCER_GUARDED";

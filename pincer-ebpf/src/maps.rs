@@ -6,9 +6,9 @@ use aya_ebpf::{
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
 use pincer_common::{
-    Agent, CachedGrant, EVENTS_BYTES, GrantKey, GrantValue, MAX_AGENTS, MAX_CACHED_GRANTS,
-    MAX_GRANTS, MAX_GUARDED, MAX_NAME_GRANTS, MAX_PENDING, NameGrantKey, Pending, Twin, Verdict,
-    counter,
+    Agent, COMPONENT_LEN, CachedGrant, EVENTS_BYTES, GrantKey, GrantValue, MAX_AGENTS,
+    MAX_CACHED_GRANTS, MAX_COMPONENTS, MAX_GRANTS, MAX_GUARDED, MAX_NAME_GRANTS, MAX_PENDING,
+    NameGrantKey, Pending, Twin, Verdict, counter,
 };
 
 /// Agent cgroups: cgroup id → slot and mode.
@@ -61,6 +61,12 @@ pub static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::C
 /// next to everything else.
 #[map(name = "PINCER_SCRATCH")]
 pub static SCRATCH: PerCpuArray<NameGrantKey> = PerCpuArray::with_max_entries(1, 0);
+
+/// Room for the path components of one event, filled by the path walk's
+/// `bpf_loop` callback and copied into the event.
+#[map(name = "PINCER_PATHS")]
+pub static PATHS: PerCpuArray<[[u8; COMPONENT_LEN]; MAX_COMPONENTS]> =
+    PerCpuArray::with_max_entries(1, 0);
 
 /// Pincer's own processes by process id (see `pincer_common::names::GUARDED`).
 #[map(name = "PINCER_GUARDED")]

@@ -1,9 +1,10 @@
 //! Reporting a decision to userspace on the ring buffer.
 
 use aya_ebpf::{
+    cty::c_void,
     helpers::{
-        bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
-        bpf_probe_read_kernel_str_bytes,
+        bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_loop,
+        bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes,
     },
     maps::ring_buf::RingBufEntry,
 };
@@ -14,7 +15,7 @@ use pincer_common::{
 use crate::{
     decide::Access,
     kernel,
-    maps::{EVENTS, count},
+    maps::{EVENTS, PATHS, count},
 };
 
 /// What an event says beyond the access itself.
@@ -96,48 +97,119 @@ pub fn mark_denied(entry: &mut Reserved, flag: u32) {
     }
 }
 
+/// The state of the path walk, shared with [`path_step`].
+#[repr(C)]
+struct PathWalk {
+    /// The dentry whose name comes next.
+    dentry: u64,
+    /// Inode of the object's parent (filled at the first step).
+    parent_ino: u64,
+    /// Bits of `event_flags` the walk found.
+    flags: u32,
+    /// Components copied so far.
+    depth: u32,
+    /// Whether the object exists (a new name has no inode of its own).
+    exists: u32,
+    /// Explicit padding.
+    _pad: u32,
+}
+
 /// Copies the path components of the object, leaf first, up to the root of
 /// its filesystem or [`MAX_COMPONENTS`].
+///
+/// The walk runs under `bpf_loop`, whose callback the verifier checks once:
+/// inlined, the loop was checked again for every path leading to a report,
+/// which was most of the programs' load time.
 #[inline(always)]
 fn fill_path(event: &mut AccessEvent, access: &Access) {
-    let off = kernel::off();
-    let Ok(mut dentry) = access.dentry() else {
+    let Ok(dentry) = access.dentry() else {
         event.flags |= event_flags::READ_FAILED;
         return;
     };
-    for i in 0..MAX_COMPONENTS {
-        let parent = match kernel::parent(off, dentry) {
-            Ok(Some(parent)) => parent,
-            Ok(None) => {
-                event.flags |= event_flags::ROOT_REACHED;
-                return;
-            }
-            Err(_) => {
-                event.flags |= event_flags::READ_FAILED;
-                return;
-            }
-        };
-        let Ok(name) = kernel::name(off, dentry) else {
-            event.flags |= event_flags::READ_FAILED;
-            return;
-        };
-        let slot = &mut event.components[i];
-        match unsafe { bpf_probe_read_kernel_str_bytes(name, slot) } {
-            Ok(bytes) if bytes.len() + 1 >= COMPONENT_LEN => {
-                event.flags |= event_flags::NAME_TRUNCATED;
-            }
-            Ok(_) => {}
-            Err(_) => {
-                slot[0] = 0;
-                event.flags |= event_flags::READ_FAILED;
-            }
-        }
-        event.depth = i as u32 + 1;
-        if i == 0 && access.exists {
-            event.parent_ino = kernel::dentry_ino(off, parent).unwrap_or(0);
-        }
-        dentry = parent;
+    let mut walk = PathWalk {
+        dentry: dentry as u64,
+        parent_ino: 0,
+        flags: 0,
+        depth: 0,
+        exists: u32::from(access.exists),
+        _pad: 0,
+    };
+    let ran = unsafe {
+        bpf_loop(
+            MAX_COMPONENTS as u32,
+            path_step as *mut c_void,
+            (&raw mut walk).cast(),
+            0,
+        )
+    };
+    let Some(paths) = PATHS.get_ptr(0) else {
+        event.flags |= event_flags::READ_FAILED;
+        return;
+    };
+    let components = unsafe {
+        core::slice::from_raw_parts_mut(
+            event.components.as_mut_ptr().cast::<u8>(),
+            COMPONENT_LEN * MAX_COMPONENTS,
+        )
+    };
+    if ran < 0 || unsafe { bpf_probe_read_kernel_buf(paths.cast::<u8>(), components) }.is_err() {
+        event.flags |= event_flags::READ_FAILED;
+        return;
     }
+    event.flags |= walk.flags;
+    event.depth = walk.depth.min(MAX_COMPONENTS as u32);
+    event.parent_ino = walk.parent_ino;
+}
+
+/// One step of the path walk: copies the name of `walk.dentry` into the
+/// per-CPU path buffer and moves to its parent. Returns 1 to stop.
+extern "C" fn path_step(index: u64, ctx: *mut c_void) -> i64 {
+    // SAFETY: `ctx` is the `PathWalk` on the caller's stack, for the
+    // duration of `bpf_loop`.
+    let walk = unsafe { &mut *ctx.cast::<PathWalk>() };
+    let i = index as usize;
+    let Some(paths) = PATHS.get_ptr_mut(0) else {
+        walk.flags |= event_flags::READ_FAILED;
+        return 1;
+    };
+    if i >= MAX_COMPONENTS {
+        return 1;
+    }
+    let off = kernel::off();
+    let dentry = walk.dentry as *const u8;
+    let parent = match kernel::parent(off, dentry) {
+        Ok(Some(parent)) => parent,
+        Ok(None) => {
+            walk.flags |= event_flags::ROOT_REACHED;
+            return 1;
+        }
+        Err(_) => {
+            walk.flags |= event_flags::READ_FAILED;
+            return 1;
+        }
+    };
+    let Ok(name) = kernel::name(off, dentry) else {
+        walk.flags |= event_flags::READ_FAILED;
+        return 1;
+    };
+    // SAFETY: a per-CPU buffer, used by one program at a time on this CPU.
+    let slot = unsafe { &mut (*paths)[i] };
+    match unsafe { bpf_probe_read_kernel_str_bytes(name, slot) } {
+        Ok(bytes) if bytes.len() + 1 >= COMPONENT_LEN => {
+            walk.flags |= event_flags::NAME_TRUNCATED;
+        }
+        Ok(_) => {}
+        Err(_) => {
+            slot[0] = 0;
+            walk.flags |= event_flags::READ_FAILED;
+        }
+    }
+    walk.depth = index as u32 + 1;
+    if i == 0 && walk.exists != 0 {
+        walk.parent_ino = kernel::dentry_ino(off, parent).unwrap_or(0);
+    }
+    walk.dentry = parent as u64;
+    0
 }
 
 /// Sends the event of a self-protection refusal: no object path, the target

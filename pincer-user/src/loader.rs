@@ -58,6 +58,45 @@ pub enum LoadError {
     },
 }
 
+/// Loads (verifies) the programs on a few threads: the kernel verifies
+/// programs of a privileged loader concurrently, and verification is most
+/// of the start-up time. The threads end before this returns, so the process
+/// is single-threaded again when `pincer run` forks its watchdog.
+fn load_in_parallel(
+    programs: &mut [(&'static str, &mut Lsm)],
+    btf: &aya::Btf,
+) -> Result<(), LoadError> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4);
+    // A shared queue rather than fixed shares: a few programs (the two-ended
+    // `inode_link` and `inode_rename`) take much longer than the rest.
+    let queue = std::sync::Mutex::new(programs.iter_mut());
+    std::thread::scope(|scope| {
+        let jobs: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    loop {
+                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                        let Some((hook, program)) = next else {
+                            return Ok(());
+                        };
+                        let hook = *hook;
+                        let started = std::time::Instant::now();
+                        program
+                            .load(hook, btf)
+                            .map_err(|source| LoadError::Program { hook, source })?;
+                        tracing::trace!(hook, elapsed = ?started.elapsed(), "program verified");
+                    }
+                })
+            })
+            .collect();
+        // The scope joins any thread left after the first error.
+        jobs.into_iter()
+            .try_for_each(|job| job.join().expect("a loader thread panicked"))
+    })
+}
+
 /// The loaded, attached programs and their maps.
 pub struct Enforcer {
     ebpf: Ebpf,
@@ -95,23 +134,38 @@ impl Enforcer {
             .load(OBJECT)
             .map_err(LoadError::Object)?;
         let kernel_btf = aya::Btf::from_sys_fs().map_err(LoadError::Btf)?;
-        for (hook, _) in names::HOOKS.into_iter().chain(optional) {
-            let name = hook;
-            let program: &mut Lsm = ebpf
-                .program_mut(name)
-                .ok_or(LoadError::MissingProgram(name))?
+        let hooks: Vec<&'static str> = names::HOOKS
+            .into_iter()
+            .chain(optional)
+            .map(|(hook, _)| hook)
+            .collect();
+        let mut programs: Vec<(&'static str, &mut Lsm)> = Vec::with_capacity(hooks.len());
+        for (name, program) in ebpf.programs_mut() {
+            // Programs are named after their hooks.
+            let Some(&hook) = hooks.iter().find(|&&hook| hook == name) else {
+                continue;
+            };
+            let program: &mut Lsm = program
                 .try_into()
                 .map_err(|source| LoadError::Program { hook, source })?;
-            let step = std::time::Instant::now();
-            program
-                .load(hook, &kernel_btf)
-                .map_err(|source| LoadError::Program { hook, source })?;
-            let loaded = step.elapsed();
+            programs.push((hook, program));
+        }
+        if let Some(&missing) = hooks
+            .iter()
+            .find(|&&hook| !programs.iter().any(|(h, _)| *h == hook))
+        {
+            return Err(LoadError::MissingProgram(missing));
+        }
+        load_in_parallel(&mut programs, &kernel_btf)?;
+        tracing::debug!(elapsed = ?started.elapsed(), "programs verified");
+        // Attaching takes the kernel's trampoline locks one hook at a time.
+        for (hook, program) in &mut programs {
+            let hook = *hook;
             program
                 .attach()
                 .map_err(|source| LoadError::Program { hook, source })?;
-            tracing::trace!(hook, ?loaded, attached = ?step.elapsed() - loaded, "program");
         }
+        drop(programs);
         tracing::debug!(elapsed = ?started.elapsed(), "programs loaded and attached");
         Ok(Self { ebpf })
     }
