@@ -219,6 +219,45 @@ pub fn pincer_kernel_objects() -> Vec<String> {
     found
 }
 
+/// Waits until every pincer process is gone (the watchdog detaches the
+/// programs after `pincer run` exits), then until the kernel holds no pincer
+/// program or map; returns what is left after the deadlines.
+///
+/// The kernel's object lists are read only once no pincer process is left,
+/// and then once a second: iterating them while the last descriptors are
+/// being closed coincided with soft lockups of the 6.1 guest.
+pub fn leftovers_after_exit() -> Vec<String> {
+    let gone = wait_for(Duration::from_secs(120), || pincer_processes().is_empty());
+    if !gone {
+        return pincer_processes()
+            .into_iter()
+            .map(|pid| format!("process {pid}"))
+            .collect();
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = pincer_kernel_objects();
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// Process ids of running `pincer` processes (the twin and its watchdog).
+pub fn pincer_processes() -> Vec<u32> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "pincer")
+        })
+        .collect()
+}
+
 /// Waits until `check` holds, up to `limit`; returns whether it did.
 pub fn wait_for(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
     let start = Instant::now();

@@ -5,8 +5,8 @@
 use std::{fs, process::Command, time::Duration};
 
 use pincer_tests::{
-    EACCES, Reaped, Scratch, agent_cgroups, pincer_bin, pincer_kernel_objects, probe_bin,
-    tree_mission, wait_for,
+    EACCES, Reaped, Scratch, agent_cgroups, leftovers_after_exit, pincer_bin,
+    pincer_kernel_objects, probe_bin, tree_mission, wait_for,
 };
 
 #[test]
@@ -231,12 +231,7 @@ fn nothing_is_left_behind_after_exit() {
         Some(0)
     );
     assert_eq!(agent_cgroups(), Vec::<std::path::PathBuf>::new());
-    assert!(
-        wait_for(Duration::from_secs(60), || pincer_kernel_objects()
-            .is_empty()),
-        "left behind: {:?}",
-        pincer_kernel_objects()
-    );
+    assert_eq!(leftovers_after_exit(), Vec::<String>::new());
 }
 
 #[test]
@@ -265,12 +260,7 @@ fn nothing_is_left_behind_after_sigterm() {
     // The probe died of the forwarded SIGTERM: 128 + 15.
     assert_eq!(status.code(), Some(143));
     assert_eq!(agent_cgroups(), Vec::<std::path::PathBuf>::new());
-    assert!(
-        wait_for(Duration::from_secs(60), || pincer_kernel_objects()
-            .is_empty()),
-        "left behind: {:?}",
-        pincer_kernel_objects()
-    );
+    assert_eq!(leftovers_after_exit(), Vec::<String>::new());
 }
 
 #[test]

@@ -16,8 +16,8 @@ use nix::{
     unistd::Pid,
 };
 use pincer_tests::{
-    EACCES, Reaped, Scratch, agent_cgroups, answer, asking_mission, pending, pincer_bin,
-    pincer_kernel_objects, probe_bin, process_state, read_stdout, wait_for, wait_pending,
+    EACCES, Reaped, Scratch, agent_cgroups, answer, asking_mission, leftovers_after_exit, pending,
+    pincer_bin, probe_bin, process_state, read_stdout, wait_for, wait_pending,
 };
 
 fn spawn_agent(s: &Scratch, mission: &std::path::Path, script: &str) -> Reaped {
@@ -279,12 +279,7 @@ fn a_killed_twin_leaves_no_task_stopped() {
         wait_for(Duration::from_secs(20), || agent_cgroups().is_empty()),
         "the watchdog removes the cgroup"
     );
-    assert!(
-        wait_for(Duration::from_secs(60), || pincer_kernel_objects()
-            .is_empty()),
-        "left behind: {:?}",
-        pincer_kernel_objects()
-    );
+    assert_eq!(leftovers_after_exit(), Vec::<String>::new());
 }
 
 #[test]
