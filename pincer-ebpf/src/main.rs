@@ -23,7 +23,7 @@ mod park;
 mod report;
 
 use aya_ebpf::{EbpfContext, macros::lsm, programs::LsmContext};
-use pincer_common::{CLONE_INTO_CGROUP, attr, event_flags, file_type, fmode, hook, ops};
+use pincer_common::{Agent, CLONE_INTO_CGROUP, attr, event_flags, file_type, fmode, hook, ops};
 
 use crate::decide::{Access, decide};
 
@@ -46,31 +46,12 @@ use crate::decide::{Access, decide};
 /// creation, and a new empty file holds nothing to protect.
 #[lsm(hook = "file_open")]
 pub fn file_open(ctx: LsmContext) -> i32 {
-    // The phony last argument is the verdict of earlier LSMs.
-    let previous: i32 = ctx.arg(1);
-    if previous != 0 {
-        return previous;
-    }
-    let Some(agent) = maps::current_agent() else {
-        return 0;
+    let agent = match agent_unless(ctx.arg(1)) {
+        Ok(agent) => agent,
+        Err(verdict) => return verdict,
     };
     let file: *const u8 = ctx.arg(0);
-    let access = kernel::loaded().and_then(|()| {
-        let off = kernel::off();
-        let mode: u32 = kernel::read(file, off.file_f_mode)?;
-        let flags: u32 = kernel::read(file, off.file_f_flags)?;
-        let inode: *const u8 = kernel::read(file, off.file_f_inode)?;
-        let (dev, ino) = kernel::identity(off, inode)?;
-        Ok(Access {
-            hook: hook::FILE_OPEN,
-            ops: ops_for_open(mode, flags),
-            dev,
-            ino,
-            dentry: core::ptr::null(),
-            file,
-            exists: true,
-        })
-    });
+    let access = opened(hook::FILE_OPEN, file, ops_for_open);
     if matches!(&access, Ok(a) if a.dev == u64::from(kernel::off().proc_dev)) && guarded_proc(file)
     {
         return decide::refuse(&agent, access, event_flags::GUARD);
@@ -102,29 +83,16 @@ fn guarded_proc(file: *const u8) -> bool {
 /// | agent                 | no                                            | `EACCES` | allow + report |
 #[lsm(hook = "inode_create")]
 pub fn inode_create(ctx: LsmContext) -> i32 {
-    let previous: i32 = ctx.arg(3);
-    if previous != 0 {
-        return previous;
+    match agent_unless(ctx.arg(3)) {
+        Ok(agent) => decide_new_name(
+            &agent,
+            hook::INODE_CREATE,
+            ops::CREATE,
+            ctx.arg(0),
+            ctx.arg(1),
+        ),
+        Err(verdict) => verdict,
     }
-    let Some(agent) = maps::current_agent() else {
-        return 0;
-    };
-    let dir: *const u8 = ctx.arg(0);
-    let dentry: *const u8 = ctx.arg(1);
-    let access = kernel::loaded().and_then(|()| {
-        let off = kernel::off();
-        let (dev, ino) = kernel::identity(off, dir)?;
-        Ok(Access {
-            hook: hook::INODE_CREATE,
-            ops: ops::CREATE,
-            dev,
-            ino,
-            dentry,
-            file: core::ptr::null(),
-            exists: false,
-        })
-    });
-    decide(&agent, access)
 }
 
 /// `security_inode_unlink(struct inode *dir, struct dentry *dentry)`: a name
@@ -146,51 +114,36 @@ pub fn inode_unlink(ctx: LsmContext) -> i32 {
     if shared {
         maps::bump_epoch();
     }
-    let previous: i32 = ctx.arg(2);
-    if previous != 0 {
-        return previous;
+    match agent_unless(ctx.arg(2)) {
+        Ok(agent) => decide_existing(&agent, hook::INODE_UNLINK, ops::DELETE, dentry),
+        Err(verdict) => verdict,
     }
-    let Some(agent) = maps::current_agent() else {
-        return 0;
-    };
-    let access = kernel::loaded()
-        .and_then(|()| existing(hook::INODE_UNLINK, ops::DELETE, dentry).map_err(Into::into));
-    decide(&agent, access)
 }
 
 /// `security_inode_rmdir(struct inode *dir, struct dentry *dentry)`: a
 /// directory is removed; needs `delete` on it.
 #[lsm(hook = "inode_rmdir")]
 pub fn inode_rmdir(ctx: LsmContext) -> i32 {
-    let previous: i32 = ctx.arg(2);
-    if previous != 0 {
-        return previous;
+    match agent_unless(ctx.arg(2)) {
+        Ok(agent) => decide_existing(&agent, hook::INODE_RMDIR, ops::DELETE, ctx.arg(1)),
+        Err(verdict) => verdict,
     }
-    let Some(agent) = maps::current_agent() else {
-        return 0;
-    };
-    let dentry: *const u8 = ctx.arg(1);
-    let access = kernel::loaded()
-        .and_then(|()| existing(hook::INODE_RMDIR, ops::DELETE, dentry).map_err(Into::into));
-    decide(&agent, access)
 }
 
 /// `security_inode_mkdir(struct inode *dir, struct dentry *dentry, umode_t mode)`:
 /// needs `mkdir` for the new name.
 #[lsm(hook = "inode_mkdir")]
 pub fn inode_mkdir(ctx: LsmContext) -> i32 {
-    let previous: i32 = ctx.arg(3);
-    if previous != 0 {
-        return previous;
+    match agent_unless(ctx.arg(3)) {
+        Ok(agent) => decide_new_name(
+            &agent,
+            hook::INODE_MKDIR,
+            ops::MKDIR,
+            ctx.arg(0),
+            ctx.arg(1),
+        ),
+        Err(verdict) => verdict,
     }
-    let Some(agent) = maps::current_agent() else {
-        return 0;
-    };
-    let dir: *const u8 = ctx.arg(0);
-    let dentry: *const u8 = ctx.arg(1);
-    let access = kernel::loaded()
-        .and_then(|()| new_name(hook::INODE_MKDIR, ops::MKDIR, dir, dentry).map_err(Into::into));
-    decide(&agent, access)
 }
 
 /// `security_inode_mknod(struct inode *dir, struct dentry *dentry, umode_t mode, dev_t dev)`:
@@ -198,12 +151,9 @@ pub fn inode_mkdir(ctx: LsmContext) -> i32 {
 /// the grants, as it would open the raw device behind every grant.
 #[lsm(hook = "inode_mknod")]
 pub fn inode_mknod(ctx: LsmContext) -> i32 {
-    let previous: i32 = ctx.arg(4);
-    if previous != 0 {
-        return previous;
-    }
-    let Some(agent) = maps::current_agent() else {
-        return 0;
+    let agent = match agent_unless(ctx.arg(4)) {
+        Ok(agent) => agent,
+        Err(verdict) => return verdict,
     };
     let dir: *const u8 = ctx.arg(0);
     let dentry: *const u8 = ctx.arg(1);
@@ -222,18 +172,16 @@ pub fn inode_mknod(ctx: LsmContext) -> i32 {
 /// following it later is decided on the object it reaches.
 #[lsm(hook = "inode_symlink")]
 pub fn inode_symlink(ctx: LsmContext) -> i32 {
-    let previous: i32 = ctx.arg(3);
-    if previous != 0 {
-        return previous;
+    match agent_unless(ctx.arg(3)) {
+        Ok(agent) => decide_new_name(
+            &agent,
+            hook::INODE_SYMLINK,
+            ops::CREATE,
+            ctx.arg(0),
+            ctx.arg(1),
+        ),
+        Err(verdict) => verdict,
     }
-    let Some(agent) = maps::current_agent() else {
-        return 0;
-    };
-    let dir: *const u8 = ctx.arg(0);
-    let dentry: *const u8 = ctx.arg(1);
-    let access = kernel::loaded()
-        .and_then(|()| new_name(hook::INODE_SYMLINK, ops::CREATE, dir, dentry).map_err(Into::into));
-    decide(&agent, access)
 }
 
 /// `security_inode_link(struct dentry *old_dentry, struct inode *dir, struct dentry *new_dentry)`:
@@ -243,12 +191,9 @@ pub fn inode_symlink(ctx: LsmContext) -> i32 {
 #[lsm(hook = "inode_link")]
 pub fn inode_link(ctx: LsmContext) -> i32 {
     maps::bump_epoch();
-    let previous: i32 = ctx.arg(3);
-    if previous != 0 {
-        return previous;
-    }
-    let Some(agent) = maps::current_agent() else {
-        return 0;
+    let agent = match agent_unless(ctx.arg(3)) {
+        Ok(agent) => agent,
+        Err(verdict) => return verdict,
     };
     let old_dentry: *const u8 = ctx.arg(0);
     let dir: *const u8 = ctx.arg(1);
@@ -271,12 +216,9 @@ pub fn inode_link(ctx: LsmContext) -> i32 {
 #[lsm(hook = "inode_rename")]
 pub fn inode_rename(ctx: LsmContext) -> i32 {
     maps::bump_epoch();
-    let previous: i32 = ctx.arg(4);
-    if previous != 0 {
-        return previous;
-    }
-    let Some(agent) = maps::current_agent() else {
-        return 0;
+    let agent = match agent_unless(ctx.arg(4)) {
+        Ok(agent) => agent,
+        Err(verdict) => return verdict,
     };
     let old_dentry: *const u8 = ctx.arg(1);
     let new_dir: *const u8 = ctx.arg(2);
@@ -360,68 +302,40 @@ pub fn inode_setattr(ctx: LsmContext) -> i32 {
 /// needs `setattr`.
 #[lsm(hook = "inode_setxattr")]
 pub fn inode_setxattr(ctx: LsmContext) -> i32 {
-    let previous: i32 = ctx.arg(6);
-    if previous != 0 {
-        return previous;
+    match agent_unless(ctx.arg(6)) {
+        Ok(agent) => decide_existing(&agent, hook::INODE_SETXATTR, ops::SETATTR, ctx.arg(1)),
+        Err(verdict) => verdict,
     }
-    let Some(agent) = maps::current_agent() else {
-        return 0;
-    };
-    let dentry: *const u8 = ctx.arg(1);
-    let access = kernel::loaded()
-        .and_then(|()| existing(hook::INODE_SETXATTR, ops::SETATTR, dentry).map_err(Into::into));
-    decide(&agent, access)
 }
 
 /// `security_inode_removexattr(idmap, struct dentry *dentry, name)`: needs
 /// `setattr`.
 #[lsm(hook = "inode_removexattr")]
 pub fn inode_removexattr(ctx: LsmContext) -> i32 {
-    let previous: i32 = ctx.arg(3);
-    if previous != 0 {
-        return previous;
+    match agent_unless(ctx.arg(3)) {
+        Ok(agent) => decide_existing(&agent, hook::INODE_REMOVEXATTR, ops::SETATTR, ctx.arg(1)),
+        Err(verdict) => verdict,
     }
-    let Some(agent) = maps::current_agent() else {
-        return 0;
-    };
-    let dentry: *const u8 = ctx.arg(1);
-    let access = kernel::loaded()
-        .and_then(|()| existing(hook::INODE_REMOVEXATTR, ops::SETATTR, dentry).map_err(Into::into));
-    decide(&agent, access)
 }
 
 /// `security_inode_set_acl(idmap, struct dentry *dentry, acl_name, kacl)`
 /// (6.2 and later; before, ACLs are extended attributes): needs `setattr`.
 #[lsm(hook = "inode_set_acl")]
 pub fn inode_set_acl(ctx: LsmContext) -> i32 {
-    let previous: i32 = ctx.arg(4);
-    if previous != 0 {
-        return previous;
+    match agent_unless(ctx.arg(4)) {
+        Ok(agent) => decide_existing(&agent, hook::INODE_SET_ACL, ops::SETATTR, ctx.arg(1)),
+        Err(verdict) => verdict,
     }
-    let Some(agent) = maps::current_agent() else {
-        return 0;
-    };
-    let dentry: *const u8 = ctx.arg(1);
-    let access = kernel::loaded()
-        .and_then(|()| existing(hook::INODE_SET_ACL, ops::SETATTR, dentry).map_err(Into::into));
-    decide(&agent, access)
 }
 
 /// `security_inode_remove_acl(idmap, struct dentry *dentry, acl_name)` (6.2
 /// and later): needs `setattr`.
 #[lsm(hook = "inode_remove_acl")]
 pub fn inode_remove_acl(ctx: LsmContext) -> i32 {
-    let previous: i32 = ctx.arg(3);
-    if previous != 0 {
-        return previous;
+    match agent_unless(ctx.arg(3)) {
+        Ok(agent) => decide_existing(&agent, hook::INODE_REMOVE_ACL, ops::SETATTR, ctx.arg(1)),
+        Err(verdict) => verdict,
     }
-    let Some(agent) = maps::current_agent() else {
-        return 0;
-    };
-    let dentry: *const u8 = ctx.arg(1);
-    let access = kernel::loaded()
-        .and_then(|()| existing(hook::INODE_REMOVE_ACL, ops::SETATTR, dentry).map_err(Into::into));
-    decide(&agent, access)
 }
 
 /// `security_file_receive(struct file *file)`: a descriptor arrives over a
@@ -431,29 +345,11 @@ pub fn inode_remove_acl(ctx: LsmContext) -> i32 {
 /// `MSG_CTRUNC`, `pidfd_getfd` fails with `EACCES`), never parked.
 #[lsm(hook = "file_receive")]
 pub fn file_receive(ctx: LsmContext) -> i32 {
-    let previous: i32 = ctx.arg(1);
-    if previous != 0 {
-        return previous;
-    }
-    let Some(agent) = maps::current_agent() else {
-        return 0;
+    let agent = match agent_unless(ctx.arg(1)) {
+        Ok(agent) => agent,
+        Err(verdict) => return verdict,
     };
-    let file: *const u8 = ctx.arg(0);
-    let access = kernel::loaded().and_then(|()| {
-        let off = kernel::off();
-        let mode: u32 = kernel::read(file, off.file_f_mode)?;
-        let inode: *const u8 = kernel::read(file, off.file_f_inode)?;
-        let (dev, ino) = kernel::identity(off, inode)?;
-        Ok(Access {
-            hook: hook::FILE_RECEIVE,
-            ops: ops_for_mode(mode),
-            dev,
-            ino,
-            dentry: core::ptr::null(),
-            file,
-            exists: true,
-        })
-    });
+    let access = opened(hook::FILE_RECEIVE, ctx.arg(0), |mode, _| ops_for_mode(mode));
     decide::decide_unrestartable(&agent, access)
 }
 
@@ -461,12 +357,9 @@ pub fn file_receive(ctx: LsmContext) -> i32 {
 /// cannot signal pincer's own processes (probing with signal 0 is allowed).
 #[lsm(hook = "task_kill")]
 pub fn task_kill(ctx: LsmContext) -> i32 {
-    let previous: i32 = ctx.arg(4);
-    if previous != 0 {
-        return previous;
-    }
-    let Some(agent) = maps::current_agent() else {
-        return 0;
+    let agent = match agent_unless(ctx.arg(4)) {
+        Ok(agent) => agent,
+        Err(verdict) => return verdict,
     };
     let sig: u64 = ctx.arg(2);
     if sig as u32 == 0 {
@@ -490,12 +383,9 @@ pub fn task_kill(ctx: LsmContext) -> i32 {
 /// (pincer's twin included).
 #[lsm(hook = "ptrace_access_check")]
 pub fn ptrace_access_check(ctx: LsmContext) -> i32 {
-    let previous: i32 = ctx.arg(2);
-    if previous != 0 {
-        return previous;
-    }
-    let Some(agent) = maps::current_agent() else {
-        return 0;
+    let agent = match agent_unless(ctx.arg(2)) {
+        Ok(agent) => agent,
+        Err(verdict) => return verdict,
     };
     let child: *const u8 = ctx.arg(0);
     let own = unsafe { aya_ebpf::helpers::bpf_get_current_cgroup_id() };
@@ -528,13 +418,9 @@ pub fn bpf(_ctx: LsmContext) -> i32 {
 /// name; bind mounts in a new mount namespace included).
 #[lsm(hook = "sb_mount")]
 pub fn sb_mount(ctx: LsmContext) -> i32 {
-    let previous: i32 = ctx.arg(5);
-    if previous != 0 {
-        return previous;
-    }
-    match maps::current_agent() {
-        Some(agent) => guard::refuse(&agent, hook::SB_MOUNT, 0),
-        None => 0,
+    match agent_unless(ctx.arg(5)) {
+        Ok(agent) => guard::refuse(&agent, hook::SB_MOUNT, 0),
+        Err(verdict) => verdict,
     }
 }
 
@@ -542,13 +428,9 @@ pub fn sb_mount(ctx: LsmContext) -> i32 {
 /// step, refused like `mount(2)`.
 #[lsm(hook = "move_mount")]
 pub fn move_mount(ctx: LsmContext) -> i32 {
-    let previous: i32 = ctx.arg(2);
-    if previous != 0 {
-        return previous;
-    }
-    match maps::current_agent() {
-        Some(agent) => guard::refuse(&agent, hook::MOVE_MOUNT, 0),
-        None => 0,
+    match agent_unless(ctx.arg(2)) {
+        Ok(agent) => guard::refuse(&agent, hook::MOVE_MOUNT, 0),
+        Err(verdict) => verdict,
     }
 }
 
@@ -556,13 +438,9 @@ pub fn move_mount(ctx: LsmContext) -> i32 {
 /// what a mount hides).
 #[lsm(hook = "sb_umount")]
 pub fn sb_umount(ctx: LsmContext) -> i32 {
-    let previous: i32 = ctx.arg(2);
-    if previous != 0 {
-        return previous;
-    }
-    match maps::current_agent() {
-        Some(agent) => guard::refuse(&agent, hook::SB_UMOUNT, 0),
-        None => 0,
+    match agent_unless(ctx.arg(2)) {
+        Ok(agent) => guard::refuse(&agent, hook::SB_UMOUNT, 0),
+        Err(verdict) => verdict,
     }
 }
 
@@ -572,18 +450,62 @@ pub fn sb_umount(ctx: LsmContext) -> i32 {
 /// grant gives.)
 #[lsm(hook = "task_alloc")]
 pub fn task_alloc(ctx: LsmContext) -> i32 {
-    let previous: i32 = ctx.arg(2);
-    if previous != 0 {
-        return previous;
-    }
-    let Some(agent) = maps::current_agent() else {
-        return 0;
+    let agent = match agent_unless(ctx.arg(2)) {
+        Ok(agent) => agent,
+        Err(verdict) => return verdict,
     };
     let flags: u64 = ctx.arg(1);
     if flags & CLONE_INTO_CGROUP == 0 {
         return 0;
     }
     guard::refuse(&agent, hook::TASK_ALLOC, 0)
+}
+
+/// The agent to decide for, or the hook's answer without deciding: the
+/// refusal of an earlier program (`previous`, the hook's phony last
+/// argument), or 0 for a task in no agent cgroup.
+#[inline(always)]
+fn agent_unless(previous: i32) -> Result<Agent, i32> {
+    if previous != 0 {
+        return Err(previous);
+    }
+    maps::current_agent().ok_or(0)
+}
+
+/// Decides an access needing `ops` on the existing object of `dentry`.
+#[inline(always)]
+fn decide_existing(agent: &Agent, hook: u32, ops: u32, dentry: *const u8) -> i32 {
+    let access = kernel::loaded().and_then(|()| existing(hook, ops, dentry).map_err(Into::into));
+    decide(agent, access)
+}
+
+/// Decides an access needing `ops` to make the new name `dentry` in `dir`.
+#[inline(always)]
+fn decide_new_name(agent: &Agent, hook: u32, ops: u32, dir: *const u8, dentry: *const u8) -> i32 {
+    let access =
+        kernel::loaded().and_then(|()| new_name(hook, ops, dir, dentry).map_err(Into::into));
+    decide(agent, access)
+}
+
+/// An access to an open file, needing what `ops` makes of its `f_mode` and
+/// `f_flags`.
+#[inline(always)]
+fn opened(hook: u32, file: *const u8, ops: fn(u32, u32) -> u32) -> Result<Access, kernel::Failure> {
+    kernel::loaded()?;
+    let off = kernel::off();
+    let mode: u32 = kernel::read(file, off.file_f_mode)?;
+    let flags: u32 = kernel::read(file, off.file_f_flags)?;
+    let inode: *const u8 = kernel::read(file, off.file_f_inode)?;
+    let (dev, ino) = kernel::identity(off, inode)?;
+    Ok(Access {
+        hook,
+        ops: ops(mode, flags),
+        dev,
+        ino,
+        dentry: core::ptr::null(),
+        file,
+        exists: true,
+    })
 }
 
 /// Argument `N` of a hook, read with a load the compiler can neither drop nor

@@ -152,11 +152,7 @@ impl Scratch {
             }
             cmd.extend_from_slice(op);
         }
-        let out = self.run(mission, &cmd);
-        let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_owned)
-            .collect();
+        let lines = stdout_lines(&self.run(mission, &cmd));
         assert_eq!(lines.len(), ops.len(), "one line per operation: {lines:?}");
         lines
     }
@@ -174,6 +170,14 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.root);
     }
+}
+
+/// The lines a finished command printed on standard output.
+pub fn stdout_lines(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
 }
 
 /// A mission granting `ops` on a tree, with the runtime baseline.

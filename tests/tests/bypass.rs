@@ -18,7 +18,8 @@ use std::{
 
 use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
 use pincer_tests::{
-    EACCES, EPERM, Reaped, Scratch, asking_mission, pending, probe_bin, read_stdout, tree_mission,
+    EACCES, EPERM, Reaped, Scratch, asking_mission, pending, probe_bin, read_stdout, stdout_lines,
+    tree_mission,
 };
 
 const SECRET: &str = "TOP SECRET\n";
@@ -257,10 +258,7 @@ fn truncation_by_path_and_by_descriptor_is_refused() {
         });
     }
     let out = cmd.output().unwrap();
-    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let lines = stdout_lines(&out);
     assert_eq!(lines, ["err 13", "err 13", "ok truncated"]);
     secret_unchanged(&s);
     assert_eq!(fs::read_to_string(s.path("project/a.txt")).unwrap(), "al");
@@ -535,10 +533,7 @@ fn an_agent_cannot_signal_or_trace_pincer() {
             "bpf",
         ],
     );
-    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let lines = stdout_lines(&out);
     assert_eq!(lines.len(), 7, "{lines:?}");
     assert_eq!(
         lines[..4],
@@ -578,10 +573,7 @@ fn the_twin_s_proc_entries_are_closed_to_the_agent() {
         probe_bin().display()
     );
     let out = s.run(&m, &["sh", "-c", &script]);
-    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let lines = stdout_lines(&out);
     assert_eq!(lines.len(), 7, "{lines:?}");
     assert_eq!(lines[..5], ["err 13"; 5], "{lines:?}");
     // The agent's own entries stay readable.
