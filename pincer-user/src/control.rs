@@ -107,6 +107,41 @@ pub enum ControlRequest {
         #[serde(default)]
         reason: Option<String>,
     },
+    /// The daemon's state (`pincer status`; daemon only).
+    Status,
+    /// The confined agent cgroups (`pincer agents`; daemon only).
+    Agents,
+    /// The grants of one agent, or of all (`pincer grants`; daemon only).
+    Grants {
+        /// The agent's name.
+        #[serde(default)]
+        agent: Option<String>,
+    },
+    /// Confines a cgroup `pincer run` made, with a mission, for as long as
+    /// it lives (daemon only; answered once the cgroup is confined).
+    Register {
+        /// The cgroup, relative to the cgroup2 mount (`pincer/run-<pid>`).
+        cgroup: String,
+        /// The mission file (absolute).
+        mission: PathBuf,
+        /// `enforce`, `audit` or `ask`; the mission's own default otherwise.
+        #[serde(default)]
+        mode: Option<String>,
+    },
+    /// Releases a registered cgroup (daemon only).
+    Unregister {
+        /// The cgroup, as registered.
+        cgroup: String,
+    },
+    /// Withdraws the grants votes made for an agent, all of them or those
+    /// on one path (`pincer revoke`; daemon only). Mission grants stay.
+    Revoke {
+        /// The agent's name.
+        agent: String,
+        /// Only the grants on this path.
+        #[serde(default)]
+        path: Option<String>,
+    },
 }
 
 /// The twin's answer to one [`ControlRequest`].
@@ -118,6 +153,11 @@ pub enum ControlResponse {
     Pending {
         /// The requests.
         requests: Vec<PendingRequest>,
+    },
+    /// What a query asked for (`status`, `agents`, `grants`).
+    Info {
+        /// The answer, as the command documents it.
+        info: serde_json::Value,
     },
     /// The request was carried out.
     Ok {
@@ -238,6 +278,36 @@ pub trait ControlHandler: Send + Sync + 'static {
     /// Delivers a human's answer to request `id`. The error (for example, no
     /// such pending request) is shown to the human as is.
     fn answer(&self, id: u64, answer: HumanAnswer) -> Result<(), String>;
+
+    /// Answers the daemon's queries and commands (`status`, `agents`,
+    /// `grants`, `revoke`); `pincer run` has none of them.
+    fn query(&self, request: &ControlRequest) -> ControlResponse {
+        let _ = request;
+        ControlResponse::Error {
+            message: "this socket belongs to a `pincer run`, which answers only pending, \
+                      approve and deny; status, agents, grants and revoke need `pincer daemon`"
+                .into(),
+        }
+    }
+
+    /// Hands a command that changes the daemon's state (`register`,
+    /// `unregister`) to its event loop; the answer comes when it is done.
+    fn submit(
+        &self,
+        request: ControlRequest,
+        caller: u32,
+    ) -> Result<tokio::sync::oneshot::Receiver<ControlResponse>, ControlResponse> {
+        let _ = (request, caller);
+        Err(ControlResponse::Error {
+            message: "this socket belongs to a `pincer run`; register needs `pincer daemon`".into(),
+        })
+    }
+
+    /// Whether a caller in this cgroup v2 path is an agent, which may not
+    /// answer (by default: anything under `/pincer`).
+    fn is_agent_cgroup(&self, cgroup_path: &str) -> bool {
+        in_agent_cgroup(cgroup_path)
+    }
 }
 
 /// Finds the cgroup v2 path of a process, as `/proc/<pid>/cgroup` shows it.
@@ -543,7 +613,7 @@ async fn serve_connection(
     resolver: Arc<CgroupResolver>,
     server_euid: u32,
 ) {
-    let peer = check_connection(&stream, &*resolver, server_euid);
+    let peer = check_connection(&stream, &*resolver, server_euid, &*handler);
     if let Err(refusal) = &peer {
         tracing::warn!(%refusal, "control socket: refused a caller");
     }
@@ -577,7 +647,7 @@ async fn serve_connection(
                 ),
                 // An unterminated line is the last one: the peer has shut
                 // down its side.
-                Ok(peer) => (dispatch(&line, &*handler, *peer), terminated),
+                Ok(peer) => (dispatch(&line, &*handler, *peer).await, terminated),
             }
         };
         if let Err(error) = send(&mut writer, &response).await {
@@ -605,6 +675,7 @@ fn check_connection(
     stream: &UnixStream,
     resolver: &CgroupResolver,
     server_euid: u32,
+    handler: &dyn ControlHandler,
 ) -> Result<Peer, String> {
     let credentials = stream
         .peer_cred()
@@ -633,7 +704,7 @@ fn check_connection(
             Err(error) => return Err(format!("refused: cannot check the caller ({error})")),
         }
     }
-    check_cgroup(&cgroup)?;
+    check_cgroup(&cgroup, handler)?;
     Ok(Peer { pid, uid })
 }
 
@@ -649,8 +720,8 @@ fn check_uid(uid: u32, server_euid: u32) -> Result<(), String> {
 }
 
 /// No process of any agent may answer.
-fn check_cgroup(cgroup: &str) -> Result<(), String> {
-    if in_agent_cgroup(cgroup) {
+fn check_cgroup(cgroup: &str, handler: &dyn ControlHandler) -> Result<(), String> {
+    if handler.is_agent_cgroup(cgroup) {
         Err(format!(
             "refused: the caller runs in agent cgroup {cgroup}; an agent cannot answer its own requests"
         ))
@@ -713,7 +784,7 @@ fn is_alive(pidfd: &OwnedFd) -> io::Result<bool> {
 }
 
 /// Carries out one request line of an accepted peer.
-fn dispatch(line: &[u8], handler: &dyn ControlHandler, peer: Peer) -> ControlResponse {
+async fn dispatch(line: &[u8], handler: &dyn ControlHandler, peer: Peer) -> ControlResponse {
     let request = match serde_json::from_slice::<ControlRequest>(line) {
         Ok(request) => request,
         Err(error) => {
@@ -742,6 +813,32 @@ fn dispatch(line: &[u8], handler: &dyn ControlHandler, peer: Peer) -> ControlRes
             HumanAnswer::Deny(reason),
             format!("denied request {id}"),
         ),
+        command @ (ControlRequest::Register { .. } | ControlRequest::Unregister { .. }) => {
+            tracing::info!(
+                ?command,
+                pid = peer.pid,
+                uid = peer.uid,
+                "control socket: command"
+            );
+            return match handler.submit(command, peer.pid) {
+                Ok(answer) => answer.await.unwrap_or_else(|_| ControlResponse::Error {
+                    message: "the daemon is stopping".into(),
+                }),
+                Err(refusal) => refusal,
+            };
+        }
+        query @ (ControlRequest::Status
+        | ControlRequest::Agents
+        | ControlRequest::Grants { .. }
+        | ControlRequest::Revoke { .. }) => {
+            tracing::info!(
+                ?query,
+                pid = peer.pid,
+                uid = peer.uid,
+                "control socket: query"
+            );
+            return handler.query(&query);
+        }
     };
     tracing::info!(
         id,
@@ -1192,8 +1289,9 @@ mod tests {
             check_uid(1001, 0).unwrap_err(),
             "refused: the caller runs as uid 1001; only root and uid 0 may answer"
         );
-        assert!(check_cgroup("/user.slice").is_ok());
-        assert!(check_cgroup("/pincer/run-1").is_err());
+        let board = crate::voters::prompt::PromptBoard::new(None);
+        assert!(check_cgroup("/user.slice", &*board).is_ok());
+        assert!(check_cgroup("/pincer/run-1", &*board).is_err());
     }
 
     #[tokio::test]

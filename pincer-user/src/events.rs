@@ -259,7 +259,8 @@ pub fn created_name(event: &AccessEvent) -> Option<Vec<u8>> {
     Some(until_nul(&event.components[0]).to_vec())
 }
 
-fn hook_name(hook: u32) -> &'static str {
+/// The name of a hook number, as audit lines and metrics show it.
+pub fn hook_name(hook: u32) -> &'static str {
     match hook {
         hook::FILE_OPEN => "file_open",
         hook::INODE_CREATE => "inode_create",

@@ -1,17 +1,41 @@
 //! Loading the embedded BPF object, attaching its programs and writing its
 //! maps. One [`Enforcer`] owns the loaded object; dropping it detaches every
-//! program and frees the maps.
+//! program and frees the maps, unless they were pinned.
+//!
+//! # Pins
+//!
+//! `pincer daemon` pins what it loads, so enforcement outlives the process
+//! (a restart, a crash, an upgrade that is not yet finished):
+//!
+//! ```text
+//! <pin dir>/                      (default /sys/fs/bpf/pincer)
+//!   object-<hash>                 the object's identity: its hash names a second
+//!                                 pin of the PINCER_TWIN map
+//!   links/<hook>                  one LSM link per attached hook (file_open, ...)
+//!   maps/<MAP>                    every map (PINCER_AGENTS, PINCER_GRANTS, ...)
+//! ```
+//!
+//! A link pin keeps its program attached; a map pin keeps its contents. A
+//! daemon that starts finds the pins of the same object and reattaches to
+//! them ([`Enforcer::open_pinned`]) without a moment of unenforced access;
+//! pins of another build are replaced only after the new programs are
+//! attached. Removing the directory ([`unpin`]) detaches everything.
 
-use std::path::Path;
+use std::{
+    collections::HashMap as StdHashMap,
+    fs,
+    path::{Path, PathBuf},
+};
 
 use aya::{
     Ebpf, EbpfLoader,
-    maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
-    programs::Lsm,
+    maps::{Array, HashMap, Map, MapData, PerCpuArray, RingBuf},
+    programs::{Lsm, links::FdLink, links::PinnedLink, lsm::LsmLinkId},
 };
 use pincer_common::{
     Agent, GrantKey, GrantValue, NameGrantKey, Pending, Twin, Verdict, counter, names,
 };
+use sha2::Digest;
 
 use crate::{btf, mission::ResolvedGrants};
 
@@ -46,6 +70,14 @@ pub enum LoadError {
         /// The kernel's or aya's error.
         #[source]
         source: aya::programs::ProgramError,
+    },
+    /// Pinning, or opening pins, failed.
+    #[error("pins under {}: {message}", .path.display())]
+    Pins {
+        /// The file or directory.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
     },
     /// A map is missing or has the wrong type.
     #[error("failed to open map `{name}`")]
@@ -99,7 +131,13 @@ fn load_in_parallel(
 
 /// The loaded, attached programs and their maps.
 pub struct Enforcer {
-    ebpf: Ebpf,
+    /// Taken out of the object (or opened from pins), by name.
+    maps: StdHashMap<String, Map>,
+    /// The object, when this process loaded it: it owns the programs and
+    /// their links. `None` for an enforcer opened from pins.
+    ebpf: Option<Ebpf>,
+    /// The attached hooks and their links, until they are pinned.
+    links: Vec<(&'static str, LsmLinkId)>,
 }
 
 impl Enforcer {
@@ -159,19 +197,136 @@ impl Enforcer {
         load_in_parallel(&mut programs, &kernel_btf)?;
         tracing::debug!(elapsed = ?started.elapsed(), "programs verified");
         // Attaching takes the kernel's trampoline locks one hook at a time.
+        let mut links = Vec::with_capacity(programs.len());
         for (hook, program) in &mut programs {
             let hook = *hook;
-            program
+            let link = program
                 .attach()
                 .map_err(|source| LoadError::Program { hook, source })?;
+            links.push((hook, link));
         }
         drop(programs);
         tracing::debug!(elapsed = ?started.elapsed(), "programs loaded and attached");
-        Ok(Self { ebpf })
+        let names: Vec<String> = ebpf.maps().map(|(name, _)| name.to_owned()).collect();
+        let maps = names
+            .into_iter()
+            .filter_map(|name| ebpf.take_map(&name).map(|map| (name, map)))
+            .collect();
+        Ok(Self {
+            maps,
+            ebpf: Some(ebpf),
+            links,
+        })
     }
 
-    fn map_mut(&mut self, name: &'static str) -> Result<&mut aya::maps::Map, LoadError> {
-        self.ebpf.map_mut(name).ok_or_else(|| missing_map(name))
+    /// Pins every map and link under `dir` (see the module docs), which must
+    /// not exist yet and whose parent must be on a BPF file system. From
+    /// then on the programs stay attached when this process ends.
+    pub fn pin(&mut self, dir: &Path) -> Result<(), LoadError> {
+        let pins = |path: &Path, message: String| LoadError::Pins {
+            path: path.to_owned(),
+            message,
+        };
+        let Some(ebpf) = self.ebpf.as_mut() else {
+            return Err(pins(dir, "these programs are pinned already".into()));
+        };
+        let (maps_dir, links_dir) = (dir.join("maps"), dir.join("links"));
+        for sub in [dir, &maps_dir, &links_dir] {
+            fs::create_dir(sub).map_err(|e| pins(sub, format!("cannot create: {e}")))?;
+        }
+        // Only pincer's maps: the object's data sections (`.rodata`, ...)
+        // are the programs' own, and bpffs refuses names with a dot.
+        for (name, map) in self
+            .maps
+            .iter()
+            .filter(|(name, _)| name.starts_with("PINCER_"))
+        {
+            let path = maps_dir.join(name);
+            map.pin(&path)
+                .map_err(|e| pins(&path, format!("cannot pin map: {e}")))?;
+        }
+        let twin = self
+            .maps
+            .get(names::TWIN)
+            .ok_or_else(|| missing_map(names::TWIN))?;
+        let marker = dir.join(object_marker());
+        twin.pin(&marker)
+            .map_err(|e| pins(&marker, format!("cannot pin: {e}")))?;
+        for (hook, id) in std::mem::take(&mut self.links) {
+            let path = links_dir.join(hook);
+            let program: &mut Lsm = ebpf
+                .program_mut(hook)
+                .ok_or(LoadError::MissingProgram(hook))?
+                .try_into()
+                .map_err(|source| LoadError::Program { hook, source })?;
+            let link = program
+                .take_link(id)
+                .map_err(|source| LoadError::Program { hook, source })?;
+            FdLink::from(link)
+                .pin(&path)
+                .map_err(|e| pins(&path, format!("cannot pin link: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Opens the maps pinned under `dir` by a daemon that ran the same
+    /// object; its links keep the programs attached. Fails when the pins are
+    /// missing, incomplete or of another build of pincer.
+    pub fn open_pinned(dir: &Path) -> Result<Self, LoadError> {
+        let pins = |path: &Path, message: String| LoadError::Pins {
+            path: path.to_owned(),
+            message,
+        };
+        let marker = dir.join(object_marker());
+        if !marker.exists() {
+            return Err(pins(
+                dir,
+                format!("no pins of this build ({} is missing)", marker.display()),
+            ));
+        }
+        let links_dir = dir.join("links");
+        for (hook, _) in names::HOOKS {
+            let path = links_dir.join(hook);
+            PinnedLink::from_pin(&path).map_err(|e| pins(&path, format!("no link: {e}")))?;
+        }
+        let maps_dir = dir.join("maps");
+        let entries =
+            fs::read_dir(&maps_dir).map_err(|e| pins(&maps_dir, format!("cannot list: {e}")))?;
+        let mut maps = StdHashMap::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| pins(&maps_dir, format!("cannot list: {e}")))?;
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let map = MapData::from_pin(&path)
+                .and_then(Map::from_map_data)
+                .map_err(|e| pins(&path, format!("cannot open map: {e}")))?;
+            maps.insert(name, map);
+        }
+        for name in [
+            names::AGENTS,
+            names::GRANTS,
+            names::NAME_GRANTS,
+            names::EVENTS,
+            names::PENDING,
+            names::VERDICTS,
+            names::TWIN,
+            names::EPOCH,
+            names::COUNTERS,
+            names::GUARDED,
+        ] {
+            if !maps.contains_key(name) {
+                return Err(pins(&maps_dir.join(name), "missing map".into()));
+            }
+        }
+        Ok(Self {
+            maps,
+            ebpf: None,
+            links: Vec::new(),
+        })
+    }
+
+    fn map_mut(&mut self, name: &'static str) -> Result<&mut Map, LoadError> {
+        self.maps.get_mut(name).ok_or_else(|| missing_map(name))
     }
 
     fn hash_map<K: aya::Pod, V: aya::Pod>(
@@ -323,10 +478,55 @@ impl Enforcer {
         Ok(())
     }
 
+    /// The confined cgroups in the kernel, with their agent entries.
+    pub fn agents(&mut self) -> Result<Vec<(u64, Agent)>, LoadError> {
+        let map = self.hash_map::<u64, Agent>(names::AGENTS)?;
+        Ok(map.iter().filter_map(Result::ok).collect())
+    }
+
+    /// The parked requests in the kernel, by thread id.
+    pub fn pending(&mut self) -> Result<Vec<(u32, Pending)>, LoadError> {
+        let map = self.hash_map::<u32, Pending>(names::PENDING)?;
+        Ok(map.iter().filter_map(Result::ok).collect())
+    }
+
+    /// Forgets every guarded process (those of a previous daemon).
+    pub fn clear_guarded(&mut self) -> Result<(), LoadError> {
+        let mut map = self.hash_map::<u32, u32>(names::GUARDED)?;
+        let pids: Vec<u32> = map.keys().filter_map(Result::ok).collect();
+        for pid in pids {
+            let _ = map.remove(&pid);
+        }
+        Ok(())
+    }
+
+    /// Removes the grants of every slot not in `live` (left by agents a
+    /// previous daemon served).
+    pub fn retain_slots(&mut self, live: &std::collections::HashSet<u32>) -> Result<(), LoadError> {
+        let map = self.hash_map::<GrantKey, GrantValue>(names::GRANTS)?;
+        let mut stale: std::collections::HashSet<u32> = map
+            .keys()
+            .filter_map(Result::ok)
+            .map(|k| k.slot)
+            .filter(|slot| !live.contains(slot))
+            .collect();
+        let map = self.hash_map::<NameGrantKey, GrantValue>(names::NAME_GRANTS)?;
+        stale.extend(
+            map.keys()
+                .filter_map(Result::ok)
+                .map(|k| k.slot)
+                .filter(|slot| !live.contains(slot)),
+        );
+        for slot in stale {
+            self.remove_slot(slot)?;
+        }
+        Ok(())
+    }
+
     /// Takes the event ring buffer out of the object (once).
     pub fn take_events(&mut self) -> Result<RingBuf<MapData>, LoadError> {
         let name = names::EVENTS;
-        let map = self.ebpf.take_map(name).ok_or_else(|| missing_map(name))?;
+        let map = self.maps.remove(name).ok_or_else(|| missing_map(name))?;
         RingBuf::try_from(map).map_err(|source| LoadError::Map { name, source })
     }
 
@@ -344,6 +544,27 @@ impl Enforcer {
             *sum = values.iter().sum();
         }
         Ok(sums)
+    }
+}
+
+/// The pin that says which object the pins belong to: a hash of the
+/// embedded object, so a daemon of another build never reuses maps whose
+/// layout it does not know.
+fn object_marker() -> String {
+    let digest = sha2::Sha256::digest(OBJECT);
+    format!("object-{}", hex::encode(&digest[..8]))
+}
+
+/// Removes the pins under `dir`: the programs they kept attached are
+/// detached as soon as no process holds them. A missing directory is fine.
+pub fn unpin(dir: &Path) -> Result<(), LoadError> {
+    match fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(LoadError::Pins {
+            path: dir.to_owned(),
+            message: format!("cannot remove: {e}"),
+        }),
     }
 }
 

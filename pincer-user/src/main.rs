@@ -63,6 +63,61 @@ enum Command {
         #[arg(long, env = "PINCER_SOCKET", default_value = control::DEFAULT_SOCKET)]
         socket: PathBuf,
     },
+    /// Confine every agent of the host: the programs are pinned under
+    /// /sys/fs/bpf/pincer and agents are cgroups matching the configured
+    /// patterns (see the README's "Host-wide daemon").
+    Daemon(pincer::daemon::DaemonOptions),
+    /// Show the daemon's state: pins, agents, pending requests, counters.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// The daemon's control socket.
+        #[arg(long, env = "PINCER_SOCKET", default_value = control::DEFAULT_SOCKET)]
+        socket: PathBuf,
+    },
+    /// List the agent cgroups the daemon confines.
+    Agents {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// The daemon's control socket.
+        #[arg(long, env = "PINCER_SOCKET", default_value = control::DEFAULT_SOCKET)]
+        socket: PathBuf,
+    },
+    /// List the grants of the daemon's agents (mission and vote grants).
+    Grants {
+        /// Only this agent's.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// The daemon's control socket.
+        #[arg(long, env = "PINCER_SOCKET", default_value = control::DEFAULT_SOCKET)]
+        socket: PathBuf,
+    },
+    /// Withdraw the grants votes made for an agent (its mission's stay).
+    Revoke {
+        /// The agent.
+        #[arg(long)]
+        agent: String,
+        /// Only the grants made for this path.
+        #[arg(long)]
+        path: Option<String>,
+        /// The daemon's control socket.
+        #[arg(long, env = "PINCER_SOCKET", default_value = control::DEFAULT_SOCKET)]
+        socket: PathBuf,
+    },
+    /// Print the last lines of the daemon's audit log.
+    Log {
+        /// How many lines.
+        #[arg(long, short = 'n', default_value_t = 20)]
+        lines: usize,
+        /// The daemon's control socket.
+        #[arg(long, env = "PINCER_SOCKET", default_value = control::DEFAULT_SOCKET)]
+        socket: PathBuf,
+    },
     /// Check whether this machine can enforce, and say what is missing.
     Doctor,
     /// Work with mission files.
@@ -101,15 +156,47 @@ enum MissionCommand {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("PINCER_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    // The daemon sets up its own logging, as its configuration says.
+    if !matches!(cli.command, Command::Daemon(_)) {
+        tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_env("PINCER_LOG")
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            )
+            .with_writer(std::io::stderr)
+            .init();
+    }
     match cli.command {
+        Command::Daemon(options) => match pincer::daemon::main(&options) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("pincer: {:#}", anyhow::Error::new(error));
+                ExitCode::from(2)
+            }
+        },
+        Command::Status { json, socket } => {
+            report(query(&socket, &ControlRequest::Status, json, print_status))
+        }
+        Command::Agents { json, socket } => {
+            report(query(&socket, &ControlRequest::Agents, json, print_agents))
+        }
+        Command::Grants {
+            agent,
+            json,
+            socket,
+        } => report(query(
+            &socket,
+            &ControlRequest::Grants { agent },
+            json,
+            print_grants,
+        )),
+        Command::Revoke {
+            agent,
+            path,
+            socket,
+        } => report(answer(&socket, &ControlRequest::Revoke { agent, path })),
+        Command::Log { lines, socket } => report(log(&socket, lines)),
         Command::Run(options) => match run::run(&options) {
             Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
             Err(error) => {
@@ -204,6 +291,120 @@ fn answer(socket: &std::path::Path, request: &ControlRequest) -> anyhow::Result<
         ControlResponse::Error { message } => anyhow::bail!("{message}"),
         other => anyhow::bail!("unexpected answer from {}: {other:?}", socket.display()),
     }
+}
+
+/// Asks the daemon a query and prints the answer (JSON, or as `human`
+/// renders it).
+fn query(
+    socket: &std::path::Path,
+    request: &ControlRequest,
+    json: bool,
+    human: fn(&serde_json::Value),
+) -> anyhow::Result<()> {
+    match control::call(socket, request)? {
+        ControlResponse::Info { info } if json => {
+            println!("{}", serde_json::to_string_pretty(&info)?);
+            Ok(())
+        }
+        ControlResponse::Info { info } => {
+            human(&info);
+            Ok(())
+        }
+        ControlResponse::Error { message } => anyhow::bail!("{message}"),
+        other => anyhow::bail!("unexpected answer from {}: {other:?}", socket.display()),
+    }
+}
+
+fn print_status(info: &serde_json::Value) {
+    let field = |name: &str| match &info[name] {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "-".to_owned(),
+        other => other.to_string(),
+    };
+    for name in [
+        "pid",
+        "config",
+        "pins",
+        "socket",
+        "audit",
+        "metrics",
+        "reattached",
+        "uptime_seconds",
+        "agents",
+        "pending",
+        "reloads",
+        "last_reload_error",
+    ] {
+        println!("{name:<18} {}", field(name));
+    }
+    if let Some(counters) = info["counters"].as_object() {
+        let line: Vec<String> = counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!("{:<18} {}", "counters", line.join(" "));
+    }
+}
+
+fn print_agents(info: &serde_json::Value) {
+    let agents = info.as_array().cloned().unwrap_or_default();
+    if agents.is_empty() {
+        println!("no agent cgroup is confined");
+    }
+    for agent in agents {
+        println!(
+            "{} {} (cgroup id {}, slot {}) mission {} [{}]",
+            agent["agent"].as_str().unwrap_or("?"),
+            agent["cgroup"].as_str().unwrap_or("?"),
+            agent["id"],
+            agent["slot"],
+            agent["mission"].as_str().unwrap_or("?"),
+            agent["mode"].as_str().unwrap_or("?"),
+        );
+    }
+}
+
+fn print_grants(info: &serde_json::Value) {
+    for agent in info.as_array().cloned().unwrap_or_default() {
+        println!(
+            "{} {}",
+            agent["agent"].as_str().unwrap_or("?"),
+            agent["cgroup"].as_str().unwrap_or("?")
+        );
+        for grant in agent["grants"].as_array().cloned().unwrap_or_default() {
+            let ops: Vec<&str> = grant["ops"]
+                .as_array()
+                .map(|ops| ops.iter().filter_map(|o| o.as_str()).collect())
+                .unwrap_or_default();
+            println!(
+                "  {} [{}] {} by {}{}",
+                grant["path"].as_str().unwrap_or("?"),
+                ops.join(","),
+                grant["extent"].as_str().unwrap_or("?"),
+                grant["by"].as_str().unwrap_or("?"),
+                grant["expires_in_seconds"]
+                    .as_u64()
+                    .map(|s| format!(" ({s} s left)"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+}
+
+/// Prints the last `lines` lines of the daemon's audit log.
+fn log(socket: &std::path::Path, lines: usize) -> anyhow::Result<()> {
+    let info = match control::call(socket, &ControlRequest::Status)? {
+        ControlResponse::Info { info } => info,
+        ControlResponse::Error { message } => anyhow::bail!("{message}"),
+        other => anyhow::bail!("unexpected answer from {}: {other:?}", socket.display()),
+    };
+    let path = info["audit"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("the daemon did not name its audit log"))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("failed to read audit log {path}"))?;
+    let all: Vec<&str> = text.lines().collect();
+    for line in &all[all.len().saturating_sub(lines)..] {
+        println!("{line}");
+    }
+    Ok(())
 }
 
 fn check_mission(file: &std::path::Path) -> anyhow::Result<()> {

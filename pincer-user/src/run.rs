@@ -32,17 +32,17 @@ use tokio::{
 use crate::{
     audit::{AuditError, AuditKey, AuditLog},
     cgroup::{self, AgentCgroup, CgroupError},
-    control::{ControlError, ControlServer},
+    control::{ControlError, ControlRequest, ControlResponse, ControlServer},
     loader::{Enforcer, LoadError},
     mission::{DefaultVerdict, Mission, MissionError, OnUnknown, VoterKind},
-    twin::{HEARTBEAT_EVERY, SameAccess, Twin, TwinError},
+    twin::{AgentEntry, HEARTBEAT_EVERY, SameAccess, Twin, TwinError},
     vote::{Outcome, Policy, Voter},
     voters::{
         mission::MissionVoter,
         prompt::{PromptBoard, PromptVoter},
         webhook::{WebhookConfig, WebhookError, WebhookVoter},
     },
-    watchdog::Watchdog,
+    watchdog::{Watchdog, Watched},
 };
 
 /// Each `pincer run` loads its own programs and maps, so its one mission
@@ -83,7 +83,9 @@ pub struct RunOptions {
     /// voters. Default: the mission's `defaults.on_unknown`.
     #[arg(long, value_enum)]
     pub mode: Option<Mode>,
-    /// The control socket answers are given on (`ask` only).
+    /// The control socket. When a `pincer daemon` answers on it, the daemon
+    /// confines the command (its programs, votes and audit log; this run
+    /// loads nothing); otherwise this run listens on it for answers (`ask`).
     #[arg(long, env = "PINCER_SOCKET", default_value = crate::control::DEFAULT_SOCKET)]
     pub socket: PathBuf,
     /// Append audit lines (JSON) to this file instead of standard error.
@@ -143,6 +145,9 @@ pub enum RunError {
     /// The watchdog could not be started.
     #[error("failed to start the watchdog")]
     Watchdog(#[source] io::Error),
+    /// The daemon refused or failed to confine the command.
+    #[error("pincer daemon: {0}")]
+    Daemon(String),
     /// An environment variable has an invalid value.
     #[error("environment variable {name}: {message}")]
     BadEnvironment {
@@ -186,8 +191,21 @@ pub fn run(options: &RunOptions) -> Result<i32, RunError> {
     result
 }
 
+/// Whether a `pincer daemon` answers on `socket`.
+fn daemon_at(socket: &std::path::Path) -> bool {
+    // A missing socket answers at once; only a live daemon says `info`.
+    socket.exists()
+        && matches!(
+            crate::control::call(socket, &ControlRequest::Status),
+            Ok(ControlResponse::Info { .. })
+        )
+}
+
 fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunError> {
     let mission = Mission::from_file(&options.mission)?;
+    if daemon_at(&options.socket) {
+        return run_registered(options, &mission, forwarded_set);
+    }
     let grants = mission.resolve(SLOT)?;
     let on_unknown = match options.mode {
         Some(Mode::Enforce) => OnUnknown::Deny,
@@ -200,7 +218,6 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         AuditKey::File,
     );
     let mut audit = AuditLog::open_with_key(options.audit.as_deref(), &mission.name, key)?;
-    let voters = build_voters(&mission)?;
     let root = cgroup::cgroup2_mount()?;
     for stale in cgroup::sweep_stale(&root) {
         tracing::info!(cgroup = %stale.display(), "removed a stale agent cgroup");
@@ -232,7 +249,8 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     enforcer.add_agent(cgroup.id(), agent)?;
     // SAFETY: no thread has been started yet (the runtime comes next).
     let watchdog =
-        unsafe { Watchdog::spawn(&mut enforcer, cgroup.path()) }.map_err(RunError::Watchdog)?;
+        unsafe { Watchdog::spawn(&mut enforcer, Watched::Cgroup(cgroup.path().to_owned())) }
+            .map_err(RunError::Watchdog)?;
     // The agent is not started yet: no signal of its can come first.
     enforcer.guard(std::process::id())?;
     enforcer.guard(watchdog.pid().as_raw() as u32)?;
@@ -250,36 +268,26 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         _ => None,
     };
 
-    let policy = Policy {
-        timeout: mission.vote.timeout,
-        default_allow: mission.vote.default == DefaultVerdict::AllowOnce,
-        max_lifetime: mission.vote.max_lifetime,
-        max_extent: mission.vote.max_extent,
-    };
+    let policy = policy_for(&mission);
     let board = PromptBoard::new(terminal());
-    let mut all_voters: Vec<Arc<dyn Voter>> = Vec::new();
-    for voter in voters {
-        all_voters.push(match voter {
-            Built::Mission(v) => Arc::new(v),
-            Built::Prompt => Arc::new(PromptVoter::new(Arc::clone(&board))),
-            Built::Webhook(config) => Arc::new(WebhookVoter::new(config, policy.timeout)?),
-        });
-    }
-    let (twin, outcomes) = Twin::new(
-        enforcer,
-        SLOT,
-        &mission.name,
-        all_voters,
-        policy,
+    let all_voters = voters_for(&mission, &board, &policy)?;
+    let (mut twin, outcomes) = Twin::new(enforcer);
+    twin.adopt(
+        cgroup.id(),
+        AgentEntry {
+            slot: SLOT,
+            name: mission.name.clone(),
+            voters: all_voters,
+            policy,
+            root: None,
+        },
         &grants,
-        None,
     );
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(RunError::Supervise)?;
-    let mut twin = twin;
     let outcome = runtime.block_on(async {
         let forwarded = Forwarded::new().map_err(RunError::Supervise)?;
         // Handlers are in place: let held signals through to them.
@@ -336,6 +344,130 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     Ok(exit_code(status))
 }
 
+/// `pincer run` with a daemon: the daemon confines the cgroup with the
+/// mission (its programs, twin, votes and audit log serve the command), and
+/// this process only starts the command in the cgroup, passes signals on
+/// and releases the cgroup at the end. Parked requests are answered on the
+/// daemon's socket (`pincer pending`, `pincer approve`).
+fn run_registered(
+    options: &RunOptions,
+    mission: &Mission,
+    forwarded_set: &SigSet,
+) -> Result<i32, RunError> {
+    if options.audit.is_some() {
+        tracing::warn!("a daemon confines this command: decisions go to the daemon's audit log");
+    }
+    let root = cgroup::cgroup2_mount()?;
+    let cgroup = AgentCgroup::create(&root, &cgroup::run_cgroup_name(std::process::id()))?;
+    let relative = cgroup
+        .path()
+        .strip_prefix(&root)
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let mission_file =
+        std::fs::canonicalize(&options.mission).map_err(|source| MissionError::Io {
+            path: options.mission.clone(),
+            source,
+        })?;
+    let register = ControlRequest::Register {
+        cgroup: relative.clone(),
+        mission: mission_file,
+        mode: options.mode.map(|m| {
+            match m {
+                Mode::Enforce => "enforce",
+                Mode::Audit => "audit",
+                Mode::Ask => "ask",
+            }
+            .to_owned()
+        }),
+    };
+    match crate::control::call(&options.socket, &register) {
+        Ok(ControlResponse::Ok { message }) => {
+            tracing::info!(%message, mission = %mission.name, "registered with the daemon")
+        }
+        Ok(ControlResponse::Error { message }) => {
+            let _ = cgroup.remove();
+            return Err(RunError::Daemon(message));
+        }
+        Ok(other) => {
+            let _ = cgroup.remove();
+            return Err(RunError::Daemon(format!("unexpected answer: {other:?}")));
+        }
+        Err(error) => {
+            let _ = cgroup.remove();
+            return Err(error.into());
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(RunError::Supervise)?;
+    let outcome = runtime.block_on(async {
+        let mut forwarded = Forwarded::new().map_err(RunError::Supervise)?;
+        sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(forwarded_set), None)
+            .map_err(|e| RunError::Supervise(e.into()))?;
+        let mut child = spawn_in(&options.command, &cgroup)?;
+        let pid = child.id().map(|id| Pid::from_raw(id as i32));
+        loop {
+            tokio::select! {
+                status = child.wait() => return status.map_err(RunError::Supervise),
+                signal = forwarded.recv() => {
+                    if let (Some(signal), Some(pid)) = (signal, pid) {
+                        let _ = kill(pid, signal);
+                    }
+                }
+            }
+        }
+    });
+    drop(runtime);
+    cgroup.kill_all();
+    let unregistered = crate::control::call(
+        &options.socket,
+        &ControlRequest::Unregister { cgroup: relative },
+    );
+    let removed = cgroup.remove();
+    let status = outcome?;
+    match unregistered {
+        Ok(ControlResponse::Ok { .. }) => {}
+        Ok(ControlResponse::Error { message }) => return Err(RunError::Daemon(message)),
+        Ok(other) => return Err(RunError::Daemon(format!("unexpected answer: {other:?}"))),
+        Err(error) => return Err(error.into()),
+    }
+    removed?;
+    Ok(exit_code(status))
+}
+
+/// Starts the command as a child that joins `cgroup` between `fork` and
+/// `exec`, so not one instruction of it runs outside.
+fn spawn_in(command: &[OsString], cgroup: &AgentCgroup) -> Result<tokio::process::Child, RunError> {
+    let procs = OpenOptions::new()
+        .write(true)
+        .open(cgroup.procs_path())
+        .map_err(|source| CgroupError::Io {
+            path: cgroup.procs_path(),
+            source,
+        })?;
+    let procs_fd = procs.as_raw_fd();
+    let mut child = tokio::process::Command::new(&command[0]);
+    child.args(&command[1..]);
+    // SAFETY: only async-signal-safe calls between fork and exec: one write(2).
+    unsafe {
+        child.pre_exec(move || {
+            // "0" moves the writing process itself into the cgroup.
+            if libc::write(procs_fd, b"0".as_ptr().cast(), 1) != 1 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = child.spawn().map_err(|source| RunError::Spawn {
+        program: command[0].clone(),
+        source,
+    })?;
+    drop(procs);
+    Ok(child)
+}
+
 /// The kernel's counters at the end of a run, as the last audit line.
 #[derive(serde::Serialize)]
 struct CountersRecord {
@@ -371,6 +503,33 @@ fn ring_bytes() -> Result<u32, RunError> {
             name: "PINCER_RING_BYTES",
             message: format!("{text:?} is not a power of two of at least 4096"),
         })
+}
+
+/// A mission's vote policy.
+pub(crate) fn policy_for(mission: &Mission) -> Policy {
+    Policy {
+        timeout: mission.vote.timeout,
+        default_allow: mission.vote.default == DefaultVerdict::AllowOnce,
+        max_lifetime: mission.vote.max_lifetime,
+        max_extent: mission.vote.max_extent,
+    }
+}
+
+/// The voters a mission names; its prompts go to `board`.
+pub(crate) fn voters_for(
+    mission: &Mission,
+    board: &Arc<PromptBoard>,
+    policy: &Policy,
+) -> Result<Vec<Arc<dyn Voter>>, RunError> {
+    let mut voters: Vec<Arc<dyn Voter>> = Vec::new();
+    for voter in build_voters(mission)? {
+        voters.push(match voter {
+            Built::Mission(v) => Arc::new(v),
+            Built::Prompt => Arc::new(PromptVoter::new(Arc::clone(board))),
+            Built::Webhook(config) => Arc::new(WebhookVoter::new(config, policy.timeout)?),
+        });
+    }
+    Ok(voters)
 }
 
 /// A voter as configured, before the runtime exists.
@@ -427,34 +586,10 @@ async fn supervise(
     mut outcomes: mpsc::UnboundedReceiver<(SameAccess, Outcome)>,
     audit: &mut AuditLog,
 ) -> Result<ExitStatus, RunError> {
-    let procs = OpenOptions::new()
-        .write(true)
-        .open(cgroup.procs_path())
-        .map_err(|source| CgroupError::Io {
-            path: cgroup.procs_path(),
-            source,
-        })?;
-    let procs_fd = procs.as_raw_fd();
-    let mut child = tokio::process::Command::new(&command[0]);
-    child.args(&command[1..]);
-    // SAFETY: only async-signal-safe calls between fork and exec: one write(2).
-    unsafe {
-        child.pre_exec(move || {
-            // "0" moves the writing process itself into the cgroup.
-            if libc::write(procs_fd, b"0".as_ptr().cast(), 1) != 1 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = child.spawn().map_err(|source| RunError::Spawn {
-        program: command[0].clone(),
-        source,
-    })?;
-    drop(procs);
+    let mut child = spawn_in(command, cgroup)?;
     let pid = child.id().map(|id| Pid::from_raw(id as i32));
     if let Some(pid) = pid {
-        twin.set_root(pid.as_raw() as u32);
+        twin.set_root(cgroup.id(), pid.as_raw() as u32);
     }
 
     // SAFETY: the ring buffer owns its descriptor and keeps it open for as

@@ -1,4 +1,8 @@
-//! The twin: the one task that owns the loaded programs while an agent runs.
+//! The twin: the one task that owns the loaded programs while agents run.
+//!
+//! It serves any number of agents (`pincer run` has one, `pincer daemon`
+//! many): each confined cgroup has its own slot, mission, voters and policy,
+//! so grants, prompts and verdicts of one agent never touch another's.
 //!
 //! It reads decisions off the ring buffer, audits them, and for every parked
 //! request: sanitizes it ([`events::request`]), merges it with an identical
@@ -12,7 +16,7 @@
 use std::{
     collections::HashMap,
     os::fd::{AsRawFd, FromRawFd, OwnedFd},
-    path::Path,
+    path::{Path, PathBuf},
     sync::Arc,
     time::Duration,
 };
@@ -28,6 +32,8 @@ use crate::{
     audit::{AuditError, AuditLog},
     events::{self, Mounts},
     loader::{Enforcer, LoadError},
+    metrics::Metrics,
+    mission::ResolvedGrants,
     request::Request,
     vote::{self, Lifetime, Outcome, Policy, Scope, Voter},
 };
@@ -72,6 +78,7 @@ struct Waiter {
 
 /// Requests waiting on one vote.
 struct Waiting {
+    arrived: std::time::Instant,
     request: Arc<Request>,
     event: AccessEvent,
     waiters: Vec<Waiter>,
@@ -81,9 +88,26 @@ struct Waiting {
 /// A grant made by a vote, with its end.
 struct DynamicGrant {
     target: Target,
+    /// The path it was asked for (a tree's directory for a tree grant).
+    path: String,
     ops: u32,
     tree: bool,
     expires: Option<Instant>,
+}
+
+/// A grant made by a vote, as `pincer grants` shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct VoteGrant {
+    /// The slot of the agent it belongs to.
+    pub slot: u32,
+    /// The path it was made for.
+    pub path: String,
+    /// Operations granted.
+    pub ops: Vec<&'static str>,
+    /// `"file"` or `"tree"`.
+    pub extent: &'static str,
+    /// Seconds left for a time-limited grant; `None` for a session grant.
+    pub expires_in: Option<u64>,
 }
 
 /// What a dynamic grant is on.
@@ -91,6 +115,15 @@ struct DynamicGrant {
 enum Target {
     Inode(GrantKey),
     Name(Box<NameGrantKey>),
+}
+
+impl Target {
+    fn slot(&self) -> u32 {
+        match self {
+            Target::Inode(key) => key.slot,
+            Target::Name(key) => key.slot,
+        }
+    }
 }
 
 /// One audit line about a parked request.
@@ -107,50 +140,181 @@ struct VerdictRecord<'a> {
     votes: &'a [vote::Ballot],
 }
 
+/// One confined cgroup, as the twin knows it.
+pub struct AgentEntry {
+    /// The grant slot of its mission (unique per cgroup).
+    pub slot: u32,
+    /// The agent's name (the mission's, or the daemon configuration's).
+    pub name: String,
+    /// Who votes on its parked requests.
+    pub voters: Vec<Arc<dyn Voter>>,
+    /// The mission's vote policy.
+    pub policy: Policy,
+    /// Its first process, where parent chains stop (`pincer run`'s command).
+    pub root: Option<u32>,
+}
+
+/// What the twin keeps per agent cgroup.
+struct Agent {
+    slot: u32,
+    name: String,
+    voters: Arc<Vec<Arc<dyn Voter>>>,
+    policy: Policy,
+    root: Option<u32>,
+}
+
 /// The twin's state.
 pub struct Twin {
     enforcer: Enforcer,
-    slot: u32,
-    mission: String,
-    voters: Arc<Vec<Arc<dyn Voter>>>,
-    policy: Policy,
+    agents: HashMap<u64, Agent>,
     mounts: Mounts,
-    root: Option<u32>,
     waiting: HashMap<SameAccess, Waiting>,
     outcomes: mpsc::UnboundedSender<(SameAccess, Outcome)>,
+    /// The mission grants of every agent (keys carry the slot).
     base: HashMap<GrantKey, GrantValue>,
     base_names: HashMap<NameGrantKey, GrantValue>,
     dynamic: Vec<DynamicGrant>,
+    /// Where parked events are kept until their verdict, so a restarted
+    /// daemon can ask about them again (`pincer daemon` only).
+    journal: Option<PathBuf>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Twin {
-    /// A twin over loaded programs whose mission grants (`base`) are written.
-    /// Returns the receiver of vote outcomes, to pass to [`Twin::on_outcome`].
-    pub fn new(
-        enforcer: Enforcer,
-        slot: u32,
-        mission: &str,
-        voters: Vec<Arc<dyn Voter>>,
-        policy: Policy,
-        base: &crate::mission::ResolvedGrants,
-        root: Option<u32>,
-    ) -> (Self, mpsc::UnboundedReceiver<(SameAccess, Outcome)>) {
+    /// A twin over loaded programs, with no agent yet. Returns the receiver
+    /// of vote outcomes, to pass to [`Twin::on_outcome`].
+    pub fn new(enforcer: Enforcer) -> (Self, mpsc::UnboundedReceiver<(SameAccess, Outcome)>) {
         let (outcomes, receiver) = mpsc::unbounded_channel();
         let twin = Self {
             enforcer,
-            slot,
-            mission: mission.to_owned(),
-            voters: Arc::new(voters),
-            policy,
+            agents: HashMap::new(),
             mounts: Mounts::load(),
-            root,
             waiting: HashMap::new(),
             outcomes,
-            base: base.inode.iter().map(|(k, v, _)| (*k, *v)).collect(),
-            base_names: base.names.iter().map(|(k, v, _)| (*k, *v)).collect(),
+            base: HashMap::new(),
+            base_names: HashMap::new(),
             dynamic: Vec::new(),
+            journal: None,
+            metrics: None,
         };
         (twin, receiver)
+    }
+
+    /// Takes on an agent cgroup whose grants (`base`, for `entry.slot`) and
+    /// kernel agent entry are written already.
+    pub fn adopt(&mut self, cgroup: u64, entry: AgentEntry, base: &ResolvedGrants) {
+        self.base
+            .extend(base.inode.iter().map(|(k, v, _)| (*k, *v)));
+        self.base_names
+            .extend(base.names.iter().map(|(k, v, _)| (*k, *v)));
+        self.agents.insert(
+            cgroup,
+            Agent {
+                slot: entry.slot,
+                name: entry.name,
+                voters: Arc::new(entry.voters),
+                policy: entry.policy,
+                root: entry.root,
+            },
+        );
+    }
+
+    /// Confines a cgroup: writes its mission grants and its kernel agent
+    /// entry (grants first, so its first access already finds them), then
+    /// adopts it.
+    pub fn confine(
+        &mut self,
+        cgroup: u64,
+        kernel: pincer_common::Agent,
+        entry: AgentEntry,
+        base: &ResolvedGrants,
+    ) -> Result<(), TwinError> {
+        self.enforcer.add_grants(base)?;
+        if let Err(error) = self.enforcer.add_agent(cgroup, kernel) {
+            let _ = self.enforcer.remove_slot(entry.slot);
+            return Err(error.into());
+        }
+        self.adopt(cgroup, entry, base);
+        Ok(())
+    }
+
+    /// Stops confining a cgroup: its waiting requests are denied, its
+    /// kernel entry and every grant of its slot (mission and votes) removed.
+    pub fn release(&mut self, cgroup: u64) -> Result<(), TwinError> {
+        let Some(agent) = self.agents.remove(&cgroup) else {
+            return Ok(());
+        };
+        self.deny_where(|key| key.cgroup == cgroup)?;
+        self.enforcer.remove_agent(cgroup)?;
+        let slot = agent.slot;
+        self.base.retain(|k, _| k.slot != slot);
+        self.base_names.retain(|k, _| k.slot != slot);
+        self.dynamic.retain(|g| g.target.slot() != slot);
+        self.enforcer.remove_slot(slot)?;
+        Ok(())
+    }
+
+    /// Keeps every parked event in `dir` until its verdict.
+    pub fn set_journal(&mut self, dir: PathBuf) {
+        self.journal = Some(dir);
+    }
+
+    /// Counts requests and verdicts in `metrics`.
+    pub fn set_metrics(&mut self, metrics: Arc<Metrics>) {
+        self.metrics = Some(metrics);
+    }
+
+    /// Forgets a slot an agent no longer uses (it was confined again under a
+    /// new one): its mission and vote grants go.
+    pub fn drop_slot(&mut self, slot: u32) -> Result<(), TwinError> {
+        self.base.retain(|k, _| k.slot != slot);
+        self.base_names.retain(|k, _| k.slot != slot);
+        self.dynamic.retain(|g| g.target.slot() != slot);
+        self.enforcer.remove_slot(slot)?;
+        Ok(())
+    }
+
+    /// The grants votes made and that still last.
+    pub fn vote_grants(&self) -> Vec<VoteGrant> {
+        let now = Instant::now();
+        self.dynamic
+            .iter()
+            .filter(|g| g.expires.is_none_or(|e| e > now))
+            .map(|g| VoteGrant {
+                slot: g.target.slot(),
+                path: g.path.clone(),
+                ops: events::op_names(g.ops),
+                extent: if g.tree { "tree" } else { "file" },
+                expires_in: g
+                    .expires
+                    .map(|e| e.saturating_duration_since(now).as_secs()),
+            })
+            .collect()
+    }
+
+    /// Withdraws the grants votes made for `slot` (only those on `path`,
+    /// when given); returns how many. The mission's grants stay.
+    pub fn revoke(&mut self, slot: u32, path: Option<&str>) -> Result<usize, TwinError> {
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.dynamic)
+            .into_iter()
+            .partition(|g| g.target.slot() == slot && path.is_none_or(|p| p == g.path));
+        self.dynamic = kept;
+        for grant in &gone {
+            self.write_target(&grant.target)?;
+        }
+        Ok(gone.len())
+    }
+
+    /// The confined cgroups and their agents' names and slots.
+    pub fn agents(&self) -> impl Iterator<Item = (u64, &str, u32)> {
+        self.agents
+            .iter()
+            .map(|(cgroup, agent)| (*cgroup, agent.name.as_str(), agent.slot))
+    }
+
+    /// The requests waiting for a verdict now.
+    pub fn waiting(&self) -> impl Iterator<Item = &Request> {
+        self.waiting.values().map(|w| &*w.request)
     }
 
     /// The loaded programs (for teardown).
@@ -158,9 +322,11 @@ impl Twin {
         &mut self.enforcer
     }
 
-    /// Sets the agent's first process, where parent chains stop.
-    pub fn set_root(&mut self, pid: u32) {
-        self.root = Some(pid);
+    /// Sets an agent's first process, where parent chains stop.
+    pub fn set_root(&mut self, cgroup: u64, pid: u32) {
+        if let Some(agent) = self.agents.get_mut(&cgroup) {
+            agent.root = Some(pid);
+        }
     }
 
     /// Tells the programs the twin is alive.
@@ -192,7 +358,9 @@ impl Twin {
     }
 
     /// A task was parked: join an identical waiting request, or start a vote.
-    fn on_parked(&mut self, event: AccessEvent) {
+    /// A task of a cgroup the twin does not serve (released meanwhile) is
+    /// refused at once.
+    pub fn on_parked(&mut self, event: AccessEvent) {
         let key = SameAccess {
             cgroup: event.cgroup_id,
             dev: event.dev,
@@ -208,19 +376,48 @@ impl Twin {
             request_id: event.request_id,
             pidfd: pidfd_open(event.tgid),
         };
+        if let Some(dir) = &self.journal {
+            journal_write(dir, &event);
+        }
         if let Some(waiting) = self.waiting.get_mut(&key) {
+            if let Some(metrics) = &self.metrics
+                && let Some(agent) = self.agents.get(&key.cgroup)
+            {
+                metrics.parked(&agent.name, 1);
+            }
             waiting.waiters.push(waiter);
             return;
+        }
+        let Some(agent) = self.agents.get(&event.cgroup_id) else {
+            tracing::warn!(
+                cgroup = event.cgroup_id,
+                tid = event.pid,
+                "a parked task of no agent: refused"
+            );
+            let _ = self.enforcer.write_verdict(
+                waiter.tid,
+                Verdict {
+                    id: waiter.request_id,
+                    allow: 0,
+                    _pad: 0,
+                },
+            );
+            self.resume(&waiter);
+            return;
+        };
+        if let Some(metrics) = &self.metrics {
+            metrics.request(&agent.name, events::hook_name(event.hook));
+            metrics.parked(&agent.name, 1);
         }
         let request = Arc::new(events::request(
             &event,
             &self.mounts,
-            &self.mission,
-            self.root,
+            &agent.name,
+            agent.root,
         ));
-        tracing::info!(id = request.id, path = %request.path, ops = ?request.operation, "parked");
-        let voters = Arc::clone(&self.voters);
-        let policy = self.policy.clone();
+        tracing::info!(id = request.id, agent = %agent.name, path = %request.path, ops = ?request.operation, "parked");
+        let voters = Arc::clone(&agent.voters);
+        let policy = agent.policy.clone();
         let outcomes = self.outcomes.clone();
         let for_vote = Arc::clone(&request);
         let vote = tokio::spawn(async move {
@@ -230,6 +427,7 @@ impl Twin {
         self.waiting.insert(
             key,
             Waiting {
+                arrived: std::time::Instant::now(),
                 request,
                 event,
                 waiters: vec![waiter],
@@ -269,7 +467,15 @@ impl Twin {
                     },
                 )?;
             }
-            resume(waiter);
+            self.resume(waiter);
+        }
+        if let Some(metrics) = &self.metrics {
+            metrics.verdict(
+                &waiting.request.mission,
+                &outcome.decided_by,
+                outcome.allow.is_some(),
+                waiting.arrived.elapsed(),
+            );
         }
         let (lifetime, extent) = match (outcome.allow, &granted) {
             (Some((lifetime, extent)), Some(_)) => (Some(lifetime), Some(extent)),
@@ -306,7 +512,9 @@ impl Twin {
         extent: Scope,
     ) -> Result<Option<(Target, u32, bool)>, TwinError> {
         let event = &waiting.event;
-        let slot = self.slot;
+        let Some(slot) = self.agents.get(&event.cgroup_id).map(|a| a.slot) else {
+            return Ok(None);
+        };
         let inode = |ino| {
             Target::Inode(GrantKey {
                 slot,
@@ -339,8 +547,16 @@ impl Twin {
             Lifetime::Ttl(ttl) => Some(Instant::now() + ttl),
             _ => None,
         };
+        let path = if tree {
+            Path::new(&waiting.request.path)
+                .parent()
+                .map_or_else(|| waiting.request.path.clone(), |p| p.display().to_string())
+        } else {
+            waiting.request.path.clone()
+        };
         self.dynamic.push(DynamicGrant {
             target: target.clone(),
+            path,
             ops: event.ops,
             tree,
             expires,
@@ -412,7 +628,7 @@ impl Twin {
             waiting.vote.abort();
             for waiter in &waiting.waiters {
                 self.enforcer.remove_pending(waiter.tid)?;
-                resume(waiter);
+                self.resume(waiter);
             }
             let reason = format!("covered by the grant made for request {}", granted_for.id);
             audit.record(&VerdictRecord {
@@ -452,7 +668,21 @@ impl Twin {
     /// Denies every request still waiting (the agent is done or pincer is
     /// stopping): nothing stays stopped behind us.
     pub fn deny_all(&mut self) -> Result<(), TwinError> {
-        for (_, waiting) in self.waiting.drain() {
+        self.deny_where(|_| true)
+    }
+
+    /// Denies the waiting requests whose key matches.
+    fn deny_where(&mut self, matches: impl Fn(&SameAccess) -> bool) -> Result<(), TwinError> {
+        let keys: Vec<SameAccess> = self
+            .waiting
+            .keys()
+            .filter(|k| matches(k))
+            .copied()
+            .collect();
+        for key in keys {
+            let Some(waiting) = self.waiting.remove(&key) else {
+                continue;
+            };
             waiting.vote.abort();
             for waiter in &waiting.waiters {
                 self.enforcer.write_verdict(
@@ -463,7 +693,7 @@ impl Twin {
                         _pad: 0,
                     },
                 )?;
-                resume(waiter);
+                self.resume(waiter);
             }
         }
         Ok(())
@@ -486,6 +716,47 @@ fn pidfd_open(pid: u32) -> Option<OwnedFd> {
     }
     // SAFETY: the kernel just returned this descriptor to us alone.
     Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+impl Twin {
+    /// Continues a parked task and forgets its journal entry.
+    fn resume(&self, waiter: &Waiter) {
+        if let Some(dir) = &self.journal {
+            let _ = std::fs::remove_file(dir.join(waiter.tid.to_string()));
+        }
+        resume(waiter);
+    }
+}
+
+/// Keeps a parked event as `<dir>/<tid>` (its raw bytes).
+fn journal_write(dir: &Path, event: &AccessEvent) {
+    // SAFETY: `AccessEvent` is plain old data; its bytes are read, not
+    // interpreted.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(
+            (event as *const AccessEvent).cast::<u8>(),
+            size_of::<AccessEvent>(),
+        )
+    };
+    let path = dir.join(event.pid.to_string());
+    if let Err(error) = std::fs::write(&path, bytes) {
+        tracing::warn!(%error, path = %path.display(), "cannot keep a parked event");
+    }
+}
+
+/// The parked events kept in `dir` by a previous daemon, by thread id.
+pub fn journal_read(dir: &Path) -> HashMap<u32, AccessEvent> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return HashMap::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let tid = entry.file_name().to_str()?.parse().ok()?;
+            let event = events::parse(&std::fs::read(entry.path()).ok()?)?;
+            (event.pid == tid).then_some((tid, event))
+        })
+        .collect()
 }
 
 /// Continues a stopped task, through its pidfd when there is one.

@@ -36,6 +36,16 @@ const DONE: u8 = b'd';
 /// (a task may have been parking while the heartbeat was zeroed).
 const RESUME_FOR: Duration = Duration::from_secs(3);
 
+/// What the watchdog looks after.
+pub enum Watched {
+    /// `pincer run`'s one agent cgroup: its tasks are continued, and the
+    /// programs kept attached until the cgroup is empty, then it is removed.
+    Cgroup(PathBuf),
+    /// `pincer daemon`'s parked tasks, found in the kernel's pending table:
+    /// they are continued (and meet `EACCES`); the pins keep the programs.
+    Parked,
+}
+
 /// The twin's end of the watchdog's pipe.
 pub struct Watchdog {
     pipe: Option<fs::File>,
@@ -49,7 +59,7 @@ impl Watchdog {
     ///
     /// The process must have a single thread: the child continues in a copy
     /// of it and uses the copied `enforcer`.
-    pub unsafe fn spawn(enforcer: &mut Enforcer, cgroup: &Path) -> io::Result<Watchdog> {
+    pub unsafe fn spawn(enforcer: &mut Enforcer, watched: Watched) -> io::Result<Watchdog> {
         // Close-on-exec: the agent, spawned later, must not inherit the
         // twin's end, or the pipe would never close while the agent lives.
         let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
@@ -58,7 +68,7 @@ impl Watchdog {
         match unsafe { fork() }? {
             ForkResult::Child => {
                 drop(write);
-                watch(read, enforcer, cgroup.to_owned())
+                watch(read, enforcer, watched)
             }
             ForkResult::Parent { child } => {
                 drop(read);
@@ -94,7 +104,7 @@ impl Watchdog {
 }
 
 /// The watchdog's life. Never returns.
-fn watch(pipe: OwnedFd, enforcer: &mut Enforcer, cgroup: PathBuf) -> ! {
+fn watch(pipe: OwnedFd, enforcer: &mut Enforcer, watched: Watched) -> ! {
     let _ = setsid();
     // Let go of the terminal and of whatever pipes `pincer run` was given:
     // whoever reads them waits for the agent, not for the watchdog.
@@ -142,6 +152,18 @@ fn watch(pipe: OwnedFd, enforcer: &mut Enforcer, cgroup: PathBuf) -> ! {
     // continued while parked gets EACCES.
     let _ = enforcer.heartbeat(0, 0);
     let started = std::time::Instant::now();
+    let cgroup = match watched {
+        Watched::Cgroup(cgroup) => cgroup,
+        Watched::Parked => {
+            while started.elapsed() < RESUME_FOR {
+                for (tid, _) in enforcer.pending().unwrap_or_default() {
+                    let _ = kill(Pid::from_raw(tid as i32), Signal::SIGCONT);
+                }
+                thread::sleep(Duration::from_millis(100));
+            }
+            exit(0)
+        }
+    };
     while started.elapsed() < RESUME_FOR {
         for pid in procs(&cgroup) {
             let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);

@@ -1,0 +1,2322 @@
+//! The configuration of `pincer daemon --config FILE`: where the daemon
+//! listens, pins and audits, and which agents it confines, each recognized
+//! by the cgroup it runs in.
+//!
+//! ```toml
+//! [daemon]
+//! socket = "/run/pincer/pincer.sock"       # control socket (the default)
+//! pin_dir = "/sys/fs/bpf/pincer"           # where links and maps are pinned (the default)
+//! on_stop = "keep"                         # "keep" (the default) or "remove"
+//! audit = "/var/log/pincer/audit.jsonl"    # audit log, JSON lines (the default)
+//! audit_key = "/var/lib/pincer/audit.key"  # by default the audit path + ".key"
+//! metrics = "127.0.0.1:9464"               # Prometheus endpoint; none by default
+//! log_format = "text"                      # "text" (the default) or "json"
+//! cgroup_root = "/sys/fs/cgroup"           # the cgroup v2 mount (the default)
+//! scan_every = "1s"                        # how often new cgroups are looked for (the default)
+//! ring_bytes = 262144                      # event ring buffer size (the default)
+//!
+//! [[agent]]
+//! name = "claude"                          # [A-Za-z0-9._-], 1 to 64 characters, unique
+//! cgroup = "agents.slice/claude-*.scope"   # pattern, relative to cgroup_root
+//! mission = "/etc/pincer/missions/claude.toml"
+//! mode = "ask"                             # "enforce", "audit" or "ask"; by default the
+//!                                          # mission's defaults.on_unknown
+//! ```
+//!
+//! Every key of `[daemon]` is optional, and so is the table. A configuration
+//! without agents is valid: such a daemon only serves `pincer run`
+//! registrations.
+//!
+//! `[daemon]`:
+//!
+//! - `socket`, `pin_dir`, `audit`, `audit_key` and `cgroup_root` must be
+//!   absolute paths, so that they do not depend on the directory the daemon
+//!   starts in. `audit_key` must not be the audit log itself.
+//! - `on_stop`: with `"keep"`, stopping the daemon (SIGTERM) leaves the
+//!   programs' links and maps pinned in `pin_dir`, so enforcement continues
+//!   without the daemon; with `"remove"` it removes the pins, and
+//!   enforcement ends with the daemon.
+//! - `metrics` is an IP address and port (`"127.0.0.1:9464"`,
+//!   `"[::1]:9464"`), not a host name.
+//! - `scan_every` is a duration written like `"500ms"`, `"1s"` or `"1m"`,
+//!   from 100ms to 1h.
+//! - `ring_bytes` is a power of two of at least 4096 (and at most 2^31).
+//!
+//! `[[agent]]` (`name`, `cgroup` and `mission` are required):
+//!
+//! - `name` is made of ASCII letters, digits, `.`, `_` and `-`, 1 to 64 of
+//!   them, and is neither `.` nor `..`: names end up in file names, metric
+//!   labels and log lines.
+//! - `mission` is the mission file. A relative path is relative to the
+//!   directory of the configuration file (not to the daemon's working
+//!   directory), and `~` is not expanded. It is only checked here to be a
+//!   path; the daemon reads the mission.
+//! - `mode` overrides the mission's `defaults.on_unknown`: `"enforce"`
+//!   denies what the mission does not grant (`"deny"`), `"audit"` allows and
+//!   records it, `"ask"` parks it for the mission's voters.
+//!
+//! # Cgroup patterns
+//!
+//! `cgroup` is a `/`-separated path relative to `cgroup_root`: no leading
+//! `/`, no `.` or `..` components and no empty components (so no trailing
+//! `/` either). Each component is a glob in which `*` matches any run of
+//! characters (none included) and `?` exactly one character; every other
+//! character, `\` included (systemd writes `\x2d` in unit names), stands for
+//! itself. A component that is exactly `**` matches any number of whole
+//! components, zero included; `**` inside a longer component is refused.
+//!
+//! A cgroup matches when its whole path relative to `cgroup_root` does:
+//!
+//! | Pattern | Matches | Does not match |
+//! |---|---|---|
+//! | `agents.slice/*` | `agents.slice/a` | `agents.slice`, `agents.slice/a/b` |
+//! | `agents.slice/**` | `agents.slice`, `agents.slice/a`, `agents.slice/a/b` | `other.slice/a` |
+//! | `a/**/leaf-*` | `a/leaf-1`, `a/x/y/leaf-1` | `a/leaf`, `a/x/leaf-1/z` |
+//! | `agent-?.scope` | `agent-1.scope` | `agent-10.scope` |
+//!
+//! The cgroup root itself (the empty path) matches only patterns made of
+//! `**` components alone, which match every cgroup on the host.
+//!
+//! When the patterns of several agents match a cgroup, the agent declared
+//! first wins ([`Config::agent_for`]); two agents with the very same pattern
+//! are refused, since the second could never win.
+//!
+//! # Errors
+//!
+//! Parsing is strict, like missions': unknown keys, wrong types and bad
+//! values are errors that name the file, the line and column, and the field
+//! (`daemon.scan_every`, `agent[2].cgroup`; agents are counted from 1 in the
+//! order they are written).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs;
+use std::io;
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
+
+use crate::audit::default_key_path;
+use crate::mission::OnUnknown;
+
+/// The control socket when `daemon.socket` is not set.
+pub const DEFAULT_SOCKET: &str = crate::control::DEFAULT_SOCKET;
+/// Where links and maps are pinned when `daemon.pin_dir` is not set.
+pub const DEFAULT_PIN_DIR: &str = "/sys/fs/bpf/pincer";
+/// The audit log when `daemon.audit` is not set.
+pub const DEFAULT_AUDIT: &str = "/var/log/pincer/audit.jsonl";
+/// The cgroup v2 mount when `daemon.cgroup_root` is not set.
+pub const DEFAULT_CGROUP_ROOT: &str = "/sys/fs/cgroup";
+/// How often new cgroups are looked for when `daemon.scan_every` is not set.
+pub const DEFAULT_SCAN_EVERY: Duration = Duration::from_secs(1);
+/// Shortest `daemon.scan_every`: each scan walks the cgroup tree.
+pub const MIN_SCAN_EVERY: Duration = Duration::from_millis(100);
+/// Longest `daemon.scan_every`: an agent runs unconfined until its cgroup
+/// is found, so an hour is already far too long for anything but tests.
+pub const MAX_SCAN_EVERY: Duration = Duration::from_secs(3600);
+/// Smallest `daemon.ring_bytes`: one page.
+pub const MIN_RING_BYTES: u32 = 4096;
+
+/// An error in the daemon's configuration file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read daemon configuration {}", .path.display())]
+    Io {
+        /// The configuration file.
+        path: PathBuf,
+        /// Why it could not be read.
+        #[source]
+        source: io::Error,
+    },
+    /// The file is not a valid configuration: bad TOML, an unknown key, a
+    /// wrong type or a bad value.
+    #[error("{}:{line}:{column}: {}{message}", .path.display(), FieldPrefix(.field.as_deref()))]
+    Invalid {
+        /// The configuration file.
+        path: PathBuf,
+        /// 1-based line of the offending text.
+        line: usize,
+        /// 1-based column (in characters) of the offending text.
+        column: usize,
+        /// The field, such as `agent[2].cgroup`, when the error is about one.
+        field: Option<String>,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Writes `field: ` before a message when the error names a field.
+struct FieldPrefix<'a>(Option<&'a str>);
+
+impl fmt::Display for FieldPrefix<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(field) => write!(f, "{field}: "),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The daemon's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `[daemon]`.
+    pub daemon: DaemonConfig,
+    /// The `[[agent]]` entries, in file order: the first whose pattern
+    /// matches a cgroup confines it.
+    pub agents: Vec<AgentConfig>,
+    /// The file the configuration was read from (or would have been).
+    pub path: PathBuf,
+}
+
+/// `[daemon]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DaemonConfig {
+    /// The control socket.
+    pub socket: PathBuf,
+    /// Where the programs' links and maps are pinned.
+    pub pin_dir: PathBuf,
+    /// What stopping the daemon does to the pins.
+    pub on_stop: OnStop,
+    /// The audit log.
+    pub audit: PathBuf,
+    /// The audit log's key file as written; see
+    /// [`DaemonConfig::audit_key_path`] for the one to use.
+    pub audit_key: Option<PathBuf>,
+    /// Where the Prometheus endpoint listens, if there is one.
+    pub metrics: Option<SocketAddr>,
+    /// How the daemon's own log lines are written.
+    pub log_format: LogFormat,
+    /// The cgroup v2 mount that agents' patterns are relative to.
+    pub cgroup_root: PathBuf,
+    /// How often new cgroups are looked for.
+    pub scan_every: Duration,
+    /// Size of the event ring buffer in bytes.
+    pub ring_bytes: u32,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        Self {
+            socket: PathBuf::from(DEFAULT_SOCKET),
+            pin_dir: PathBuf::from(DEFAULT_PIN_DIR),
+            on_stop: OnStop::default(),
+            audit: PathBuf::from(DEFAULT_AUDIT),
+            audit_key: None,
+            metrics: None,
+            log_format: LogFormat::default(),
+            cgroup_root: PathBuf::from(DEFAULT_CGROUP_ROOT),
+            scan_every: DEFAULT_SCAN_EVERY,
+            ring_bytes: pincer_common::EVENTS_BYTES,
+        }
+    }
+}
+
+impl DaemonConfig {
+    /// The audit log's key file: `audit_key`, or the audit path + `.key`.
+    pub fn audit_key_path(&self) -> PathBuf {
+        self.audit_key
+            .clone()
+            .unwrap_or_else(|| default_key_path(&self.audit))
+    }
+}
+
+/// What stopping the daemon (SIGTERM) does to the pinned programs and maps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum OnStop {
+    /// They stay pinned, so enforcement continues without the daemon.
+    #[default]
+    Keep,
+    /// They are removed, so enforcement ends with the daemon.
+    Remove,
+}
+
+impl OnStop {
+    const CHOICES: [(&'static str, OnStop); 2] =
+        [("keep", OnStop::Keep), ("remove", OnStop::Remove)];
+}
+
+impl fmt::Display for OnStop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(name_of(&Self::CHOICES, *self))
+    }
+}
+
+/// How the daemon writes its own log lines.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum LogFormat {
+    /// For people.
+    #[default]
+    Text,
+    /// One JSON object a line, for log collectors.
+    Json,
+}
+
+impl LogFormat {
+    const CHOICES: [(&'static str, LogFormat); 2] =
+        [("text", LogFormat::Text), ("json", LogFormat::Json)];
+}
+
+impl fmt::Display for LogFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(name_of(&Self::CHOICES, *self))
+    }
+}
+
+/// One `[[agent]]` entry.
+///
+/// Equality leaves out [`AgentConfig::line`]: it says where the entry was
+/// written, not what it configures, and rendering moves it.
+#[derive(Debug, Clone, Eq)]
+pub struct AgentConfig {
+    /// Unique among the agents: `[A-Za-z0-9._-]{1,64}`.
+    pub name: String,
+    /// Which cgroups are this agent's.
+    pub cgroup: CgroupPattern,
+    /// The mission file, absolute.
+    pub mission: PathBuf,
+    /// Overrides the mission's `defaults.on_unknown` when set.
+    pub mode: Option<AgentMode>,
+    /// 1-based line of the entry (its `[[agent]]` header) in the file.
+    pub line: usize,
+}
+
+impl PartialEq for AgentConfig {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.cgroup == other.cgroup
+            && self.mission == other.mission
+            && self.mode == other.mode
+    }
+}
+
+/// What an access the agent's mission does not grant does, when the
+/// configuration overrides the mission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AgentMode {
+    /// It is denied.
+    Enforce,
+    /// It is allowed and recorded.
+    Audit,
+    /// It is parked until the mission's voters decide.
+    Ask,
+}
+
+impl AgentMode {
+    const CHOICES: [(&'static str, AgentMode); 3] = [
+        ("enforce", AgentMode::Enforce),
+        ("audit", AgentMode::Audit),
+        ("ask", AgentMode::Ask),
+    ];
+
+    /// The mission setting this mode stands for.
+    pub fn on_unknown(self) -> OnUnknown {
+        match self {
+            AgentMode::Enforce => OnUnknown::Deny,
+            AgentMode::Audit => OnUnknown::Audit,
+            AgentMode::Ask => OnUnknown::Ask,
+        }
+    }
+}
+
+impl fmt::Display for AgentMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(name_of(&Self::CHOICES, *self))
+    }
+}
+
+/// The name a setting is written with.
+fn name_of<T: Copy + PartialEq>(choices: &[(&'static str, T)], value: T) -> &'static str {
+    choices
+        .iter()
+        .find(|(_, choice)| *choice == value)
+        .map_or("?", |(name, _)| name)
+}
+
+/// A pattern of cgroup paths relative to the cgroup root; see the
+/// [module documentation](self#cgroup-patterns) for the syntax.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CgroupPattern {
+    text: String,
+    parts: Vec<Part>,
+}
+
+/// One `/`-separated component of a pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    /// `**`: any number of components.
+    AnyDepth,
+    /// A glob matching one component.
+    Glob(Vec<Token>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Token {
+    /// `*`
+    Star,
+    /// `?`
+    One,
+    Literal(char),
+}
+
+/// One character of a cgroup's name, or one byte of it that is not UTF-8,
+/// kept apart from every character (cgroup names are bytes, patterns text).
+type Unit = u32;
+
+const NOT_UTF8: Unit = char::MAX as Unit + 1;
+
+impl CgroupPattern {
+    /// Parses a pattern; the error says what is wrong with it.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text.is_empty() {
+            return Err("must not be empty".to_owned());
+        }
+        if text.contains('\0') {
+            return Err("must not contain a NUL byte".to_owned());
+        }
+        if text.starts_with('/') {
+            return Err(format!(
+                "must not start with \"/\": it is relative to cgroup_root ({text:?})"
+            ));
+        }
+        let parts = text
+            .split('/')
+            .map(|component| match component {
+                "" => Err(format!("must not contain empty components ({text:?})")),
+                "." | ".." => Err(format!(
+                    "must not contain {component:?} components ({text:?})"
+                )),
+                "**" => Ok(Part::AnyDepth),
+                _ if component.contains("**") => Err(format!(
+                    "\"**\" must be a whole component ({component:?} in {text:?})"
+                )),
+                _ => Ok(Part::Glob(
+                    component
+                        .chars()
+                        .map(|c| match c {
+                            '*' => Token::Star,
+                            '?' => Token::One,
+                            c => Token::Literal(c),
+                        })
+                        .collect(),
+                )),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            text: text.to_owned(),
+            parts,
+        })
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether a cgroup, by its path relative to the cgroup root, matches.
+    ///
+    /// A leading `/` is ignored, so a path as `/proc/PID/cgroup` shows it
+    /// (`/agents.slice/a.scope`) works too; a path with a `..` component
+    /// matches nothing, since where it leads is not known.
+    pub fn matches(&self, relative: &Path) -> bool {
+        let mut names = Vec::new();
+        for component in relative.components() {
+            match component {
+                Component::Normal(name) => names.push(units(name.as_bytes())),
+                Component::RootDir | Component::CurDir => {}
+                Component::ParentDir | Component::Prefix(_) => return false,
+            }
+        }
+        wildcard(
+            &self.parts,
+            &names,
+            |part| *part == Part::AnyDepth,
+            |part, name| match part {
+                Part::AnyDepth => false,
+                Part::Glob(tokens) => wildcard(
+                    tokens,
+                    name,
+                    |token| *token == Token::Star,
+                    |token, unit| match token {
+                        Token::Star => false,
+                        Token::One => true,
+                        Token::Literal(c) => *c as Unit == *unit,
+                    },
+                ),
+            },
+        )
+    }
+}
+
+impl fmt::Display for CgroupPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// The characters of a name, with bytes that are not UTF-8 as units no
+/// character equals.
+fn units(bytes: &[u8]) -> Vec<Unit> {
+    let mut units = Vec::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        units.extend(chunk.valid().chars().map(|c| c as Unit));
+        units.extend(
+            chunk
+                .invalid()
+                .iter()
+                .map(|byte| NOT_UTF8 + Unit::from(*byte)),
+        );
+    }
+    units
+}
+
+/// Whether `items` match `pattern`, in which stars match any run of items
+/// and every other element exactly one item that `one` accepts.
+///
+/// Greedy with a single backtracking point: when a later element fails, only
+/// the last star needs to take one more item, because everything before it
+/// already matched as early as it could. Linear in practice, unlike trying
+/// every split.
+fn wildcard<P, I>(
+    pattern: &[P],
+    items: &[I],
+    is_star: impl Fn(&P) -> bool,
+    one: impl Fn(&P, &I) -> bool,
+) -> bool {
+    let (mut p, mut i) = (0, 0);
+    // Where to resume after the last star: its next element, and the first
+    // item the star has not taken.
+    let mut resume: Option<(usize, usize)> = None;
+    while i < items.len() {
+        match pattern.get(p) {
+            Some(element) if is_star(element) => {
+                p += 1;
+                resume = Some((p, i));
+            }
+            Some(element) if one(element, &items[i]) => {
+                p += 1;
+                i += 1;
+            }
+            _ => match resume {
+                Some((after_star, taken)) => {
+                    p = after_star;
+                    i = taken + 1;
+                    resume = Some((after_star, taken + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(is_star)
+}
+
+impl Config {
+    /// Reads and parses a configuration file.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_str(&text, path)
+    }
+
+    /// Parses a configuration; `path` names the file in messages, and
+    /// relative mission paths are relative to its directory (itself taken
+    /// relative to the working directory when `path` is relative).
+    pub fn from_str(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        parse(&Doc { text, path })
+    }
+
+    /// The configuration of a file with every default and no agents.
+    pub fn default_at(path: &Path) -> Config {
+        Config {
+            daemon: DaemonConfig::default(),
+            agents: Vec::new(),
+            path: path.to_owned(),
+        }
+    }
+
+    /// The agent whose pattern matches a cgroup (by its path relative to
+    /// the cgroup root): the first declared when several do.
+    pub fn agent_for(&self, relative: &Path) -> Option<&AgentConfig> {
+        self.agents
+            .iter()
+            .find(|agent| agent.cgroup.matches(relative))
+    }
+
+    /// The effective configuration as TOML, every setting written out;
+    /// settings that are not set are described in comments. Parsing it
+    /// again (with the same `path`) gives an equal configuration.
+    pub fn render(&self) -> String {
+        let daemon = &self.daemon;
+        let mut lines = vec![
+            format!(
+                "# pincer daemon configuration: {}, with every default written out.",
+                toml_string(&self.path.to_string_lossy())
+            ),
+            String::new(),
+            "[daemon]".to_owned(),
+            setting("socket", &path_string(&daemon.socket)),
+            setting("pin_dir", &path_string(&daemon.pin_dir)),
+            setting("on_stop", &toml_string(&daemon.on_stop.to_string())),
+            setting("audit", &path_string(&daemon.audit)),
+            match &daemon.audit_key {
+                Some(key) => setting("audit_key", &path_string(key)),
+                None => format!(
+                    "# audit_key is not set: the key is {}",
+                    path_string(&daemon.audit_key_path())
+                ),
+            },
+            match &daemon.metrics {
+                Some(address) => setting("metrics", &toml_string(&address.to_string())),
+                None => "# metrics is not set: no Prometheus endpoint".to_owned(),
+            },
+            setting("log_format", &toml_string(&daemon.log_format.to_string())),
+            setting("cgroup_root", &path_string(&daemon.cgroup_root)),
+            setting(
+                "scan_every",
+                &toml_string(&humantime::format_duration(daemon.scan_every).to_string()),
+            ),
+            setting("ring_bytes", &daemon.ring_bytes.to_string()),
+        ];
+        if self.agents.is_empty() {
+            lines.push(String::new());
+            lines.push("# No [[agent]]: only `pincer run` registrations are served.".to_owned());
+        }
+        for agent in &self.agents {
+            lines.extend([
+                String::new(),
+                "[[agent]]".to_owned(),
+                setting("name", &toml_string(&agent.name)),
+                setting("cgroup", &toml_string(agent.cgroup.as_str())),
+                setting("mission", &path_string(&agent.mission)),
+                match agent.mode {
+                    Some(mode) => setting("mode", &toml_string(&mode.to_string())),
+                    None => {
+                        "# mode is not set: the mission's defaults.on_unknown decides".to_owned()
+                    }
+                },
+            ]);
+        }
+        let mut text = lines.join("\n");
+        text.push('\n');
+        text
+    }
+}
+
+fn setting(key: &str, value: &str) -> String {
+    format!("{key} = {value}")
+}
+
+fn path_string(path: &Path) -> String {
+    toml_string(&path.to_string_lossy())
+}
+
+/// `text` as a TOML basic string.
+fn toml_string(text: &str) -> String {
+    let mut quoted = String::with_capacity(text.len() + 2);
+    quoted.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => quoted.push_str("\\\""),
+            '\\' => quoted.push_str("\\\\"),
+            '\n' => quoted.push_str("\\n"),
+            '\t' => quoted.push_str("\\t"),
+            c if c.is_control() => quoted.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted
+}
+
+// The file is read into a tree of values that keep their spans, and checked
+// by hand rather than by serde's derive: every unknown key, wrong type and
+// bad value is then reported by this module, with its position and its
+// field. A new key is a name in one of the `fields` calls below plus its
+// check.
+
+/// A TOML value and where it was written. Tables that exist only through a
+/// dotted key or header (`daemon.socket = …`, `[daemon.x]` without
+/// `[daemon]`) have no span.
+struct Node {
+    span: Option<Range<usize>>,
+    value: Value,
+}
+
+enum Value {
+    String(String),
+    Integer(i64),
+    Float(f64),
+    Boolean(bool),
+    Datetime(String),
+    Array(Vec<Node>),
+    Table(Vec<(Key, Node)>),
+}
+
+impl Value {
+    /// What the value is, for messages.
+    fn describe(&self) -> String {
+        match self {
+            Value::String(text) => format!("string {}", toml_string(text)),
+            Value::Integer(n) => format!("integer {n}"),
+            Value::Float(x) => format!("float {x}"),
+            Value::Boolean(b) => format!("boolean {b}"),
+            Value::Datetime(text) => format!("datetime {text}"),
+            Value::Array(_) => "array".to_owned(),
+            Value::Table(_) => "table".to_owned(),
+        }
+    }
+}
+
+struct Key {
+    span: Option<Range<usize>>,
+    name: String,
+}
+
+// How `toml::Spanned` asks the TOML deserializer for a span (serde_spanned's
+// protocol): a struct with these names, answered with a map of these three
+// fields when the value has a span and with the plain value when it has
+// none. `Node` and `Key` speak it so that a missing span is not an error.
+const SPANNED_NAME: &str = "$__serde_spanned_private_Spanned";
+const SPANNED_START: &str = "$__serde_spanned_private_start";
+const SPANNED_END: &str = "$__serde_spanned_private_end";
+const SPANNED_VALUE: &str = "$__serde_spanned_private_value";
+const SPANNED_FIELDS: &[&str] = &[SPANNED_START, SPANNED_END, SPANNED_VALUE];
+// How the TOML deserializer hands over a datetime: a map of this one key.
+const DATETIME_FIELD: &str = "$__toml_private_datetime";
+
+/// Reads the rest of a span map whose start key has been read.
+fn rest_of_span<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
+    mut map: A,
+) -> Result<(Range<usize>, T), A::Error> {
+    let start: usize = map.next_value()?;
+    let end = match map.next_key::<String>()? {
+        Some(key) if key == SPANNED_END => map.next_value::<usize>()?,
+        _ => return Err(serde::de::Error::custom("span without an end")),
+    };
+    match map.next_key::<String>()? {
+        Some(key) if key == SPANNED_VALUE => Ok((start..end, map.next_value()?)),
+        _ => Err(serde::de::Error::custom("span without a value")),
+    }
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Key, E> {
+                Ok(Key {
+                    span: None,
+                    name: name.to_owned(),
+                })
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Key, A::Error> {
+                match map.next_key::<String>()? {
+                    Some(key) if key == SPANNED_START => {
+                        let (span, name) = rest_of_span(map)?;
+                        Ok(Key {
+                            span: Some(span),
+                            name,
+                        })
+                    }
+                    _ => Err(serde::de::Error::custom("expected a spanned key")),
+                }
+            }
+        }
+
+        deserializer.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, KeyVisitor)
+    }
+}
+
+/// Reads the values of the TOML data model.
+struct ValueVisitor;
+
+impl<'de> Visitor<'de> for ValueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a TOML value")
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Boolean(b))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::Integer(n))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Value, E> {
+        i64::try_from(n)
+            .map(Value::Integer)
+            .map_err(|_| E::custom(format!("integer {n} is too large")))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, x: f64) -> Result<Value, E> {
+        Ok(Value::Float(x))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Value, E> {
+        Ok(Value::String(text.to_owned()))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let Some(first) = map.next_key::<Key>()? else {
+            return Ok(Value::Table(Vec::new()));
+        };
+        // A key of the document always has a span: this one is the
+        // deserializer's.
+        if first.span.is_none() && first.name == DATETIME_FIELD {
+            return Ok(Value::Datetime(map.next_value()?));
+        }
+        let value = map.next_value()?;
+        table_rest((first, value), map)
+    }
+}
+
+/// A table's entries after its first one.
+fn table_rest<'de, A: MapAccess<'de>>(first: (Key, Node), mut map: A) -> Result<Value, A::Error> {
+    let mut entries = vec![first];
+    while let Some(entry) = map.next_entry()? {
+        entries.push(entry);
+    }
+    Ok(Value::Table(entries))
+}
+
+impl<'de> Deserialize<'de> for Value {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ValueVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// Reads a value with its span, or without one when it has none.
+        struct NodeVisitor;
+
+        fn unspanned<E>(value: Result<Value, E>) -> Result<Node, E> {
+            value.map(|value| Node { span: None, value })
+        }
+
+        impl<'de> Visitor<'de> for NodeVisitor {
+            type Value = Node;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a TOML value")
+            }
+
+            fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Node, E> {
+                unspanned(ValueVisitor.visit_bool(b))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Node, E> {
+                unspanned(ValueVisitor.visit_i64(n))
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Node, E> {
+                unspanned(ValueVisitor.visit_u64(n))
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, x: f64) -> Result<Node, E> {
+                unspanned(ValueVisitor.visit_f64(x))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Node, E> {
+                unspanned(ValueVisitor.visit_str(text))
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Node, A::Error> {
+                unspanned(ValueVisitor.visit_seq(seq))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+                let Some(first) = map.next_key::<Key>()? else {
+                    return unspanned(Ok(Value::Table(Vec::new())));
+                };
+                if first.span.is_none() && first.name == SPANNED_START {
+                    let (span, value) = rest_of_span(map)?;
+                    return Ok(Node {
+                        span: Some(span),
+                        value,
+                    });
+                }
+                // A table without a span: `first` is its first key.
+                let value = map.next_value()?;
+                unspanned(table_rest((first, value), map))
+            }
+        }
+
+        deserializer.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, NodeVisitor)
+    }
+}
+
+/// A value found in the file, with its dotted name (`agent[2].cgroup`) and
+/// where to point at it.
+struct Field<'a> {
+    name: String,
+    offset: usize,
+    node: &'a Node,
+}
+
+/// The text being parsed, to turn offsets into positioned errors.
+struct Doc<'a> {
+    text: &'a str,
+    path: &'a Path,
+}
+
+impl Doc<'_> {
+    fn invalid(&self, offset: usize, field: Option<String>, message: String) -> ConfigError {
+        let (line, column) = line_column(self.text, offset);
+        ConfigError::Invalid {
+            path: self.path.to_owned(),
+            line,
+            column,
+            field,
+            message,
+        }
+    }
+
+    fn error(&self, field: &Field<'_>, message: impl Into<String>) -> ConfigError {
+        self.invalid(field.offset, Some(field.name.clone()), message.into())
+    }
+
+    fn toml_error(&self, error: &toml::de::Error) -> ConfigError {
+        let offset = error.span().map_or(0, |span| span.start);
+        // Errors such as "invalid basic string" carry only the first line.
+        let message = error.message().trim_end().replace('\n', ": ");
+        self.invalid(offset, None, message)
+    }
+
+    fn wrong_type(&self, field: &Field<'_>, expected: &str) -> ConfigError {
+        self.error(
+            field,
+            format!(
+                "invalid type: {}, expected {expected}",
+                field.node.value.describe()
+            ),
+        )
+    }
+
+    /// The entries of `known`, in that order, of a table: any other key is
+    /// an error.
+    fn fields<'a, const N: usize>(
+        &self,
+        table: &Field<'a>,
+        known: [&str; N],
+    ) -> Result<[Option<Field<'a>>; N], ConfigError> {
+        let Value::Table(entries) = &table.node.value else {
+            return Err(self.wrong_type(table, "a table"));
+        };
+        let mut found = [const { None }; N];
+        for (key, node) in entries {
+            let name = if table.name.is_empty() {
+                key.name.clone()
+            } else {
+                format!("{}.{}", table.name, key.name)
+            };
+            let key_offset = key.span.as_ref().map_or(table.offset, |span| span.start);
+            let Some(index) = known.iter().position(|known| *known == key.name) else {
+                let field = Field {
+                    name,
+                    offset: key_offset,
+                    node,
+                };
+                return Err(self.error(
+                    &field,
+                    format!("unknown field `{}`, expected {}", key.name, one_of(&known)),
+                ));
+            };
+            found[index] = Some(Field {
+                name,
+                offset: node.span.as_ref().map_or(key_offset, |span| span.start),
+                node,
+            });
+        }
+        Ok(found)
+    }
+
+    fn string<'a>(&self, field: &Field<'a>) -> Result<&'a str, ConfigError> {
+        match &field.node.value {
+            Value::String(text) => Ok(text),
+            _ => Err(self.wrong_type(field, "a string")),
+        }
+    }
+
+    /// Looks a string up in `choices`, the accepted spellings of a setting.
+    fn choice<T: Copy>(&self, field: &Field<'_>, choices: &[(&str, T)]) -> Result<T, ConfigError> {
+        let text = self.string(field)?;
+        choices
+            .iter()
+            .find(|(name, _)| *name == text)
+            .map(|(_, choice)| *choice)
+            .ok_or_else(|| {
+                let names: Vec<String> =
+                    choices.iter().map(|(name, _)| toml_string(name)).collect();
+                self.error(
+                    field,
+                    format!(
+                        "unknown value {} (expected {})",
+                        toml_string(text),
+                        or_list(&names)
+                    ),
+                )
+            })
+    }
+
+    /// A path: not empty and without NUL bytes.
+    fn path(&self, field: &Field<'_>) -> Result<PathBuf, ConfigError> {
+        let text = self.string(field)?;
+        if text.is_empty() {
+            return Err(self.error(field, "must not be empty"));
+        }
+        if text.contains('\0') {
+            return Err(self.error(field, "must not contain a NUL byte"));
+        }
+        Ok(PathBuf::from(text))
+    }
+
+    fn absolute_path(&self, field: &Field<'_>) -> Result<PathBuf, ConfigError> {
+        let path = self.path(field)?;
+        if !path.is_absolute() {
+            return Err(self.error(
+                field,
+                format!(
+                    "must be an absolute path (not {})",
+                    toml_string(&path.to_string_lossy())
+                ),
+            ));
+        }
+        Ok(path)
+    }
+}
+
+/// How serde lists expected keys: `` `a` ``, `` `a` or `b` `` or
+/// `` one of `a`, `b`, `c` ``.
+fn one_of(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
+    match quoted.as_slice() {
+        [] => "nothing".to_owned(),
+        [one] => one.clone(),
+        [a, b] => format!("{a} or {b}"),
+        _ => format!("one of {}", quoted.join(", ")),
+    }
+}
+
+/// `a, b or c`.
+fn or_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let mut line = 1;
+    let mut column = 1;
+    for (index, c) in text.char_indices() {
+        if index >= offset {
+            break;
+        }
+        if c == '\n' {
+            line += 1;
+            column = 1;
+        } else {
+            column += 1;
+        }
+    }
+    (line, column)
+}
+
+fn parse(doc: &Doc<'_>) -> Result<Config, ConfigError> {
+    let root: Node = toml::from_str(doc.text).map_err(|error| doc.toml_error(&error))?;
+    let root = Field {
+        name: String::new(),
+        offset: 0,
+        node: &root,
+    };
+    let [daemon, agents] = doc.fields(&root, ["daemon", "agent"])?;
+    let daemon = match daemon {
+        Some(table) => parse_daemon(doc, &table)?,
+        None => DaemonConfig::default(),
+    };
+    let agents = match agents {
+        Some(list) => parse_agents(doc, &list)?,
+        None => Vec::new(),
+    };
+    Ok(Config {
+        daemon,
+        agents,
+        path: doc.path.to_owned(),
+    })
+}
+
+fn parse_daemon(doc: &Doc<'_>, table: &Field<'_>) -> Result<DaemonConfig, ConfigError> {
+    let [
+        socket,
+        pin_dir,
+        on_stop,
+        audit,
+        audit_key,
+        metrics,
+        log_format,
+        cgroup_root,
+        scan_every,
+        ring_bytes,
+    ] = doc.fields(
+        table,
+        [
+            "socket",
+            "pin_dir",
+            "on_stop",
+            "audit",
+            "audit_key",
+            "metrics",
+            "log_format",
+            "cgroup_root",
+            "scan_every",
+            "ring_bytes",
+        ],
+    )?;
+    let mut config = DaemonConfig::default();
+    if let Some(field) = socket {
+        config.socket = doc.absolute_path(&field)?;
+    }
+    if let Some(field) = pin_dir {
+        config.pin_dir = doc.absolute_path(&field)?;
+    }
+    if let Some(field) = on_stop {
+        config.on_stop = doc.choice(&field, &OnStop::CHOICES)?;
+    }
+    if let Some(field) = audit {
+        config.audit = doc.absolute_path(&field)?;
+    }
+    if let Some(field) = audit_key {
+        let key = doc.absolute_path(&field)?;
+        // The key would be read back as the log's first line, and lost.
+        if key == config.audit {
+            return Err(doc.error(&field, "must not be the audit log itself"));
+        }
+        config.audit_key = Some(key);
+    }
+    if let Some(field) = metrics {
+        let text = doc.string(&field)?;
+        let address = text.parse().map_err(|_| {
+            doc.error(
+                &field,
+                format!(
+                    "invalid address {} (write an IP address and a port, like \
+                     \"127.0.0.1:9464\" or \"[::1]:9464\")",
+                    toml_string(text)
+                ),
+            )
+        })?;
+        config.metrics = Some(address);
+    }
+    if let Some(field) = log_format {
+        config.log_format = doc.choice(&field, &LogFormat::CHOICES)?;
+    }
+    if let Some(field) = cgroup_root {
+        config.cgroup_root = doc.absolute_path(&field)?;
+    }
+    if let Some(field) = scan_every {
+        config.scan_every = parse_scan_every(doc, &field)?;
+    }
+    if let Some(field) = ring_bytes {
+        let Value::Integer(n) = field.node.value else {
+            return Err(doc.wrong_type(&field, "an integer"));
+        };
+        config.ring_bytes = u32::try_from(n)
+            .ok()
+            .filter(|bytes| bytes.is_power_of_two() && *bytes >= MIN_RING_BYTES)
+            .ok_or_else(|| {
+                doc.error(
+                    &field,
+                    format!(
+                        "must be a power of two from {MIN_RING_BYTES} to {} (not {n})",
+                        1u32 << 31
+                    ),
+                )
+            })?;
+    }
+    Ok(config)
+}
+
+fn parse_scan_every(doc: &Doc<'_>, field: &Field<'_>) -> Result<Duration, ConfigError> {
+    let text = doc.string(field)?;
+    let duration = humantime::parse_duration(text).map_err(|_| {
+        doc.error(
+            field,
+            format!(
+                "invalid duration {} (write it like \"500ms\", \"1s\" or \"1m\")",
+                toml_string(text)
+            ),
+        )
+    })?;
+    if !(MIN_SCAN_EVERY..=MAX_SCAN_EVERY).contains(&duration) {
+        return Err(doc.error(
+            field,
+            format!(
+                "must be from {} to {} (not {})",
+                humantime::format_duration(MIN_SCAN_EVERY),
+                humantime::format_duration(MAX_SCAN_EVERY),
+                humantime::format_duration(duration)
+            ),
+        ));
+    }
+    Ok(duration)
+}
+
+fn parse_agents(doc: &Doc<'_>, list: &Field<'_>) -> Result<Vec<AgentConfig>, ConfigError> {
+    let Value::Array(items) = &list.node.value else {
+        let mut error = doc.wrong_type(list, "an array of tables");
+        if let ConfigError::Invalid { message, .. } = &mut error {
+            message.push_str(" (write each agent as an [[agent]] table)");
+        }
+        return Err(error);
+    };
+    let mut agents: Vec<AgentConfig> = Vec::new();
+    // Names and patterns seen so far, to the agent (from 1) that has them.
+    let mut names = HashMap::new();
+    let mut patterns = HashMap::new();
+    for (index, item) in items.iter().enumerate() {
+        let number = index + 1;
+        let table = Field {
+            name: format!("{}[{number}]", list.name),
+            offset: item.span.as_ref().map_or(list.offset, |span| span.start),
+            node: item,
+        };
+        let [name, cgroup, mission, mode] =
+            doc.fields(&table, ["name", "cgroup", "mission", "mode"])?;
+        let missing = |key: &str| {
+            doc.invalid(
+                table.offset,
+                Some(format!("{}.{key}", table.name)),
+                "missing field".to_owned(),
+            )
+        };
+
+        let name = name.ok_or_else(|| missing("name"))?;
+        let name_text = doc.string(&name)?;
+        check_agent_name(name_text).map_err(|message| doc.error(&name, message))?;
+        if let Some(first) = names.insert(name_text, number) {
+            return Err(doc.error(
+                &name,
+                format!(
+                    "duplicate agent name {} (agent[{first}] has it)",
+                    toml_string(name_text)
+                ),
+            ));
+        }
+
+        let cgroup = cgroup.ok_or_else(|| missing("cgroup"))?;
+        let pattern = CgroupPattern::parse(doc.string(&cgroup)?)
+            .map_err(|message| doc.error(&cgroup, message))?;
+        if let Some(first) = patterns.insert(pattern.text.clone(), number) {
+            return Err(doc.error(
+                &cgroup,
+                format!(
+                    "same pattern as agent[{first}], which wins every cgroup it matches: \
+                     this agent would never confine anything"
+                ),
+            ));
+        }
+
+        let mission = mission.ok_or_else(|| missing("mission"))?;
+        let mission = resolve_mission(doc, &mission)?;
+
+        let mode = mode
+            .map(|mode| doc.choice(&mode, &AgentMode::CHOICES))
+            .transpose()?;
+
+        agents.push(AgentConfig {
+            name: name_text.to_owned(),
+            cgroup: pattern,
+            mission,
+            mode,
+            line: line_column(doc.text, table.offset).0,
+        });
+    }
+    Ok(agents)
+}
+
+/// Agent names end up in file names, metric labels and log lines.
+fn check_agent_name(name: &str) -> Result<(), String> {
+    let valid_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if let Some(bad) = name.chars().find(|c| !valid_char(*c)) {
+        return Err(format!(
+            "{} is not allowed in {} (only letters, digits, \".\", \"_\" and \"-\")",
+            toml_string(&bad.to_string()),
+            toml_string(name)
+        ));
+    }
+    // ASCII from here on: bytes are characters.
+    if name.is_empty() || name.len() > 64 {
+        return Err(format!(
+            "must be 1 to 64 characters long (not {})",
+            name.len()
+        ));
+    }
+    if name == "." || name == ".." {
+        return Err(format!(
+            "must not be {} (it means a directory when used as a file name)",
+            toml_string(name)
+        ));
+    }
+    Ok(())
+}
+
+/// The mission's path, absolute: a relative one is taken from the
+/// configuration file's directory, so that the file means the same whatever
+/// directory the daemon starts in.
+fn resolve_mission(doc: &Doc<'_>, field: &Field<'_>) -> Result<PathBuf, ConfigError> {
+    let path = doc.path(field)?;
+    if path.starts_with("~") {
+        return Err(doc.error(
+            field,
+            "\"~\" is not expanded (whose home would it be?): write the path in full",
+        ));
+    }
+    let directory = doc.path.parent().unwrap_or(Path::new(""));
+    std::path::absolute(directory.join(&path)).map_err(|error| {
+        doc.error(
+            field,
+            format!("cannot make {} absolute: {error}", path.display()),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONFIG: &str = "/etc/pincer/daemon.toml";
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::from_str(text, Path::new(CONFIG))
+    }
+
+    /// The position, field and message of an `Invalid` error.
+    fn invalid(text: &str) -> (usize, usize, Option<String>, String) {
+        match parse(text) {
+            Err(ConfigError::Invalid {
+                line,
+                column,
+                field,
+                message,
+                ..
+            }) => (line, column, field, message),
+            other => panic!("expected an invalid configuration, got {other:?}"),
+        }
+    }
+
+    fn field(name: &str) -> Option<String> {
+        Some(name.to_owned())
+    }
+
+    /// An agent entry whose `cgroup` is on line 3 of the text it starts.
+    fn agent_with_cgroup(name: &str, cgroup: &str) -> String {
+        format!("[[agent]]\nname = \"{name}\"\ncgroup = \"{cgroup}\"\nmission = \"m.toml\"\n")
+    }
+
+    fn pattern(text: &str) -> CgroupPattern {
+        CgroupPattern::parse(text).unwrap()
+    }
+
+    #[test]
+    fn an_empty_file_is_every_default() {
+        let config = parse("").unwrap();
+        assert_eq!(config, Config::default_at(Path::new(CONFIG)));
+        let daemon = &config.daemon;
+        assert_eq!(daemon.socket, Path::new("/run/pincer/pincer.sock"));
+        assert_eq!(daemon.pin_dir, Path::new("/sys/fs/bpf/pincer"));
+        assert_eq!(daemon.on_stop, OnStop::Keep);
+        assert_eq!(daemon.audit, Path::new("/var/log/pincer/audit.jsonl"));
+        assert_eq!(daemon.audit_key, None);
+        assert_eq!(
+            daemon.audit_key_path(),
+            Path::new("/var/log/pincer/audit.jsonl.key")
+        );
+        assert_eq!(daemon.metrics, None);
+        assert_eq!(daemon.log_format, LogFormat::Text);
+        assert_eq!(daemon.cgroup_root, Path::new("/sys/fs/cgroup"));
+        assert_eq!(daemon.scan_every, Duration::from_secs(1));
+        assert_eq!(daemon.ring_bytes, 262_144);
+        assert!(config.agents.is_empty());
+        assert_eq!(config.path, Path::new(CONFIG));
+        // An empty [daemon] is the same as none.
+        assert_eq!(parse("[daemon]\n").unwrap(), config);
+    }
+
+    const FULL: &str = r#"# The host's agents.
+[daemon]
+socket = "/run/p/control.sock"
+pin_dir = "/sys/fs/bpf/p"
+on_stop = "remove"
+audit = "/var/log/p/audit.jsonl"
+audit_key = "/var/lib/p/audit.key"
+metrics = "[::1]:9464"
+log_format = "json"
+cgroup_root = "/mnt/cgroup2"
+scan_every = "250ms"
+ring_bytes = 1048576
+
+[[agent]]
+name = "claude"
+cgroup = "agents.slice/claude-*.scope"
+mission = "/etc/pincer/missions/claude.toml"
+mode = "ask"
+
+[[agent]]
+name = "codex_2.0-beta"
+cgroup = "agents.slice/**"
+mission = "missions/codex.toml"
+"#;
+
+    #[test]
+    fn a_full_configuration() {
+        let config = parse(FULL).unwrap();
+        assert_eq!(
+            config.daemon,
+            DaemonConfig {
+                socket: PathBuf::from("/run/p/control.sock"),
+                pin_dir: PathBuf::from("/sys/fs/bpf/p"),
+                on_stop: OnStop::Remove,
+                audit: PathBuf::from("/var/log/p/audit.jsonl"),
+                audit_key: Some(PathBuf::from("/var/lib/p/audit.key")),
+                metrics: Some("[::1]:9464".parse().unwrap()),
+                log_format: LogFormat::Json,
+                cgroup_root: PathBuf::from("/mnt/cgroup2"),
+                scan_every: Duration::from_millis(250),
+                ring_bytes: 1 << 20,
+            }
+        );
+        assert_eq!(
+            config.daemon.audit_key_path(),
+            Path::new("/var/lib/p/audit.key")
+        );
+        let [claude, codex] = config.agents.as_slice() else {
+            panic!("expected two agents, got {:?}", config.agents);
+        };
+        assert_eq!(claude.name, "claude");
+        assert_eq!(claude.cgroup.to_string(), "agents.slice/claude-*.scope");
+        assert_eq!(
+            claude.mission,
+            Path::new("/etc/pincer/missions/claude.toml")
+        );
+        assert_eq!(claude.mode, Some(AgentMode::Ask));
+        assert_eq!(claude.line, 14);
+        assert_eq!(codex.name, "codex_2.0-beta");
+        // Relative to the configuration's directory.
+        assert_eq!(codex.mission, Path::new("/etc/pincer/missions/codex.toml"));
+        assert_eq!(codex.mode, None);
+        assert_eq!(codex.line, 20);
+    }
+
+    #[test]
+    fn agents_may_be_inline_tables() {
+        let config = parse(
+            "agent = [\n  { name = \"a\", cgroup = \"a/*\", mission = \"/m\" },\n  \
+             { name = \"b\", cgroup = \"b/*\", mission = \"/m\", mode = \"enforce\" },\n]\n",
+        )
+        .unwrap();
+        assert_eq!(config.agents.len(), 2);
+        assert_eq!(config.agents[1].line, 3);
+        assert_eq!(config.agents[1].mode, Some(AgentMode::Enforce));
+        assert!(parse("agent = []\n").unwrap().agents.is_empty());
+    }
+
+    #[test]
+    fn dotted_keys_are_the_same_as_a_table() {
+        let config = parse("daemon.socket = \"/s\"\ndaemon.on_stop = \"remove\"\n").unwrap();
+        assert_eq!(config.daemon.socket, Path::new("/s"));
+        assert_eq!(config.daemon.on_stop, OnStop::Remove);
+        // A table without a span of its own still gets a position.
+        assert_eq!(
+            invalid("daemon.socket = \"/s\"\ndaemon.sokcet = \"/t\"\n"),
+            (
+                2,
+                8,
+                field("daemon.sokcet"),
+                "unknown field `sokcet`, expected one of `socket`, `pin_dir`, `on_stop`, \
+                 `audit`, `audit_key`, `metrics`, `log_format`, `cgroup_root`, `scan_every`, \
+                 `ring_bytes`"
+                    .to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn relative_missions_follow_the_configuration_file() {
+        let text = agent_with_cgroup("a", "x");
+        let config = Config::from_str(&text, Path::new("/srv/conf/daemon.toml")).unwrap();
+        assert_eq!(config.agents[0].mission, Path::new("/srv/conf/m.toml"));
+        // A relative configuration path is taken from the working directory.
+        let config = Config::from_str(&text, Path::new("daemon.toml")).unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(config.agents[0].mission, cwd.join("m.toml"));
+        assert!(config.agents[0].mission.is_absolute());
+    }
+
+    #[test]
+    fn from_file_reads_and_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("daemon.toml");
+        fs::write(&path, agent_with_cgroup("a", "x")).unwrap();
+        let config = Config::from_file(&path).unwrap();
+        assert_eq!(config.path, path);
+        assert_eq!(config.agents[0].mission, dir.path().join("m.toml"));
+
+        fs::write(&path, "[daemon]\nbogus = 1\n").unwrap();
+        let error = Config::from_file(&path).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{}:2:1: daemon.bogus: unknown field `bogus`, expected one of `socket`, \
+                 `pin_dir`, `on_stop`, `audit`, `audit_key`, `metrics`, `log_format`, \
+                 `cgroup_root`, `scan_every`, `ring_bytes`",
+                path.display()
+            )
+        );
+
+        let missing = dir.path().join("missing.toml");
+        let error = Config::from_file(&missing).unwrap_err();
+        assert!(
+            matches!(&error, ConfigError::Io { path, source }
+                if *path == missing && source.kind() == io::ErrorKind::NotFound),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn toml_syntax_errors_have_a_position() {
+        let (line, column, field_name, message) = invalid("[daemon]\nsocket = \"/s\n");
+        assert_eq!((line, field_name), (2, None));
+        assert!(column > 1, "{column}");
+        assert!(message.contains("invalid basic string"), "{message}");
+
+        let (line, _, field_name, message) =
+            invalid("[daemon]\nsocket = \"/a\"\nsocket = \"/b\"\n");
+        assert_eq!((line, field_name), (3, None));
+        assert!(message.contains("duplicate key"), "{message}");
+    }
+
+    #[test]
+    fn unknown_top_level_keys() {
+        assert_eq!(
+            invalid("\n[agents]\nname = \"a\"\n"),
+            (
+                2,
+                2,
+                field("agents"),
+                "unknown field `agents`, expected `daemon` or `agent`".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn unknown_keys_in_daemon() {
+        let (line, column, field_name, message) =
+            invalid("[daemon]\nsocket = \"/s\"\n  pinned = true\n");
+        assert_eq!((line, column), (3, 3));
+        assert_eq!(field_name, field("daemon.pinned"));
+        assert!(
+            message.starts_with("unknown field `pinned`, expected one of `socket`"),
+            "{message}"
+        );
+        // Tables inside [daemon] are unknown keys too.
+        let (line, column, field_name, _) = invalid("[daemon.extra]\nx = 1\n");
+        assert_eq!((line, column, field_name), (1, 9, field("daemon.extra")));
+    }
+
+    #[test]
+    fn unknown_keys_in_an_agent() {
+        let text = format!(
+            "{}\n[[agent]]\nname = \"b\"\ncgroup = \"b\"\nmission = \"/m\"\nverdict = \"deny\"\n",
+            agent_with_cgroup("a", "a")
+        );
+        assert_eq!(
+            invalid(&text),
+            (
+                10,
+                1,
+                field("agent[2].verdict"),
+                "unknown field `verdict`, expected one of `name`, `cgroup`, `mission`, `mode`"
+                    .to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn wrong_types() {
+        // The text, then the line, column, field and message of its error.
+        type Case<'a> = (&'a str, (usize, usize, &'a str, &'a str));
+        let cases: &[Case<'_>] = &[
+            (
+                "[daemon]\nsocket = 5\n",
+                (
+                    2,
+                    10,
+                    "daemon.socket",
+                    "invalid type: integer 5, expected a string",
+                ),
+            ),
+            (
+                "[daemon]\nring_bytes = \"4096\"\n",
+                (
+                    2,
+                    14,
+                    "daemon.ring_bytes",
+                    "invalid type: string \"4096\", expected an integer",
+                ),
+            ),
+            (
+                "[daemon]\nring_bytes = 4096.0\n",
+                (
+                    2,
+                    14,
+                    "daemon.ring_bytes",
+                    "invalid type: float 4096, expected an integer",
+                ),
+            ),
+            (
+                "[daemon]\nscan_every = 1\n",
+                (
+                    2,
+                    14,
+                    "daemon.scan_every",
+                    "invalid type: integer 1, expected a string",
+                ),
+            ),
+            (
+                "[daemon]\non_stop = false\n",
+                (
+                    2,
+                    11,
+                    "daemon.on_stop",
+                    "invalid type: boolean false, expected a string",
+                ),
+            ),
+            (
+                "[daemon]\naudit = 1979-05-27T07:32:00Z\n",
+                (
+                    2,
+                    9,
+                    "daemon.audit",
+                    "invalid type: datetime 1979-05-27T07:32:00Z, expected a string",
+                ),
+            ),
+            (
+                "[daemon]\nmetrics = [\"127.0.0.1:1\"]\n",
+                (
+                    2,
+                    11,
+                    "daemon.metrics",
+                    "invalid type: array, expected a string",
+                ),
+            ),
+            (
+                "daemon = \"yes\"\n",
+                (
+                    1,
+                    10,
+                    "daemon",
+                    "invalid type: string \"yes\", expected a table",
+                ),
+            ),
+            (
+                "[[daemon]]\nsocket = \"/s\"\n",
+                (1, 1, "daemon", "invalid type: array, expected a table"),
+            ),
+            (
+                "[agent]\nname = \"a\"\n",
+                (
+                    1,
+                    1,
+                    "agent",
+                    "invalid type: table, expected an array of tables \
+                     (write each agent as an [[agent]] table)",
+                ),
+            ),
+            (
+                "agent = [\"a\"]\n",
+                (
+                    1,
+                    10,
+                    "agent[1]",
+                    "invalid type: string \"a\", expected a table",
+                ),
+            ),
+            (
+                "[[agent]]\nname = 7\n",
+                (
+                    2,
+                    8,
+                    "agent[1].name",
+                    "invalid type: integer 7, expected a string",
+                ),
+            ),
+            (
+                "[[agent]]\nname = \"a\"\ncgroup = [\"a\", \"b\"]\n",
+                (
+                    3,
+                    10,
+                    "agent[1].cgroup",
+                    "invalid type: array, expected a string",
+                ),
+            ),
+            (
+                "[[agent]]\nname = \"a\"\ncgroup = \"a\"\nmission = { path = \"/m\" }\n",
+                (
+                    4,
+                    11,
+                    "agent[1].mission",
+                    "invalid type: table, expected a string",
+                ),
+            ),
+        ];
+        for (text, (line, column, field_name, message)) in cases {
+            assert_eq!(
+                invalid(text),
+                (*line, *column, field(field_name), (*message).to_owned()),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_choices() {
+        assert_eq!(
+            invalid("[daemon]\non_stop = \"unpin\"\n"),
+            (
+                2,
+                11,
+                field("daemon.on_stop"),
+                "unknown value \"unpin\" (expected \"keep\" or \"remove\")".to_owned()
+            )
+        );
+        assert_eq!(
+            invalid("[daemon]\nlog_format = \"JSON\"\n"),
+            (
+                2,
+                14,
+                field("daemon.log_format"),
+                "unknown value \"JSON\" (expected \"text\" or \"json\")".to_owned()
+            )
+        );
+        // The mission's word for enforcing is not a mode.
+        let text = format!("{}mode = \"deny\"\n", agent_with_cgroup("a", "a"));
+        assert_eq!(
+            invalid(&text),
+            (
+                5,
+                8,
+                field("agent[1].mode"),
+                "unknown value \"deny\" (expected \"enforce\", \"audit\" or \"ask\")".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn scan_every_is_a_duration_in_range() {
+        assert_eq!(
+            invalid("[daemon]\nscan_every = \"often\"\n"),
+            (
+                2,
+                14,
+                field("daemon.scan_every"),
+                "invalid duration \"often\" (write it like \"500ms\", \"1s\" or \"1m\")".to_owned()
+            )
+        );
+        assert_eq!(
+            invalid("[daemon]\nscan_every = \"10\"\n").3,
+            "invalid duration \"10\" (write it like \"500ms\", \"1s\" or \"1m\")"
+        );
+        assert_eq!(
+            invalid("[daemon]\nscan_every = \"99ms\"\n"),
+            (
+                2,
+                14,
+                field("daemon.scan_every"),
+                "must be from 100ms to 1h (not 99ms)".to_owned()
+            )
+        );
+        assert_eq!(
+            invalid("[daemon]\nscan_every = \"1h 1s\"\n").3,
+            "must be from 100ms to 1h (not 1h 1s)"
+        );
+        assert_eq!(
+            invalid("[daemon]\nscan_every = \"0s\"\n").3,
+            "must be from 100ms to 1h (not 0s)"
+        );
+        for (text, duration) in [
+            ("100ms", Duration::from_millis(100)),
+            ("1h", Duration::from_secs(3600)),
+            ("1m 30s", Duration::from_secs(90)),
+        ] {
+            let config = parse(&format!("[daemon]\nscan_every = \"{text}\"\n")).unwrap();
+            assert_eq!(config.daemon.scan_every, duration, "{text}");
+        }
+    }
+
+    #[test]
+    fn ring_bytes_is_a_power_of_two_of_at_least_a_page() {
+        for bad in [
+            "4097",
+            "6144",
+            "2048",
+            "0",
+            "-4096",
+            "4294967296",
+            "8589934592",
+        ] {
+            assert_eq!(
+                invalid(&format!("[daemon]\nring_bytes = {bad}\n")),
+                (
+                    2,
+                    14,
+                    field("daemon.ring_bytes"),
+                    format!("must be a power of two from 4096 to 2147483648 (not {bad})")
+                ),
+            );
+        }
+        for good in [4096u32, 65536, 1 << 31] {
+            let config = parse(&format!("[daemon]\nring_bytes = {good}\n")).unwrap();
+            assert_eq!(config.daemon.ring_bytes, good);
+        }
+    }
+
+    #[test]
+    fn metrics_is_an_ip_address_and_port() {
+        let config = parse("[daemon]\nmetrics = \"127.0.0.1:9464\"\n").unwrap();
+        assert_eq!(
+            config.daemon.metrics,
+            Some(SocketAddr::from(([127, 0, 0, 1], 9464)))
+        );
+        for bad in ["localhost:9464", "127.0.0.1", "9464", "::1:9464", ""] {
+            let (line, column, field_name, message) =
+                invalid(&format!("[daemon]\nmetrics = \"{bad}\"\n"));
+            assert_eq!((line, column, field_name), (2, 11, field("daemon.metrics")));
+            assert!(
+                message.starts_with(&format!("invalid address \"{bad}\" (write an IP address")),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn daemon_paths_are_absolute() {
+        for key in ["socket", "pin_dir", "audit", "audit_key", "cgroup_root"] {
+            assert_eq!(
+                invalid(&format!("[daemon]\n{key} = \"run/x\"\n")),
+                (
+                    2,
+                    key.len() + 4,
+                    field(&format!("daemon.{key}")),
+                    "must be an absolute path (not \"run/x\")".to_owned()
+                ),
+            );
+            assert_eq!(
+                invalid(&format!("[daemon]\n{key} = \"\"\n")).3,
+                "must not be empty"
+            );
+            assert_eq!(
+                invalid(&format!("[daemon]\n{key} = \"/a\\u0000b\"\n")).3,
+                "must not contain a NUL byte"
+            );
+        }
+    }
+
+    #[test]
+    fn the_audit_key_is_not_the_log() {
+        assert_eq!(
+            invalid("[daemon]\naudit = \"/var/a.log\"\naudit_key = \"/var/a.log\"\n"),
+            (
+                3,
+                13,
+                field("daemon.audit_key"),
+                "must not be the audit log itself".to_owned()
+            )
+        );
+        // The default log counts too.
+        assert_eq!(
+            invalid("[daemon]\naudit_key = \"/var/log/pincer/audit.jsonl\"\n").2,
+            field("daemon.audit_key")
+        );
+        let config = parse("[daemon]\naudit = \"/var/a.log\"\n").unwrap();
+        assert_eq!(config.daemon.audit_key_path(), Path::new("/var/a.log.key"));
+    }
+
+    #[test]
+    fn required_agent_fields() {
+        let cases = [
+            (
+                "[[agent]]\ncgroup = \"a\"\nmission = \"/m\"\n",
+                "agent[1].name",
+            ),
+            (
+                "[[agent]]\nname = \"a\"\nmission = \"/m\"\n",
+                "agent[1].cgroup",
+            ),
+            (
+                "[[agent]]\nname = \"a\"\ncgroup = \"a\"\n",
+                "agent[1].mission",
+            ),
+        ];
+        for (text, name) in cases {
+            // The entry's header, for want of the missing key.
+            let text = format!("[daemon]\n\n{text}");
+            assert_eq!(
+                invalid(&text),
+                (3, 1, field(name), "missing field".to_owned()),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn duplicate_agent_names_point_at_the_second() {
+        let text = format!(
+            "{}{}{}",
+            agent_with_cgroup("a", "x"),
+            agent_with_cgroup("b", "y"),
+            agent_with_cgroup("a", "z")
+        );
+        assert_eq!(
+            invalid(&text),
+            (
+                10,
+                8,
+                field("agent[3].name"),
+                "duplicate agent name \"a\" (agent[1] has it)".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn agent_names() {
+        let good = ["a", "Claude-3.5_sonnet", &"x".repeat(64), "..."];
+        for name in good {
+            let config = parse(&agent_with_cgroup(name, "x")).unwrap();
+            assert_eq!(config.agents[0].name, name);
+        }
+        let bad = [
+            ("", "must be 1 to 64 characters long (not 0)"),
+            (&"x".repeat(65), "must be 1 to 64 characters long (not 65)"),
+            (
+                "a b",
+                "\" \" is not allowed in \"a b\" (only letters, digits, \".\", \"_\" and \"-\")",
+            ),
+            (
+                "a/b",
+                "\"/\" is not allowed in \"a/b\" (only letters, digits, \".\", \"_\" and \"-\")",
+            ),
+            (
+                "é",
+                "\"é\" is not allowed in \"é\" (only letters, digits, \".\", \"_\" and \"-\")",
+            ),
+            (
+                "..",
+                "must not be \"..\" (it means a directory when used as a file name)",
+            ),
+            (
+                ".",
+                "must not be \".\" (it means a directory when used as a file name)",
+            ),
+        ];
+        for (name, message) in bad {
+            assert_eq!(
+                invalid(&agent_with_cgroup(name, "x")),
+                (2, 8, field("agent[1].name"), message.to_owned()),
+                "{name:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_patterns() {
+        let cases = [
+            ("", "must not be empty"),
+            (
+                "/agents.slice/*",
+                "must not start with \"/\": it is relative to cgroup_root (\"/agents.slice/*\")",
+            ),
+            (
+                "agents.slice/../system.slice",
+                "must not contain \"..\" components (\"agents.slice/../system.slice\")",
+            ),
+            (
+                "./agents.slice",
+                "must not contain \".\" components (\"./agents.slice\")",
+            ),
+            (
+                "agents.slice//a",
+                "must not contain empty components (\"agents.slice//a\")",
+            ),
+            (
+                "agents.slice/",
+                "must not contain empty components (\"agents.slice/\")",
+            ),
+            (
+                "agents.slice/a**",
+                "\"**\" must be a whole component (\"a**\" in \"agents.slice/a**\")",
+            ),
+        ];
+        for (text, message) in cases {
+            assert_eq!(
+                CgroupPattern::parse(text),
+                Err(message.to_owned()),
+                "{text}"
+            );
+            let config = format!("[daemon]\n{}", agent_with_cgroup("a", text));
+            assert_eq!(
+                invalid(&config),
+                (4, 10, field("agent[1].cgroup"), message.to_owned()),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            CgroupPattern::parse("a\0b"),
+            Err("must not contain a NUL byte".to_owned())
+        );
+    }
+
+    #[test]
+    fn the_same_pattern_twice_is_refused() {
+        let text = format!(
+            "{}{}",
+            agent_with_cgroup("a", "x/*"),
+            agent_with_cgroup("b", "x/*")
+        );
+        let (line, column, field_name, message) = invalid(&text);
+        assert_eq!(
+            (line, column, field_name),
+            (7, 10, field("agent[2].cgroup"))
+        );
+        assert!(message.starts_with("same pattern as agent[1]"), "{message}");
+    }
+
+    #[test]
+    fn missions() {
+        let with_mission = |mission: &str| {
+            format!("[[agent]]\nname = \"a\"\ncgroup = \"a\"\nmission = \"{mission}\"\n")
+        };
+        assert_eq!(
+            invalid(&with_mission("")),
+            (
+                4,
+                11,
+                field("agent[1].mission"),
+                "must not be empty".to_owned()
+            )
+        );
+        assert_eq!(
+            invalid(&with_mission("~/mission.toml")).3,
+            "\"~\" is not expanded (whose home would it be?): write the path in full"
+        );
+        // Only a leading `~` component is a home; elsewhere it is a name.
+        let config = parse(&with_mission("~x/../m.toml")).unwrap();
+        assert_eq!(
+            config.agents[0].mission,
+            Path::new("/etc/pincer/~x/../m.toml")
+        );
+        let config = parse(&with_mission("./m.toml")).unwrap();
+        assert_eq!(config.agents[0].mission, Path::new("/etc/pincer/m.toml"));
+    }
+
+    #[test]
+    fn the_pattern_is_kept_as_written() {
+        let text = "agents.slice/claude-*.scope";
+        assert_eq!(pattern(text).to_string(), text);
+        assert_eq!(pattern(text).as_str(), text);
+    }
+
+    #[test]
+    fn pattern_matching() {
+        let table: &[(&str, &[&str], &[&str])] = &[
+            (
+                "agents.slice/*",
+                &[
+                    "agents.slice/a",
+                    "agents.slice/claude-1.scope",
+                    "agents.slice/*",
+                ],
+                &["agents.slice", "agents.slice/a/b", "other.slice/a", "", "a"],
+            ),
+            (
+                // `**` matches zero components too, so the slice itself.
+                "agents.slice/**",
+                &["agents.slice", "agents.slice/a", "agents.slice/a/b/c"],
+                &["other.slice/a", "agents.slice2/a", "agents", ""],
+            ),
+            (
+                "a/**/leaf-*",
+                &["a/leaf-1", "a/leaf-", "a/x/leaf-1", "a/x/y/z/leaf-abc"],
+                &[
+                    "a/leaf",
+                    "a/x/leaf-1/z",
+                    "b/leaf-1",
+                    "leaf-1",
+                    "a/x/notleaf-1",
+                ],
+            ),
+            (
+                "agents.slice/agent-?.scope",
+                &["agents.slice/agent-1.scope", "agents.slice/agent-é.scope"],
+                &[
+                    "agents.slice/agent-.scope",
+                    "agents.slice/agent-10.scope",
+                    "agents.slice/agent-1/x.scope",
+                ],
+            ),
+            (
+                // Literal names, dots and backslashes included.
+                "system.slice/system-getty.slice/getty@tty1.service",
+                &["system.slice/system-getty.slice/getty@tty1.service"],
+                &[
+                    "system.slice/system-getty.slice/getty@tty2.service",
+                    "system.slice/system-getty.slice",
+                    "system.slice/system-getty.slice/getty@tty1.service/x",
+                    "system.slice/system-getty.slice/getty@tty1xservice",
+                ],
+            ),
+            (
+                "user.slice/user-1000.slice/app\\x2dclaude.scope",
+                &["user.slice/user-1000.slice/app\\x2dclaude.scope"],
+                &["user.slice/user-1000.slice/app-claude.scope"],
+            ),
+            ("**", &["", "a", "a/b/c"], &[]),
+            ("*", &["a", "agents.slice"], &["", "a/b"]),
+            (
+                // Several stars in one component need backtracking.
+                "x/*a*b*c",
+                &["x/abc", "x/aXbYc", "x/aabbcc", "x/zzabcab-c"],
+                &["x/acb", "x/abcX", "x/ab"],
+            ),
+            (
+                "**/claude-*.scope/**",
+                &[
+                    "claude-1.scope",
+                    "a/b/claude-1.scope",
+                    "a/claude-1.scope/x/y",
+                ],
+                &["a/claude-1.scop", "a/b"],
+            ),
+        ];
+        for (text, matching, not_matching) in table {
+            let pattern = pattern(text);
+            for path in *matching {
+                assert!(
+                    pattern.matches(Path::new(path)),
+                    "{text} should match {path:?}"
+                );
+            }
+            for path in *not_matching {
+                assert!(
+                    !pattern.matches(Path::new(path)),
+                    "{text} should not match {path:?}"
+                );
+            }
+        }
+    }
+
+    /// Every way to match, tried one by one.
+    fn naive(pattern: &[Token], name: &[Unit]) -> bool {
+        match pattern.split_first() {
+            None => name.is_empty(),
+            Some((Token::Star, rest)) => (0..=name.len()).any(|taken| naive(rest, &name[taken..])),
+            Some((token, rest)) => name.split_first().is_some_and(|(unit, name)| {
+                (*token == Token::One || *token == Token::Literal(char::from_u32(*unit).unwrap()))
+                    && naive(rest, name)
+            }),
+        }
+    }
+
+    /// All sequences of up to `length` elements of `alphabet`.
+    fn sequences<T: Copy>(alphabet: &[T], length: usize) -> Vec<Vec<T>> {
+        let mut all = vec![Vec::new()];
+        let mut last = vec![Vec::new()];
+        for _ in 0..length {
+            last = last
+                .iter()
+                .flat_map(|prefix| {
+                    alphabet.iter().map(move |element| {
+                        let mut longer: Vec<T> = prefix.clone();
+                        longer.push(*element);
+                        longer
+                    })
+                })
+                .collect();
+            all.extend(last.iter().cloned());
+        }
+        all
+    }
+
+    #[test]
+    fn the_single_backtrack_agrees_with_trying_everything() {
+        // Backtracking only to the last star is the subtle part of matching;
+        // every short pattern against every short name settles it.
+        let patterns = sequences(
+            &[
+                Token::Star,
+                Token::One,
+                Token::Literal('a'),
+                Token::Literal('b'),
+            ],
+            5,
+        );
+        let names = sequences(&['a' as Unit, 'b' as Unit], 6);
+        for pattern in &patterns {
+            for name in &names {
+                let fast = wildcard(
+                    pattern,
+                    name,
+                    |token| *token == Token::Star,
+                    |token, unit| match token {
+                        Token::Star => false,
+                        Token::One => true,
+                        Token::Literal(c) => *c as Unit == *unit,
+                    },
+                );
+                assert_eq!(fast, naive(pattern, name), "{pattern:?} against {name:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn matched_paths_as_proc_shows_them() {
+        let slice = pattern("agents.slice/*");
+        assert!(slice.matches(Path::new("/agents.slice/a")));
+        assert!(slice.matches(Path::new("agents.slice/a/")));
+        assert!(slice.matches(Path::new("./agents.slice/a")));
+        // Where `..` leads depends on the tree, so it matches nothing.
+        assert!(!slice.matches(Path::new("agents.slice/b/../a")));
+        assert!(!pattern("**").matches(Path::new("..")));
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_match_only_wildcards() {
+        use std::ffi::OsStr;
+        let name = |bytes: &[u8]| Path::new(OsStr::from_bytes(bytes)).to_owned();
+        let weird = name(b"agents.slice/a\xffb");
+        assert!(pattern("agents.slice/a*b").matches(&weird));
+        assert!(pattern("agents.slice/a?b").matches(&weird));
+        assert!(!pattern("agents.slice/a\u{ff}b").matches(&weird));
+        assert!(!pattern("agents.slice/a\u{fffd}b").matches(&weird));
+        assert!(!pattern("agents.slice/a??b").matches(&weird));
+    }
+
+    #[test]
+    fn the_first_declared_agent_wins() {
+        let text = format!(
+            "{}{}{}",
+            agent_with_cgroup("claude", "agents.slice/claude-*.scope"),
+            agent_with_cgroup("any", "agents.slice/**"),
+            agent_with_cgroup("late", "agents.slice/claude-1.scope"),
+        );
+        let config = parse(&text).unwrap();
+        let agent = |path: &str| config.agent_for(Path::new(path)).map(|a| a.name.as_str());
+        assert_eq!(agent("agents.slice/claude-1.scope"), Some("claude"));
+        assert_eq!(agent("agents.slice/codex-1.scope"), Some("any"));
+        assert_eq!(agent("agents.slice"), Some("any"));
+        assert_eq!(agent("system.slice/sshd.service"), None);
+        assert_eq!(
+            Config::default_at(Path::new(CONFIG)).agent_for(Path::new("agents.slice/a")),
+            None
+        );
+    }
+
+    #[test]
+    fn render_writes_every_setting() {
+        let rendered = Config::default_at(Path::new(CONFIG)).render();
+        assert_eq!(
+            rendered,
+            r#"# pincer daemon configuration: "/etc/pincer/daemon.toml", with every default written out.
+
+[daemon]
+socket = "/run/pincer/pincer.sock"
+pin_dir = "/sys/fs/bpf/pincer"
+on_stop = "keep"
+audit = "/var/log/pincer/audit.jsonl"
+# audit_key is not set: the key is "/var/log/pincer/audit.jsonl.key"
+# metrics is not set: no Prometheus endpoint
+log_format = "text"
+cgroup_root = "/sys/fs/cgroup"
+scan_every = "1s"
+ring_bytes = 262144
+
+# No [[agent]]: only `pincer run` registrations are served.
+"#
+        );
+        let full = parse(FULL).unwrap().render();
+        assert!(full.contains("\nmetrics = \"[::1]:9464\"\n"), "{full}");
+        assert!(full.contains("\nscan_every = \"250ms\"\n"), "{full}");
+        assert!(
+            full.contains("\nmission = \"/etc/pincer/missions/codex.toml\"\n# mode is not set"),
+            "{full}"
+        );
+    }
+
+    #[test]
+    fn render_round_trips() {
+        let defaults = Config::default_at(Path::new(CONFIG));
+        assert_eq!(parse(&defaults.render()).unwrap(), defaults);
+
+        let full = parse(FULL).unwrap();
+        let rendered = full.render();
+        let again = parse(&rendered).unwrap();
+        assert_eq!(again, full);
+        assert_eq!(again.render(), rendered);
+        // Lines move, which equality leaves out.
+        assert_ne!(again.agents[0].line, full.agents[0].line);
+
+        // Strings that need escaping survive, in the header comment too.
+        let mut odd = Config::default_at(Path::new("/etc/we\"ird\n# dir/daemon.toml"));
+        odd.daemon.socket = PathBuf::from("/run/a \"b\"\\c\td");
+        odd.daemon.scan_every = Duration::from_millis(1500);
+        odd.daemon.ring_bytes = 4096;
+        odd.agents.push(AgentConfig {
+            name: "x".to_owned(),
+            cgroup: pattern("a\\x2db/*/**"),
+            mission: PathBuf::from("/m\u{7f}.toml"),
+            mode: Some(AgentMode::Audit),
+            line: 1,
+        });
+        let again = Config::from_str(&odd.render(), &odd.path).unwrap();
+        assert_eq!(again, odd);
+    }
+
+    #[test]
+    fn agent_modes_stand_for_mission_settings() {
+        assert_eq!(AgentMode::Enforce.on_unknown(), OnUnknown::Deny);
+        assert_eq!(AgentMode::Audit.on_unknown(), OnUnknown::Audit);
+        assert_eq!(AgentMode::Ask.on_unknown(), OnUnknown::Ask);
+        assert_eq!(AgentMode::Enforce.to_string(), "enforce");
+        assert_eq!(OnStop::Remove.to_string(), "remove");
+        assert_eq!(LogFormat::Json.to_string(), "json");
+    }
+}

@@ -1,0 +1,653 @@
+//! `pincer daemon`, proven in the guest kernel: pinned enforcement that
+//! outlives the daemon, replay of parked requests after a restart, many
+//! agents without cross-talk, cgroups picked up while running, metrics that
+//! count what happened, and reloads that never drop the running
+//! configuration.
+//!
+//! Every test has its own cgroup slice, pin directory and control socket,
+//! and removes its pins when it ends (`pincer daemon --uninstall`).
+
+use std::{
+    fs,
+    io::{Read, Write},
+    path::{Path, PathBuf},
+    process::{Child, Command, Output, Stdio},
+    thread,
+    time::Duration,
+};
+
+use nix::{
+    sys::signal::{Signal, kill},
+    unistd::Pid,
+};
+use pincer_tests::{
+    CGROUP2, EACCES, Reaped, Scratch, asking_mission, pincer_bin, probe_bin, process_state,
+    tree_mission, wait_for,
+};
+
+/// One daemon's world: config, socket, pins and its cgroup slice.
+struct Host {
+    s: Scratch,
+    slice: PathBuf,
+    pins: PathBuf,
+}
+
+impl Host {
+    fn new(name: &str) -> Self {
+        let s = Scratch::new(&format!("daemon-{name}"));
+        let slice = Path::new(CGROUP2).join(format!("{name}.slice"));
+        remove_cgroups(&slice);
+        fs::create_dir_all(&slice).unwrap();
+        let pins = PathBuf::from(format!("/sys/fs/bpf/pincer-{name}"));
+        let _ = fs::remove_dir_all(&pins);
+        Self { s, slice, pins }
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.s.path("run/pincer.sock")
+    }
+
+    fn config_path(&self) -> PathBuf {
+        self.s.path("daemon.toml")
+    }
+
+    /// The `[daemon]` table every test uses, plus `extra` lines.
+    fn daemon_table(&self, extra: &str) -> String {
+        format!(
+            "[daemon]\nsocket = \"{}\"\npin_dir = \"{}\"\naudit = \"{}\"\nscan_every = \"200ms\"\n{extra}\n",
+            self.socket().display(),
+            self.pins.display(),
+            self.s.p("audit.jsonl"),
+        )
+    }
+
+    /// Writes the configuration: the daemon table and one agent per
+    /// `(name, pattern under the slice, mission file)`.
+    fn configure(&self, extra: &str, agents: &[(String, String, PathBuf)]) {
+        let mut text = self.daemon_table(extra);
+        let slice = self.slice.file_name().unwrap().to_str().unwrap();
+        for (name, pattern, mission) in agents {
+            text.push_str(&format!(
+                "\n[[agent]]\nname = \"{name}\"\ncgroup = \"{slice}/{pattern}\"\nmission = \"{}\"\n",
+                mission.display()
+            ));
+        }
+        fs::write(self.config_path(), text).unwrap();
+    }
+
+    fn mission(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.s.path(&format!("{name}.toml"));
+        fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Starts the daemon and waits until it confines `agents` cgroups.
+    fn start(&self, agents: usize) -> Reaped {
+        // The daemon's log goes to a file, shown if the test fails.
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.s.path("daemon.log"))
+            .unwrap();
+        let child = Command::new(pincer_bin())
+            .args(["daemon", "--config"])
+            .arg(self.config_path())
+            .env("PINCER_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let daemon = Reaped(child);
+        assert!(
+            wait_for(Duration::from_secs(120), || self.agent_count()
+                == Some(agents)),
+            "the daemon never confined {agents} cgroups"
+        );
+        daemon
+    }
+
+    /// `pincer <args> --socket <ours>`.
+    fn cli(&self, args: &[&str]) -> Output {
+        Command::new(pincer_bin())
+            .args(args)
+            .arg("--socket")
+            .arg(self.socket())
+            .output()
+            .unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Option<serde_json::Value> {
+        let out = self.cli(args);
+        out.status
+            .success()
+            .then(|| serde_json::from_slice(&out.stdout).ok())
+            .flatten()
+    }
+
+    fn agent_count(&self) -> Option<usize> {
+        self.json(&["agents", "--json"])
+            .and_then(|a| a.as_array().map(Vec::len))
+    }
+
+    fn pending(&self) -> Vec<serde_json::Value> {
+        self.json(&["pending", "--json"])
+            .and_then(|p| p.as_array().cloned())
+            .unwrap_or_default()
+    }
+
+    fn wait_pending(&self, n: usize) -> Vec<serde_json::Value> {
+        let mut found = Vec::new();
+        assert!(
+            wait_for(Duration::from_secs(60), || {
+                found = self.pending();
+                found.len() == n
+            }),
+            "expected {n} pending requests, found {found:?}"
+        );
+        found
+    }
+
+    fn cgroup(&self, name: &str) -> PathBuf {
+        let path = self.slice.join(name);
+        fs::create_dir_all(&path).unwrap();
+        path
+    }
+
+    /// Starts the probe with `args` inside `cgroup`: the shell moves itself
+    /// in, then becomes the probe.
+    fn spawn_in(&self, cgroup: &Path, args: &[&str]) -> Child {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "echo 0 > {}/cgroup.procs && exec \"$@\"",
+                cgroup.display()
+            ))
+            .arg("sh")
+            .arg(probe_bin())
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Runs the probe in `cgroup`; its output lines.
+    fn probe_in(&self, cgroup: &Path, args: &[&str]) -> Vec<String> {
+        let out = self.spawn_in(cgroup, args).wait_with_output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn uninstall(&self) -> Output {
+        Command::new(pincer_bin())
+            .args(["daemon", "--uninstall", "--config"])
+            .arg(self.config_path())
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            let log = fs::read_to_string(self.s.path("daemon.log")).unwrap_or_default();
+            eprintln!("daemon log:\n{log}");
+        }
+        let _ = self.uninstall();
+        remove_cgroups(&self.slice);
+    }
+}
+
+/// Kills whatever runs in the cgroups below `dir` and removes them.
+fn remove_cgroups(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            remove_cgroups(&entry.path());
+        }
+    }
+    let _ = fs::write(dir.join("cgroup.kill"), "1");
+    wait_for(Duration::from_secs(10), || {
+        fs::remove_dir(dir).is_ok() || !dir.exists()
+    });
+}
+
+fn ok(line: &str) -> bool {
+    line.starts_with("ok ")
+}
+
+fn denied(line: &str) -> bool {
+    line == format!("err {EACCES}")
+}
+
+fn stdout_of(child: Child) -> String {
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// The daemon's watchdog: its child process.
+fn watchdog_of(daemon: u32) -> u32 {
+    let mut found = None;
+    assert!(wait_for(Duration::from_secs(10), || {
+        found = fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(Result::ok)
+            .find_map(|e| {
+                let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+                let stat = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+                let ppid: u32 = stat
+                    .lines()
+                    .find_map(|l| l.strip_prefix("PPid:"))?
+                    .trim()
+                    .parse()
+                    .ok()?;
+                (ppid == daemon).then_some(pid)
+            });
+        found.is_some()
+    }));
+    found.unwrap()
+}
+
+#[test]
+fn killing_the_daemon_refuses_the_parked_and_new_requests_and_keeps_granted_access() {
+    let h = Host::new("kill9");
+    let m = h.mission(
+        "m",
+        &asking_mission(&h.s.p("project"), "voters = [\"prompt\"]\ntimeout = \"5m\""),
+    );
+    h.configure("", &[("a".into(), "a".into(), m)]);
+    let cg = h.cgroup("a");
+    let mut daemon = h.start(1);
+
+    let parked = h.spawn_in(&cg, &["read", &h.s.p("secret/key")]);
+    h.wait_pending(1);
+    kill(Pid::from_raw(daemon.0.id() as i32), Signal::SIGKILL).unwrap();
+    let _ = daemon.0.wait();
+
+    // The watchdog continues it; the programs answer EACCES.
+    assert!(denied(&stdout_of(parked)));
+    assert_eq!(
+        h.probe_in(&cg, &["read", &h.s.p("secret/key")]),
+        [format!("err {EACCES}")]
+    );
+    let lines = h.probe_in(
+        &cg,
+        &[
+            "read",
+            &h.s.p("project/a.txt"),
+            ",",
+            "write",
+            &h.s.p("project/b.txt"),
+        ],
+    );
+    assert!(lines.iter().all(|l| ok(l)), "{lines:?}");
+    assert_eq!(
+        fs::read_to_string(h.s.path("secret/key")).unwrap(),
+        "TOP SECRET\n"
+    );
+    assert!(h.pins.join("links/file_open").exists());
+}
+
+#[test]
+fn a_restarted_daemon_replays_the_parked_request_and_parks_new_ones() {
+    let h = Host::new("replay");
+    let m = h.mission(
+        "m",
+        &asking_mission(&h.s.p("project"), "voters = [\"prompt\"]\ntimeout = \"5m\""),
+    );
+    h.configure("", &[("a".into(), "a".into(), m)]);
+    let cg = h.cgroup("a");
+    let mut daemon = h.start(1);
+
+    let parked = h.spawn_in(&cg, &["read", &h.s.p("secret/key")]);
+    let before = h.wait_pending(1);
+    // The daemon and its watchdog die together (as a whole service would):
+    // nobody continues the task.
+    let watchdog = watchdog_of(daemon.0.id());
+    kill(Pid::from_raw(watchdog as i32), Signal::SIGKILL).unwrap();
+    kill(Pid::from_raw(daemon.0.id() as i32), Signal::SIGKILL).unwrap();
+    let _ = daemon.0.wait();
+
+    // Once the heartbeat is stale, nothing new parks: refused at once.
+    thread::sleep(Duration::from_secs(4));
+    assert_eq!(process_state(parked.id()), Some('T'));
+    assert_eq!(
+        h.probe_in(&cg, &["read", &h.s.p("secret/key")]),
+        [format!("err {EACCES}")]
+    );
+
+    let _daemon = h.start(1);
+    let replayed = h.wait_pending(1);
+    assert_eq!(replayed[0]["path"], before[0]["path"]);
+    assert_eq!(replayed[0]["tid"], before[0]["tid"]);
+    let id = replayed[0]["id"].as_u64().unwrap().to_string();
+    assert!(h.cli(&["approve", &id]).status.success());
+    let out = stdout_of(parked);
+    assert!(ok(&out), "{out}");
+
+    // New requests park again, and are answered.
+    let next = h.spawn_in(&cg, &["read", &h.s.p("secret/key")]);
+    let waiting = h.wait_pending(1);
+    let id = waiting[0]["id"].as_u64().unwrap().to_string();
+    assert!(h.cli(&["deny", &id]).status.success());
+    assert!(denied(&stdout_of(next)));
+}
+
+#[test]
+fn sigterm_keeps_the_pins_and_uninstall_removes_them() {
+    let h = Host::new("term");
+    let m = h.mission("m", &tree_mission(&h.s.p("project"), r#""read", "write""#));
+    h.configure("on_stop = \"keep\"", &[("a".into(), "a".into(), m.clone())]);
+    let cg = h.cgroup("a");
+    let mut daemon = h.start(1);
+    kill(Pid::from_raw(daemon.0.id() as i32), Signal::SIGTERM).unwrap();
+    assert_eq!(daemon.0.wait().unwrap().code(), Some(0));
+
+    // Still enforced with no daemon: refused at once, granted works.
+    assert!(h.pins.join("links/file_open").exists());
+    let lines = h.probe_in(
+        &cg,
+        &[
+            "read",
+            &h.s.p("secret/key"),
+            ",",
+            "read",
+            &h.s.p("project/a.txt"),
+        ],
+    );
+    assert!(denied(&lines[0]) && ok(&lines[1]), "{lines:?}");
+
+    let out = h.uninstall();
+    assert!(out.status.success(), "{out:?}");
+    assert!(!h.pins.exists());
+    // The programs are gone with their pins.
+    assert!(wait_for(Duration::from_secs(30), || {
+        ok(&h.probe_in(&cg, &["read", &h.s.p("secret/key")])[0])
+    }));
+
+    // With on_stop = "remove", SIGTERM takes the pins away itself.
+    h.configure("on_stop = \"remove\"", &[("a".into(), "a".into(), m)]);
+    let mut daemon = h.start(1);
+    kill(Pid::from_raw(daemon.0.id() as i32), Signal::SIGTERM).unwrap();
+    assert_eq!(daemon.0.wait().unwrap().code(), Some(0));
+    assert!(!h.pins.exists());
+}
+
+#[test]
+fn a_hundred_agents_each_see_only_their_own_grants() {
+    const N: usize = 100;
+    let h = Host::new("many");
+    let mut agents = Vec::new();
+    for i in 0..N {
+        let dir = h.s.path(&format!("d{i}"));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("f"), format!("{i}\n")).unwrap();
+        let m = h.mission(
+            &format!("m{i}"),
+            &tree_mission(dir.to_str().unwrap(), r#""read""#)
+                .replace("\"test\"", &format!("\"m{i}\"")),
+        );
+        agents.push((format!("a{i}"), format!("a{i}"), m));
+        h.cgroup(&format!("a{i}"));
+    }
+    h.configure("", &agents);
+    let _daemon = h.start(N);
+
+    let listed = h.json(&["agents", "--json"]).unwrap();
+    let mut slots: Vec<u64> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["slot"].as_u64().unwrap())
+        .collect();
+    slots.dedup();
+    slots.sort_unstable();
+    slots.dedup();
+    assert_eq!(slots.len(), N, "one slot per agent");
+
+    // All at once: each reads its own file and tries its neighbour's.
+    let children: Vec<Child> = (0..N)
+        .map(|i| {
+            let own = h.s.p(&format!("d{i}/f"));
+            let other = h.s.p(&format!("d{}/f", (i + 1) % N));
+            h.spawn_in(
+                &h.slice.join(format!("a{i}")),
+                &["read", &own, ",", "read", &other],
+            )
+        })
+        .collect();
+    for (i, child) in children.into_iter().enumerate() {
+        let out = stdout_of(child);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2, "agent {i}: {out}");
+        assert!(ok(lines[0]) && denied(lines[1]), "agent {i}: {out}");
+    }
+    let grants = h.json(&["grants", "--agent", "a7", "--json"]).unwrap();
+    let paths: Vec<&str> = grants[0]["grants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g["path"].as_str())
+        .collect();
+    assert_eq!(paths, [h.s.p("d7")]);
+}
+
+#[test]
+fn a_cgroup_created_after_start_is_confined() {
+    let h = Host::new("late");
+    let m = h.mission("m", &tree_mission(&h.s.p("project"), r#""read""#));
+    h.configure("", &[("late".into(), "*".into(), m)]);
+    let _daemon = h.start(0);
+    let cg = h.cgroup("new-agent");
+    assert!(wait_for(Duration::from_secs(30), || h.agent_count() == Some(1)));
+    let lines = h.probe_in(
+        &cg,
+        &[
+            "read",
+            &h.s.p("secret/key"),
+            ",",
+            "read",
+            &h.s.p("project/a.txt"),
+        ],
+    );
+    assert!(denied(&lines[0]) && ok(&lines[1]), "{lines:?}");
+    // Removed, it is released.
+    remove_cgroups(&cg);
+    assert!(wait_for(Duration::from_secs(30), || h.agent_count() == Some(0)));
+}
+
+/// `GET /metrics` from the daemon's endpoint.
+fn scrape(addr: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    assert!(
+        text.starts_with("HTTP/1.0 200") || text.starts_with("HTTP/1.1 200"),
+        "{text}"
+    );
+    text
+}
+
+fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        l.strip_prefix(series)?
+            .strip_prefix(' ')?
+            .split(' ')
+            .next()?
+            .parse()
+            .ok()
+    })
+}
+
+#[test]
+fn the_metrics_count_what_happened() {
+    let h = Host::new("metrics");
+    let m = h.mission(
+        "m",
+        &asking_mission(&h.s.p("project"), "voters = [\"prompt\"]\ntimeout = \"5m\""),
+    );
+    h.configure(
+        "metrics = \"127.0.0.1:9464\"",
+        &[("a".into(), "a".into(), m)],
+    );
+    let cg = h.cgroup("a");
+    let _daemon = h.start(1);
+
+    let first = h.spawn_in(&cg, &["read", &h.s.p("secret/key")]);
+    let id = h.wait_pending(1)[0]["id"].as_u64().unwrap().to_string();
+    assert!(h.cli(&["approve", &id]).status.success());
+    assert!(ok(&stdout_of(first)));
+    let second = h.spawn_in(&cg, &["read", &h.s.p("secret/key")]);
+    let id = h.wait_pending(1)[0]["id"].as_u64().unwrap().to_string();
+    assert!(h.cli(&["deny", &id]).status.success());
+    assert!(denied(&stdout_of(second)));
+
+    let mut text = String::new();
+    // The kernel counters are copied every half second.
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            text = scrape("127.0.0.1:9464");
+            metric(&text, "pincer_kernel_counter{name=\"verdict_deny\"}") == Some(1.0)
+        }),
+        "{text}"
+    );
+    eprintln!("{text}");
+    assert_eq!(
+        metric(
+            &text,
+            "pincer_requests_total{agent=\"a\",hook=\"file_open\"}"
+        ),
+        Some(2.0)
+    );
+    assert_eq!(metric(&text, "pincer_parks_total{agent=\"a\"}"), Some(2.0));
+    assert_eq!(
+        metric(
+            &text,
+            "pincer_verdicts_total{agent=\"a\",voter=\"prompt\",outcome=\"allow\"}"
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(
+            &text,
+            "pincer_verdicts_total{agent=\"a\",voter=\"prompt\",outcome=\"deny\"}"
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(&text, "pincer_decision_latency_seconds_count{agent=\"a\"}"),
+        Some(2.0)
+    );
+    assert_eq!(metric(&text, "pincer_pending"), Some(0.0));
+    assert_eq!(metric(&text, "pincer_agents"), Some(1.0));
+    assert_eq!(
+        metric(&text, "pincer_kernel_counter{name=\"verdict_allow\"}"),
+        Some(1.0)
+    );
+}
+
+#[test]
+fn a_bad_reload_keeps_enforcing_the_old_configuration() {
+    let h = Host::new("reload");
+    let narrow = h.mission("narrow", &tree_mission(&h.s.p("project"), r#""read""#));
+    h.configure("", &[("a".into(), "a".into(), narrow)]);
+    let cg = h.cgroup("a");
+    let daemon = h.start(1);
+    let pid = Pid::from_raw(daemon.0.id() as i32);
+
+    fs::write(
+        h.config_path(),
+        format!("{}\n[[agent]]\nname = 42\n", h.daemon_table("")),
+    )
+    .unwrap();
+    kill(pid, Signal::SIGHUP).unwrap();
+    let mut status = serde_json::Value::Null;
+    assert!(wait_for(Duration::from_secs(30), || {
+        status = h.json(&["status", "--json"]).unwrap_or_default();
+        status["last_reload_error"].is_string()
+    }));
+    let error = status["last_reload_error"].as_str().unwrap();
+    assert!(
+        error.contains("daemon.toml:") && error.contains("agent[1].name"),
+        "{error}"
+    );
+    let lines = h.probe_in(
+        &cg,
+        &[
+            "read",
+            &h.s.p("secret/key"),
+            ",",
+            "read",
+            &h.s.p("project/a.txt"),
+        ],
+    );
+    assert!(denied(&lines[0]) && ok(&lines[1]), "{lines:?}");
+    assert_eq!(h.agent_count(), Some(1));
+
+    // A good file takes effect: the wider mission grants the secret.
+    let wide = h.mission("wide", &tree_mission(&h.s.p("secret"), r#""read""#));
+    h.configure("", &[("a".into(), "a".into(), wide)]);
+    kill(pid, Signal::SIGHUP).unwrap();
+    assert!(wait_for(Duration::from_secs(30), || {
+        h.json(&["status", "--json"])
+            .is_some_and(|s| s["reloads"] == 1)
+    }));
+    assert!(ok(&h.probe_in(&cg, &["read", &h.s.p("secret/key")])[0]));
+    assert!(process_state(daemon.0.id()).is_some());
+}
+
+#[test]
+fn pincer_run_registers_with_a_running_daemon() {
+    let h = Host::new("register");
+    h.configure("", &[]);
+    let _daemon = h.start(0);
+    let m = h.mission("m", &tree_mission(&h.s.p("project"), r#""read""#));
+
+    // While the command runs, the daemon lists its cgroup.
+    let run = Command::new(pincer_bin())
+        .args(["run", "--mode", "enforce", "--mission"])
+        .arg(&m)
+        .arg("--socket")
+        .arg(h.socket())
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "{probe} read {secret} , read {project}; sleep 3",
+            probe = probe_bin().display(),
+            secret = h.s.p("secret/key"),
+            project = h.s.p("project/a.txt"),
+        ))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut listed = serde_json::Value::Null;
+    assert!(wait_for(Duration::from_secs(60), || {
+        listed = h.json(&["agents", "--json"]).unwrap_or_default();
+        listed.as_array().is_some_and(|a| a.len() == 1)
+    }));
+    let cgroup = listed[0]["cgroup"].as_str().unwrap().to_owned();
+    assert!(cgroup.starts_with("pincer/run-"), "{cgroup}");
+    assert_eq!(listed[0]["mode"], "enforce");
+
+    let out = run.wait_with_output().unwrap();
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert!(denied(&lines[0]) && ok(&lines[1]), "{lines:?}");
+    assert_eq!(out.status.code(), Some(0));
+    // Released at the end, and its cgroup removed.
+    assert_eq!(h.agent_count(), Some(0));
+    assert!(!Path::new(CGROUP2).join(&cgroup).exists());
+    // The denial is in the daemon's audit log.
+    let audit = fs::read_to_string(h.s.path("audit.jsonl")).unwrap();
+    assert!(
+        audit
+            .lines()
+            .any(|l| l.contains("secret/key") && l.contains("\"deny\"")),
+        "{audit}"
+    );
+}
