@@ -353,6 +353,13 @@ impl Enforcer {
             .map_err(|source| LoadError::Map { name, source })
     }
 
+    /// Stops protecting a process.
+    pub fn unguard(&mut self, pid: u32) -> Result<(), LoadError> {
+        let mut map = self.hash_map::<u32, u32>(names::GUARDED)?;
+        let _ = map.remove(&pid);
+        Ok(())
+    }
+
     /// Stops confining a cgroup.
     pub fn remove_agent(&mut self, cgroup_id: u64) -> Result<(), LoadError> {
         let name = names::AGENTS;

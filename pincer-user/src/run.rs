@@ -624,7 +624,7 @@ async fn supervise(
 }
 
 /// Sleeps until `at`, or forever.
-async fn sleep_until(at: Option<tokio::time::Instant>) {
+pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,

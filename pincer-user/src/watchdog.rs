@@ -43,7 +43,12 @@ pub enum Watched {
     Cgroup(PathBuf),
     /// `pincer daemon`'s parked tasks, found in the kernel's pending table:
     /// they are continued (and meet `EACCES`); the pins keep the programs.
-    Parked,
+    /// `release` is the daemon's lock descriptor, closed in the watchdog so
+    /// the lock ends with the daemon.
+    Parked {
+        /// A descriptor the watchdog must not keep.
+        release: Option<std::os::fd::RawFd>,
+    },
 }
 
 /// The twin's end of the watchdog's pipe.
@@ -105,6 +110,10 @@ impl Watchdog {
 
 /// The watchdog's life. Never returns.
 fn watch(pipe: OwnedFd, enforcer: &mut Enforcer, watched: Watched) -> ! {
+    if let Watched::Parked { release: Some(fd) } = watched {
+        // SAFETY: the watchdog's copy of a descriptor only the daemon uses.
+        unsafe { libc::close(fd) };
+    }
     let _ = setsid();
     // Let go of the terminal and of whatever pipes `pincer run` was given:
     // whoever reads them waits for the agent, not for the watchdog.
@@ -154,7 +163,7 @@ fn watch(pipe: OwnedFd, enforcer: &mut Enforcer, watched: Watched) -> ! {
     let started = std::time::Instant::now();
     let cgroup = match watched {
         Watched::Cgroup(cgroup) => cgroup,
-        Watched::Parked => {
+        Watched::Parked { .. } => {
             while started.elapsed() < RESUME_FOR {
                 for (tid, _) in enforcer.pending().unwrap_or_default() {
                     let _ = kill(Pid::from_raw(tid as i32), Signal::SIGCONT);

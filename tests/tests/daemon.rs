@@ -21,7 +21,7 @@ use nix::{
     unistd::Pid,
 };
 use pincer_tests::{
-    CGROUP2, EACCES, Reaped, Scratch, asking_mission, pincer_bin, probe_bin, process_state,
+    CGROUP2, EACCES, EPERM, Reaped, Scratch, asking_mission, pincer_bin, probe_bin, process_state,
     tree_mission, wait_for,
 };
 
@@ -106,6 +106,18 @@ impl Host {
         daemon
     }
 
+    /// Starts a daemon that must refuse to run (exit status 2); its error.
+    fn refused_start(&self) -> String {
+        let out = Command::new(pincer_bin())
+            .args(["daemon", "--config"])
+            .arg(self.config_path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        stderr
+    }
+
     /// `pincer <args> --socket <ours>`.
     fn cli(&self, args: &[&str]) -> Output {
         Command::new(pincer_bin())
@@ -147,6 +159,16 @@ impl Host {
         found
     }
 
+    /// Waits for the one pending request and answers it: `pincer <answer>
+    /// <id> [more]`.
+    fn answer_next(&self, answer: &[&str]) {
+        let id = self.wait_pending(1)[0]["id"].as_u64().unwrap().to_string();
+        let mut args = vec![answer[0], &id];
+        args.extend_from_slice(&answer[1..]);
+        let out = self.cli(&args);
+        assert!(out.status.success(), "{out:?}");
+    }
+
     fn cgroup(&self, name: &str) -> PathBuf {
         let path = self.slice.join(name);
         fs::create_dir_all(&path).unwrap();
@@ -186,6 +208,19 @@ impl Host {
             .output()
             .unwrap()
     }
+}
+
+/// A host with one asking agent `a` (a person answers, on the socket) in
+/// cgroup `a`; `extra` goes into the `[daemon]` table.
+fn asking_host(name: &str, extra: &str) -> (Host, PathBuf) {
+    let h = Host::new(name);
+    let m = h.mission(
+        "m",
+        &asking_mission(&h.s.p("project"), "voters = [\"prompt\"]\ntimeout = \"5m\""),
+    );
+    h.configure(extra, &[("a".into(), "a".into(), m)]);
+    let cg = h.cgroup("a");
+    (h, cg)
 }
 
 impl Drop for Host {
@@ -253,15 +288,17 @@ fn watchdog_of(daemon: u32) -> u32 {
 
 #[test]
 fn killing_the_daemon_refuses_the_parked_and_new_requests_and_keeps_granted_access() {
-    let h = Host::new("kill9");
-    let m = h.mission(
-        "m",
-        &asking_mission(&h.s.p("project"), "voters = [\"prompt\"]\ntimeout = \"5m\""),
-    );
-    h.configure("", &[("a".into(), "a".into(), m)]);
-    let cg = h.cgroup("a");
+    let (h, cg) = asking_host("kill9", "");
     let mut daemon = h.start(1);
 
+    // The agent cannot kill the daemon or its watchdog.
+    let watchdog = watchdog_of(daemon.0.id());
+    for pid in [daemon.0.id(), watchdog] {
+        assert_eq!(
+            h.probe_in(&cg, &["kill", &pid.to_string(), "9"]),
+            [format!("err {EPERM}")]
+        );
+    }
     let parked = h.spawn_in(&cg, &["read", &h.s.p("secret/key")]);
     h.wait_pending(1);
     kill(Pid::from_raw(daemon.0.id() as i32), Signal::SIGKILL).unwrap();
@@ -293,13 +330,7 @@ fn killing_the_daemon_refuses_the_parked_and_new_requests_and_keeps_granted_acce
 
 #[test]
 fn a_restarted_daemon_replays_the_parked_request_and_parks_new_ones() {
-    let h = Host::new("replay");
-    let m = h.mission(
-        "m",
-        &asking_mission(&h.s.p("project"), "voters = [\"prompt\"]\ntimeout = \"5m\""),
-    );
-    h.configure("", &[("a".into(), "a".into(), m)]);
-    let cg = h.cgroup("a");
+    let (h, cg) = asking_host("replay", "");
     let mut daemon = h.start(1);
 
     let parked = h.spawn_in(&cg, &["read", &h.s.p("secret/key")]);
@@ -394,7 +425,13 @@ fn a_hundred_agents_each_see_only_their_own_grants() {
         h.cgroup(&format!("a{i}"));
     }
     h.configure("", &agents);
+    let started = std::time::Instant::now();
     let _daemon = h.start(N);
+    // A figure, not a check: start-up (load, attach, pin) plus 100 missions.
+    eprintln!(
+        "{N} agents confined {:?} after the daemon started",
+        started.elapsed()
+    );
 
     let listed = h.json(&["agents", "--json"]).unwrap();
     let mut slots: Vec<u64> = listed
@@ -439,8 +476,18 @@ fn a_hundred_agents_each_see_only_their_own_grants() {
 fn a_cgroup_created_after_start_is_confined() {
     let h = Host::new("late");
     let m = h.mission("m", &tree_mission(&h.s.p("project"), r#""read""#));
-    h.configure("", &[("late".into(), "*".into(), m)]);
+    h.configure("log_format = \"json\"", &[("late".into(), "*".into(), m)]);
     let _daemon = h.start(0);
+    // A second daemon on the same pins refuses to start, and so does an
+    // uninstall, leaving the first one serving.
+    let stderr = h.refused_start();
+    assert!(
+        stderr.contains("another pincer daemon serves the pins"),
+        "{stderr}"
+    );
+    assert_eq!(h.uninstall().status.code(), Some(2));
+    assert!(h.pins.join("links/file_open").exists());
+    assert_eq!(h.agent_count(), Some(0));
     let cg = h.cgroup("new-agent");
     assert!(wait_for(Duration::from_secs(30), || h.agent_count() == Some(1)));
     let lines = h.probe_in(
@@ -457,6 +504,18 @@ fn a_cgroup_created_after_start_is_confined() {
     // Removed, it is released.
     remove_cgroups(&cg);
     assert!(wait_for(Duration::from_secs(30), || h.agent_count() == Some(0)));
+    // Every log line is a JSON object; one says the cgroup was confined.
+    let log = fs::read_to_string(h.s.path("daemon.log")).unwrap();
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["fields"]["message"] == "confined an agent cgroup"
+                && l["fields"]["cgroup"] == "late.slice/new-agent")
+    );
 }
 
 /// `GET /metrics` from the daemon's endpoint.
@@ -485,25 +544,14 @@ fn metric(text: &str, series: &str) -> Option<f64> {
 
 #[test]
 fn the_metrics_count_what_happened() {
-    let h = Host::new("metrics");
-    let m = h.mission(
-        "m",
-        &asking_mission(&h.s.p("project"), "voters = [\"prompt\"]\ntimeout = \"5m\""),
-    );
-    h.configure(
-        "metrics = \"127.0.0.1:9464\"",
-        &[("a".into(), "a".into(), m)],
-    );
-    let cg = h.cgroup("a");
+    let (h, cg) = asking_host("metrics", "metrics = \"127.0.0.1:9464\"");
     let _daemon = h.start(1);
 
     let first = h.spawn_in(&cg, &["read", &h.s.p("secret/key")]);
-    let id = h.wait_pending(1)[0]["id"].as_u64().unwrap().to_string();
-    assert!(h.cli(&["approve", &id]).status.success());
+    h.answer_next(&["approve"]);
     assert!(ok(&stdout_of(first)));
     let second = h.spawn_in(&cg, &["read", &h.s.p("secret/key")]);
-    let id = h.wait_pending(1)[0]["id"].as_u64().unwrap().to_string();
-    assert!(h.cli(&["deny", &id]).status.success());
+    h.answer_next(&["deny"]);
     assert!(denied(&stdout_of(second)));
 
     let mut text = String::new();
@@ -553,6 +601,15 @@ fn the_metrics_count_what_happened() {
 #[test]
 fn a_bad_reload_keeps_enforcing_the_old_configuration() {
     let h = Host::new("reload");
+    // A bad file is refused at start, naming file, line and field.
+    fs::write(h.config_path(), h.daemon_table("ring_bytes = 1000")).unwrap();
+    let stderr = h.refused_start();
+    assert!(
+        stderr.contains("daemon.toml:6:") && stderr.contains("daemon.ring_bytes"),
+        "{stderr}"
+    );
+    assert!(!h.pins.exists());
+
     let narrow = h.mission("narrow", &tree_mission(&h.s.p("project"), r#""read""#));
     h.configure("", &[("a".into(), "a".into(), narrow)]);
     let cg = h.cgroup("a");
@@ -615,7 +672,7 @@ fn pincer_run_registers_with_a_running_daemon() {
         .arg(h.socket())
         .args(["--", "sh", "-c"])
         .arg(format!(
-            "{probe} read {secret} , read {project}; sleep 3",
+            "{probe} read {secret} , read {project} , kill $PPID 9; sleep 3",
             probe = probe_bin().display(),
             secret = h.s.p("secret/key"),
             project = h.s.p("project/a.txt"),
@@ -637,7 +694,11 @@ fn pincer_run_registers_with_a_running_daemon() {
         .lines()
         .map(str::to_owned)
         .collect();
-    assert!(denied(&lines[0]) && ok(&lines[1]), "{lines:?}");
+    // Its own `pincer run` is protected like a run of its own.
+    assert!(
+        denied(&lines[0]) && ok(&lines[1]) && lines[2] == format!("err {EPERM}"),
+        "{lines:?}"
+    );
     assert_eq!(out.status.code(), Some(0));
     // Released at the end, and its cgroup removed.
     assert_eq!(h.agent_count(), Some(0));
@@ -649,5 +710,58 @@ fn pincer_run_registers_with_a_running_daemon() {
             .lines()
             .any(|l| l.contains("secret/key") && l.contains("\"deny\"")),
         "{audit}"
+    );
+}
+
+#[test]
+fn vote_grants_are_listed_revoked_and_logged() {
+    let (h, cg) = asking_host("revoke", "");
+    let _daemon = h.start(1);
+
+    let first = h.spawn_in(&cg, &["read", &h.s.p("secret/key")]);
+    h.answer_next(&["approve", "--session"]);
+    assert!(ok(&stdout_of(first)));
+    // Granted for the session: no parking.
+    assert!(ok(&h.probe_in(&cg, &["read", &h.s.p("secret/key")])[0]));
+
+    let vote_grants = || -> Vec<serde_json::Value> {
+        h.json(&["grants", "--agent", "a", "--json"]).unwrap()[0]["grants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|g| g["by"] == "vote")
+            .cloned()
+            .collect()
+    };
+    let granted = vote_grants();
+    assert_eq!(granted.len(), 1, "{granted:?}");
+    assert_eq!(granted[0]["path"], h.s.p("secret/key"));
+    let text = String::from_utf8_lossy(&h.cli(&["grants"]).stdout).into_owned();
+    assert!(
+        text.contains(&format!("{} [read] file by vote", h.s.p("secret/key"))),
+        "{text}"
+    );
+
+    let out = h.cli(&["revoke", "--agent", "a"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(wait_for(Duration::from_secs(10), || vote_grants().is_empty()));
+    // Asked again now.
+    let again = h.spawn_in(&cg, &["read", &h.s.p("secret/key")]);
+    h.answer_next(&["deny"]);
+    assert!(denied(&stdout_of(again)));
+
+    let out = h.cli(&["log", "-n", "3"]);
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert_eq!(log.lines().count(), 3, "{log}");
+    let all = fs::read_to_string(h.s.path("audit.jsonl")).unwrap();
+    assert!(
+        all.lines()
+            .any(|l| l.contains("\"event\":\"revoke\"") && l.contains("\"grants\":1")),
+        "{all}"
+    );
+    assert_eq!(
+        h.cli(&["revoke", "--agent", "nobody"]).status.code(),
+        Some(2)
     );
 }

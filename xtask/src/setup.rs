@@ -11,7 +11,8 @@ use crate::{
 
 /// Debian packages the build and the VM need: the Rust compiler that has a
 /// prebuilt `core` for the BPF target, the LLVM bpf-linker is built against,
-/// QEMU, and what the initramfs is made of.
+/// QEMU, what the initramfs is made of, and `systemd-analyze`, which checks
+/// the shipped unit.
 const PACKAGES: &[&str] = &[
     "rustc-web",
     "libstd-rust-web-dev-bpf",
@@ -19,6 +20,7 @@ const PACKAGES: &[&str] = &[
     "qemu-system-x86",
     "busybox-static",
     "cpio",
+    "systemd",
 ];
 
 const LINKER_VERSION: &str = "0.13.0";

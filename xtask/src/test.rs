@@ -105,6 +105,11 @@ pub fn command(opts: &Options) -> Result<u8> {
 }
 
 fn host(tally: &mut Tally) {
+    // The unit tests use some of them (`systemd-analyze`).
+    if let Err(err) = crate::setup::ensure_packages() {
+        say!("error: {err:#}");
+        tally.step_failed("installing packages".to_owned(), 0);
+    }
     let steps: [(&str, &[&str]); 3] = [
         ("cargo fmt", &["fmt", "--all", "--check"]),
         (

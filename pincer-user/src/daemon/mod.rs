@@ -65,7 +65,7 @@ use crate::{
     metrics::{Metrics, MetricsError, MetricsServer},
     mission::{Mission, MissionError, OnUnknown},
     request::Request,
-    run::{RunError, policy_for, voters_for},
+    run::{RunError, policy_for, sleep_until, voters_for},
     twin::{self, AgentEntry, HEARTBEAT_EVERY, SameAccess, Twin, TwinError},
     vote::Outcome,
     voters::prompt::PromptBoard,
@@ -150,7 +150,11 @@ fn io_error(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> DaemonErr
 pub fn main(options: &DaemonOptions) -> Result<(), DaemonError> {
     let config = Config::from_file(&options.config)?;
     if options.print_config {
-        print!("{}", config.render());
+        let text = config.render();
+        print!("{text}");
+        if !text.ends_with('\n') {
+            println!();
+        }
         return Ok(());
     }
     init_logging(config.daemon.log_format);
@@ -390,6 +394,7 @@ fn serve(
     missions: HashMap<String, Mission>,
     held: &SigSet,
 ) -> Result<(), DaemonError> {
+    let lock = lock(&config)?;
     let (mut enforcer, reattached) = enforcer(&config)?;
     let events = enforcer.take_events()?;
     enforcer.heartbeat(
@@ -398,8 +403,15 @@ fn serve(
     )?;
     // SAFETY: no thread runs yet (the loader's threads have ended; the
     // runtime comes later).
-    let watchdog = unsafe { Watchdog::spawn(&mut enforcer, Watched::Parked) }
-        .map_err(io_error("starting the watchdog"))?;
+    let watchdog = unsafe {
+        Watchdog::spawn(
+            &mut enforcer,
+            Watched::Parked {
+                release: Some(std::os::fd::AsRawFd::as_raw_fd(&*lock)),
+            },
+        )
+    }
+    .map_err(io_error("starting the watchdog"))?;
     enforcer.clear_guarded()?;
     enforcer.guard(std::process::id())?;
     enforcer.guard(watchdog.pid().as_raw() as u32)?;
@@ -521,6 +533,39 @@ fn serve(
     result
 }
 
+/// One daemon per pin directory: a second one would read the same ring
+/// buffer and replace the first one's guards. The lock (on a file in
+/// `/run/pincer`, named after the pin directory) lasts as long as the
+/// daemon: the kernel releases it when the process ends, however it ends.
+fn lock(config: &Config) -> Result<nix::fcntl::Flock<fs::File>, DaemonError> {
+    let dir = Path::new("/run/pincer");
+    fs::create_dir_all(dir).map_err(io_error(format!("creating {}", dir.display())))?;
+    let name: String = config
+        .daemon
+        .pin_dir
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let path = dir.join(format!("daemon{name}.lock"));
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io_error(format!("opening {}", path.display())))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(
+        |(_, errno)| DaemonError::Io {
+            what: format!(
+                "another pincer daemon serves the pins under {} (it holds {})",
+                config.daemon.pin_dir.display(),
+                path.display()
+            ),
+            source: errno.into(),
+        },
+    )
+}
+
 /// Where parked events wait for their verdict.
 fn journal_dir(config: &Config) -> PathBuf {
     config
@@ -613,6 +658,9 @@ impl Daemon {
             if let Some(confined) = self.confined.remove(&id) {
                 self.twin.release(id)?;
                 self.registered.remove(&id);
+                if let Some(pid) = confined.registered_by {
+                    let _ = self.twin.enforcer().unguard(pid);
+                }
                 if confined.registered_by.is_some() {
                     // Its `pincer run` is gone: nobody else removes it.
                     let _ = fs::remove_dir(root.join(&confined.cgroup));
@@ -873,6 +921,11 @@ impl Daemon {
                     return error(format!("{:#}", anyhow::Error::new(e)));
                 }
                 self.registered.insert(id, loaded);
+                // The command cannot signal or trace the `pincer run` that
+                // started it, as with a run of its own.
+                if let Err(e) = self.twin.enforcer().guard(caller) {
+                    tracing::warn!(error = %e, pid = caller, "cannot protect the registering process");
+                }
                 self.publish();
                 ControlResponse::Ok {
                     message: format!("confined {cgroup} as {}", agent.name),
@@ -889,6 +942,7 @@ impl Daemon {
                 };
                 self.confined.remove(&id);
                 self.registered.remove(&id);
+                let _ = self.twin.enforcer().unguard(caller);
                 if let Err(e) = self.twin.release(id) {
                     return error(format!("{:#}", anyhow::Error::new(e)));
                 }
@@ -1079,6 +1133,8 @@ fn rebuild_event(tid: u32, parked: &pincer_common::Pending) -> Option<AccessEven
 
 /// Refuses what is parked, then removes the pins.
 fn uninstall(config: &Config) -> Result<(), DaemonError> {
+    // Not under a running daemon's feet.
+    let _lock = lock(config)?;
     let dir = &config.daemon.pin_dir;
     match Enforcer::open_pinned(dir) {
         Ok(mut enforcer) => {
@@ -1116,12 +1172,4 @@ fn uninstall(config: &Config) -> Result<(), DaemonError> {
         dir.display()
     );
     Ok(())
-}
-
-/// Sleeps until `at`, or forever.
-async fn sleep_until(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
 }
