@@ -10,6 +10,7 @@
 use std::{
     fs,
     io::{Read, Write},
+    os::unix::process::CommandExt,
     path::{Path, PathBuf},
     process::{Child, Command, Output, Stdio},
     thread,
@@ -89,15 +90,40 @@ impl Host {
             .append(true)
             .open(self.s.path("daemon.log"))
             .unwrap();
-        let child = Command::new(pincer_bin())
+        let mut command = Command::new(pincer_bin());
+        command
             .args(["daemon", "--config"])
             .arg(self.config_path())
             .env("PINCER_LOG", "info")
             .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
+            .stderr(log);
+        let keep = unit_capabilities();
+        // SAFETY: only prctl(2) between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                // As under the shipped unit: root, with the bounding set it
+                // names (exec then leaves exactly those capabilities).
+                for cap in 0..64 {
+                    if !keep.contains(&cap) {
+                        libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0);
+                    }
+                }
+                Ok(())
+            });
+        }
+        let child = command.spawn().unwrap();
         let daemon = Reaped(child);
+        let mask: u64 = unit_capabilities().iter().map(|c| 1u64 << c).sum();
+        let status = fs::read_to_string(format!("/proc/{}/status", daemon.0.id())).unwrap();
+        let effective = status
+            .lines()
+            .find_map(|l| l.strip_prefix("CapEff:"))
+            .map(|v| u64::from_str_radix(v.trim(), 16).unwrap());
+        assert_eq!(
+            effective,
+            Some(mask),
+            "the daemon runs with the unit's capabilities"
+        );
         assert!(
             wait_for(Duration::from_secs(120), || self.agent_count()
                 == Some(agents)),
@@ -208,6 +234,31 @@ impl Host {
             .output()
             .unwrap()
     }
+}
+
+/// The capabilities of `CapabilityBoundingSet=` in the shipped systemd unit.
+fn unit_capabilities() -> Vec<u32> {
+    let unit = include_str!("../../dist/pincer.service");
+    let names = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("CapabilityBoundingSet="))
+        .expect("the unit bounds its capabilities");
+    names
+        .split_whitespace()
+        .map(|name| match name {
+            "CAP_CHOWN" => 0,
+            "CAP_DAC_OVERRIDE" => 1,
+            "CAP_DAC_READ_SEARCH" => 2,
+            "CAP_FOWNER" => 3,
+            "CAP_KILL" => 5,
+            "CAP_SYS_PTRACE" => 19,
+            "CAP_SYS_ADMIN" => 21,
+            "CAP_MAC_ADMIN" => 33,
+            "CAP_PERFMON" => 38,
+            "CAP_BPF" => 39,
+            other => panic!("add {other} to the test's table"),
+        })
+        .collect()
 }
 
 /// A host with one asking agent `a` (a person answers, on the socket) in
@@ -764,4 +815,53 @@ fn vote_grants_are_listed_revoked_and_logged() {
         h.cli(&["revoke", "--agent", "nobody"]).status.code(),
         Some(2)
     );
+}
+
+#[test]
+fn a_registered_run_stays_confined_across_a_daemon_restart() {
+    let h = Host::new("reregister");
+    h.configure("", &[]);
+    let mut daemon = h.start(0);
+    let m = h.mission("m", &tree_mission(&h.s.p("project"), r#""read""#));
+    let go = h.s.path("go");
+    let run = Command::new(pincer_bin())
+        .args(["run", "--mode", "enforce", "--mission"])
+        .arg(&m)
+        .arg("--socket")
+        .arg(h.socket())
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "while [ ! -e {go} ]; do sleep 0.1; done; {probe} read {secret} , read {project}",
+            go = go.display(),
+            probe = probe_bin().display(),
+            secret = h.s.p("secret/key"),
+            project = h.s.p("project/a.txt"),
+        ))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(wait_for(Duration::from_secs(60), || h.agent_count() == Some(1)));
+
+    // The daemon dies and comes back while the command runs.
+    kill(Pid::from_raw(daemon.0.id() as i32), Signal::SIGKILL).unwrap();
+    let _ = daemon.0.wait();
+    let _daemon = h.start(1);
+    let listed = h.json(&["agents", "--json"]).unwrap();
+    assert!(
+        listed[0]["cgroup"]
+            .as_str()
+            .unwrap()
+            .starts_with("pincer/run-")
+    );
+
+    fs::write(&go, "").unwrap();
+    let out = run.wait_with_output().unwrap();
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert!(denied(&lines[0]) && ok(&lines[1]), "{lines:?}");
+    // It unregistered with the new daemon.
+    assert_eq!(out.status.code(), Some(EACCES));
+    assert_eq!(h.agent_count(), Some(0));
 }

@@ -21,6 +21,11 @@
 //! - Parked requests are kept in a journal (`parked/` next to the control
 //!   socket) until their verdict. A daemon that starts asks again about
 //!   every request still parked in the kernel ("replay").
+//! - `pincer run` registers its cgroup and mission on the control socket
+//!   (the cgroup must be directly under `pincer/`); registrations are kept
+//!   in `registered/` next to the socket, so a restarted daemon confines
+//!   them again (or, if a mission no longer loads, kills their processes
+//!   rather than leave them unconfined).
 //! - A watchdog process outlives the daemon: if the daemon dies, it zeroes
 //!   the heartbeat (every ungranted access is refused at once from then on)
 //!   and continues the parked tasks, which meet `EACCES`. Granted accesses
@@ -249,6 +254,16 @@ struct Confined {
     registered_by: Option<u32>,
 }
 
+/// A cgroup `pincer run` registered, as kept for the next daemon.
+#[derive(Debug, Serialize, serde::Deserialize)]
+struct Registration {
+    id: u64,
+    cgroup: String,
+    mission: PathBuf,
+    mode: Option<String>,
+    pid: u32,
+}
+
 /// What the control socket shows; the event loop keeps it current.
 #[derive(Default)]
 struct Snapshot {
@@ -464,7 +479,9 @@ fn serve(
             .map_err(|e| io_error("unblocking signals")(e.into()))?;
 
         // Agents of a previous daemon stay confined by the kernel until the
-        // scan below takes them over (or releases those no longer matched).
+        // scan below takes them over (or releases those no longer matched);
+        // the cgroups `pincer run` registered with it come back first.
+        daemon.restore_registrations();
         daemon.scan(&previous)?;
         daemon.replay(&journal);
         let _metrics_server = match daemon.config.daemon.metrics {
@@ -566,6 +583,11 @@ fn lock(config: &Config) -> Result<nix::fcntl::Flock<fs::File>, DaemonError> {
     )
 }
 
+/// Where registrations by `pincer run` are kept for the next daemon.
+fn registrations_dir(config: &Config) -> PathBuf {
+    journal_dir(config).with_file_name("registered")
+}
+
 /// Where parked events wait for their verdict.
 fn journal_dir(config: &Config) -> PathBuf {
     config
@@ -660,6 +682,7 @@ impl Daemon {
                 self.registered.remove(&id);
                 if let Some(pid) = confined.registered_by {
                     let _ = self.twin.enforcer().unguard(pid);
+                    self.forget_registration(id);
                 }
                 if confined.registered_by.is_some() {
                     // Its `pincer run` is gone: nobody else removes it.
@@ -771,6 +794,63 @@ impl Daemon {
         tracing::info!(agent = %confined.agent, cgroup = %confined.cgroup, slot, mission = %confined.mission, grants = grants.inode.len() + grants.names.len(), "confined an agent cgroup");
         self.confined.insert(id, confined);
         Ok(())
+    }
+
+    fn registrations_dir(&self) -> PathBuf {
+        registrations_dir(&self.config)
+    }
+
+    /// Keeps a registration where the next daemon finds it.
+    fn save_registration(&self, registration: &Registration) {
+        let dir = self.registrations_dir();
+        let path = dir.join(registration.id.to_string());
+        let written = fs::create_dir_all(&dir)
+            .and_then(|()| fs::write(&path, serde_json::to_vec(registration).unwrap_or_default()));
+        if let Err(error) = written {
+            tracing::warn!(%error, path = %path.display(), "cannot keep a registration");
+        }
+    }
+
+    fn forget_registration(&self, id: u64) {
+        let _ = fs::remove_file(self.registrations_dir().join(id.to_string()));
+    }
+
+    /// Confines again the cgroups `pincer run` registered with a previous
+    /// daemon. One that cannot be (its mission no longer loads) has its
+    /// processes killed rather than left unconfined.
+    fn restore_registrations(&mut self) {
+        let dir = self.registrations_dir();
+        let Ok(entries) = fs::read_dir(&dir) else {
+            return;
+        };
+        let root = self.config.daemon.cgroup_root.clone();
+        for entry in entries.filter_map(Result::ok) {
+            let kept: Option<Registration> = fs::read(entry.path())
+                .ok()
+                .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+            let _ = fs::remove_file(entry.path());
+            let Some(kept) = kept else {
+                continue;
+            };
+            let path = root.join(&kept.cgroup);
+            if fs::metadata(&path).map(|m| m.ino()).ok() != Some(kept.id) {
+                continue;
+            }
+            let request = ControlRequest::Register {
+                cgroup: kept.cgroup.clone(),
+                mission: kept.mission.clone(),
+                mode: kept.mode.clone(),
+            };
+            match self.command(request, kept.pid) {
+                ControlResponse::Ok { .. } => {
+                    tracing::info!(cgroup = %kept.cgroup, pid = kept.pid, "confined a registered cgroup again");
+                }
+                response => {
+                    tracing::error!(cgroup = %kept.cgroup, ?response, "cannot confine a registered cgroup again: killing its processes");
+                    let _ = fs::write(path.join("cgroup.kill"), "1");
+                }
+            }
+        }
     }
 
     /// Asks again about every request still parked in the kernel (left by a
@@ -921,6 +1001,13 @@ impl Daemon {
                     return error(format!("{:#}", anyhow::Error::new(e)));
                 }
                 self.registered.insert(id, loaded);
+                self.save_registration(&Registration {
+                    id,
+                    cgroup: cgroup.clone(),
+                    mission,
+                    mode: mode.map(|m| m.to_string()),
+                    pid: caller,
+                });
                 // The command cannot signal or trace the `pincer run` that
                 // started it, as with a run of its own.
                 if let Err(e) = self.twin.enforcer().guard(caller) {
@@ -942,6 +1029,7 @@ impl Daemon {
                 };
                 self.confined.remove(&id);
                 self.registered.remove(&id);
+                self.forget_registration(id);
                 let _ = self.twin.enforcer().unguard(caller);
                 if let Err(e) = self.twin.release(id) {
                     return error(format!("{:#}", anyhow::Error::new(e)));
@@ -1165,8 +1253,8 @@ fn uninstall(config: &Config) -> Result<(), DaemonError> {
         }
     }
     loader::unpin(dir)?;
-    let journal = journal_dir(config);
-    let _ = fs::remove_dir_all(&journal);
+    let _ = fs::remove_dir_all(journal_dir(config));
+    let _ = fs::remove_dir_all(registrations_dir(config));
     println!(
         "removed the pins under {}; the programs are detached",
         dir.display()
