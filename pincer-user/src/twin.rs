@@ -246,12 +246,7 @@ impl Twin {
         };
         self.deny_where(|key| key.cgroup == cgroup)?;
         self.enforcer.remove_agent(cgroup)?;
-        let slot = agent.slot;
-        self.base.retain(|k, _| k.slot != slot);
-        self.base_names.retain(|k, _| k.slot != slot);
-        self.dynamic.retain(|g| g.target.slot() != slot);
-        self.enforcer.remove_slot(slot)?;
-        Ok(())
+        self.drop_slot(agent.slot)
     }
 
     /// Keeps every parked event in `dir` until its verdict.
@@ -303,13 +298,6 @@ impl Twin {
             self.write_target(&grant.target)?;
         }
         Ok(gone.len())
-    }
-
-    /// The confined cgroups and their agents' names and slots.
-    pub fn agents(&self) -> impl Iterator<Item = (u64, &str, u32)> {
-        self.agents
-            .iter()
-            .map(|(cgroup, agent)| (*cgroup, agent.name.as_str(), agent.slot))
     }
 
     /// The requests waiting for a verdict now.

@@ -647,6 +647,14 @@ fn the_metrics_count_what_happened() {
         metric(&text, "pincer_kernel_counter{name=\"verdict_allow\"}"),
         Some(1.0)
     );
+    assert_eq!(
+        metric(&text, "pincer_denials_total{cause=\"verdict_deny\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(&text, "pincer_denials_total{cause=\"ringbuf_full\"}"),
+        Some(0.0)
+    );
 }
 
 #[test]

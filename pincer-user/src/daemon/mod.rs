@@ -626,7 +626,12 @@ impl Daemon {
                     self.twin.drain(guard.get_inner_mut(), audit)?;
                     guard.clear_ready();
                 }
-                Some((key, outcome)) = outcomes.recv() => self.twin.on_outcome(key, outcome, audit)?,
+                Some((key, outcome)) = outcomes.recv() => {
+                    self.twin.on_outcome(key, outcome, audit)?;
+                    // A vote may have made a grant: `pincer grants` shows it
+                    // from now on.
+                    self.publish();
+                }
                 _ = heartbeat.tick() => {
                     self.twin.heartbeat()?;
                     self.publish();
@@ -634,7 +639,10 @@ impl Daemon {
                 _ = scan.tick() => {
                     self.scan(&[])?;
                 }
-                () = sleep_until(expiry) => self.twin.expire()?,
+                () = sleep_until(expiry) => {
+                    self.twin.expire()?;
+                    self.publish();
+                }
                 Some((agent, path)) = revokes.recv() => self.revoke(&agent, path.as_deref(), audit)?,
                 Some(command) = commands.recv() => {
                     let response = self.command(command.request, command.caller);
@@ -683,8 +691,6 @@ impl Daemon {
                 if let Some(pid) = confined.registered_by {
                     let _ = self.twin.enforcer().unguard(pid);
                     self.forget_registration(id);
-                }
-                if confined.registered_by.is_some() {
                     // Its `pincer run` is gone: nobody else removes it.
                     let _ = fs::remove_dir(root.join(&confined.cgroup));
                 }
