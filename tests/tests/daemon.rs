@@ -114,15 +114,21 @@ impl Host {
         let child = command.spawn().unwrap();
         let daemon = Reaped(child);
         let mask: u64 = unit_capabilities().iter().map(|c| 1u64 << c).sum();
-        let status = fs::read_to_string(format!("/proc/{}/status", daemon.0.id())).unwrap();
-        let effective = status
-            .lines()
-            .find_map(|l| l.strip_prefix("CapEff:"))
-            .map(|v| u64::from_str_radix(v.trim(), 16).unwrap());
-        assert_eq!(
-            effective,
-            Some(mask),
-            "the daemon runs with the unit's capabilities"
+        // The kernel commits an exec's credentials a moment after `spawn`
+        // returns (the close-on-exec pipe closes first).
+        let mut effective = None;
+        let pid = daemon.0.id();
+        assert!(
+            wait_for(Duration::from_secs(10), || {
+                effective = fs::read_to_string(format!("/proc/{pid}/status"))
+                    .ok()
+                    .and_then(|status| {
+                        let value = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+                        u64::from_str_radix(value.trim(), 16).ok()
+                    });
+                effective == Some(mask)
+            }),
+            "the daemon runs with the unit's capabilities ({mask:#x}), not {effective:#x?}"
         );
         assert!(
             wait_for(Duration::from_secs(120), || self.agent_count()
