@@ -15,6 +15,7 @@ pub mod daemon;
 pub mod doctor;
 pub mod events;
 pub mod loader;
+mod located;
 pub mod metrics;
 pub mod mission;
 pub mod procfs;

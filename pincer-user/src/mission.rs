@@ -67,6 +67,7 @@ use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use toml::Spanned;
 
+use crate::located::{FieldPrefix, line_column, or_list};
 use crate::vote::{Lifetime, Scope};
 use crate::voters::webhook::DEFAULT_CLOCK_SKEW;
 
@@ -133,18 +134,6 @@ pub enum MissionError {
         #[source]
         source: io::Error,
     },
-}
-
-/// Writes `field: ` before a message when the error names a field.
-struct FieldPrefix<'a>(Option<&'a str>);
-
-impl fmt::Display for FieldPrefix<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Some(field) => write!(f, "{field}: "),
-            None => Ok(()),
-        }
-    }
 }
 
 /// A parsed mission.
@@ -680,33 +669,6 @@ impl Doc<'_> {
                 )
             })
     }
-}
-
-/// `a, b or c`.
-fn or_list(items: &[&str]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => (*one).to_owned(),
-        [init @ .., last] => format!("{} or {last}", init.join(", ")),
-    }
-}
-
-/// 1-based line and column (in characters) of a byte offset.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let mut line = 1;
-    let mut column = 1;
-    for (index, c) in text.char_indices() {
-        if index >= offset {
-            break;
-        }
-        if c == '\n' {
-            line += 1;
-            column = 1;
-        } else {
-            column += 1;
-        }
-    }
-    (line, column)
 }
 
 /// The document as a tree of spans, only to name the field at an offset.

@@ -102,6 +102,7 @@ use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 
 use crate::audit::default_key_path;
+use crate::located::{FieldPrefix, line_column, or_list};
 use crate::mission::OnUnknown;
 
 /// The control socket when `daemon.socket` is not set.
@@ -149,18 +150,6 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
-}
-
-/// Writes `field: ` before a message when the error names a field.
-struct FieldPrefix<'a>(Option<&'a str>);
-
-impl fmt::Display for FieldPrefix<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Some(field) => write!(f, "{field}: "),
-            None => Ok(()),
-        }
-    }
 }
 
 /// The daemon's configuration.
@@ -1023,33 +1012,6 @@ fn one_of(names: &[&str]) -> String {
         [a, b] => format!("{a} or {b}"),
         _ => format!("one of {}", quoted.join(", ")),
     }
-}
-
-/// `a, b or c`.
-fn or_list(items: &[String]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} or {last}", init.join(", ")),
-    }
-}
-
-/// 1-based line and column (in characters) of a byte offset.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let mut line = 1;
-    let mut column = 1;
-    for (index, c) in text.char_indices() {
-        if index >= offset {
-            break;
-        }
-        if c == '\n' {
-            line += 1;
-            column = 1;
-        } else {
-            column += 1;
-        }
-    }
-    (line, column)
 }
 
 fn parse(doc: &Doc<'_>) -> Result<Config, ConfigError> {
