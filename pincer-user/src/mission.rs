@@ -229,6 +229,80 @@ impl fmt::Display for OnUnknown {
     }
 }
 
+/// How a run or an agent overrides its mission's `defaults.on_unknown`
+/// (`pincer run --mode`, `mode` in the daemon's configuration, the control
+/// socket's `register`). The doc comments are the command line's help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Mode {
+    /// Deny with `EACCES` at once and audit (`on_unknown = "deny"`).
+    Enforce,
+    /// Allow, and audit what would have been denied.
+    Audit,
+    /// Park the task and ask the voters (`on_unknown = "ask"`).
+    Ask,
+}
+
+impl Mode {
+    /// The names modes are written with, in files and on the socket.
+    pub const CHOICES: [(&'static str, Mode); 3] = [
+        ("enforce", Mode::Enforce),
+        ("audit", Mode::Audit),
+        ("ask", Mode::Ask),
+    ];
+
+    /// The mode written `name`.
+    pub fn from_name(name: &str) -> Option<Mode> {
+        Self::CHOICES
+            .iter()
+            .find(|(written, _)| *written == name)
+            .map(|(_, mode)| *mode)
+    }
+
+    /// The mission setting this mode stands for.
+    pub fn on_unknown(self) -> OnUnknown {
+        match self {
+            Mode::Enforce => OnUnknown::Deny,
+            Mode::Audit => OnUnknown::Audit,
+            Mode::Ask => OnUnknown::Ask,
+        }
+    }
+
+    /// The name it is written with.
+    pub fn name(self) -> &'static str {
+        Self::CHOICES
+            .iter()
+            .find(|(_, mode)| *mode == self)
+            .map_or("?", |(name, _)| name)
+    }
+}
+
+impl From<OnUnknown> for Mode {
+    fn from(on_unknown: OnUnknown) -> Mode {
+        match on_unknown {
+            OnUnknown::Deny => Mode::Enforce,
+            OnUnknown::Audit => Mode::Audit,
+            OnUnknown::Ask => Mode::Ask,
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl OnUnknown {
+    /// The agent entry's mode in the kernel ([`pincer_common::mode`]).
+    pub fn kernel_mode(self) -> u32 {
+        match self {
+            OnUnknown::Deny => pincer_common::mode::ENFORCE,
+            OnUnknown::Audit => pincer_common::mode::AUDIT,
+            OnUnknown::Ask => pincer_common::mode::ASK,
+        }
+    }
+}
+
 /// Something that votes on parked requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum VoterKind {

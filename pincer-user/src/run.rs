@@ -22,7 +22,7 @@ use nix::{
     sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask},
     unistd::Pid,
 };
-use pincer_common::{Agent, agent_flags, mode};
+use pincer_common::{Agent, agent_flags};
 use tokio::{
     io::unix::AsyncFd,
     signal::unix::{SignalKind, signal},
@@ -34,7 +34,7 @@ use crate::{
     cgroup::{self, AgentCgroup, CgroupError},
     control::{ControlError, ControlRequest, ControlResponse, ControlServer},
     loader::{Enforcer, LoadError},
-    mission::{DefaultVerdict, Mission, MissionError, OnUnknown, VoterKind},
+    mission::{DefaultVerdict, Mission, MissionError, Mode, OnUnknown, VoterKind},
     twin::{AgentEntry, HEARTBEAT_EVERY, SameAccess, Twin, TwinError},
     vote::{Outcome, Policy, Voter},
     voters::{
@@ -58,18 +58,6 @@ const FORWARDED: [Signal; 6] = [
     Signal::SIGUSR1,
     Signal::SIGUSR2,
 ];
-
-/// What the programs do with an access the mission does not grant
-/// (overrides the mission's `defaults.on_unknown`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Mode {
-    /// Deny with `EACCES` at once and audit (`on_unknown = "deny"`).
-    Enforce,
-    /// Allow, and audit what would have been denied.
-    Audit,
-    /// Park the task and ask the voters (`on_unknown = "ask"`).
-    Ask,
-}
 
 /// Options of `pincer run` (also its command line: the doc comments are the
 /// help text).
@@ -207,12 +195,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         return run_registered(options, &mission, forwarded_set);
     }
     let grants = mission.resolve(SLOT)?;
-    let on_unknown = match options.mode {
-        Some(Mode::Enforce) => OnUnknown::Deny,
-        Some(Mode::Audit) => OnUnknown::Audit,
-        Some(Mode::Ask) => OnUnknown::Ask,
-        None => mission.on_unknown,
-    };
+    let on_unknown = options.mode.map_or(mission.on_unknown, Mode::on_unknown);
     let key = options.audit_key.clone().map_or_else(
         || AuditKey::default_for(options.audit.as_deref()),
         AuditKey::File,
@@ -230,11 +213,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     let cgroup = AgentCgroup::create(&root, &cgroup::run_cgroup_name(std::process::id()))?;
     let agent = Agent {
         slot: SLOT,
-        mode: match on_unknown {
-            OnUnknown::Deny => mode::ENFORCE,
-            OnUnknown::Audit => mode::AUDIT,
-            OnUnknown::Ask => mode::ASK,
-        },
+        mode: on_unknown.kernel_mode(),
         flags: if options.log_allowed {
             agent_flags::REPORT_ALLOWED
         } else {
@@ -372,14 +351,7 @@ fn run_registered(
     let register = ControlRequest::Register {
         cgroup: relative.clone(),
         mission: mission_file,
-        mode: options.mode.map(|m| {
-            match m {
-                Mode::Enforce => "enforce",
-                Mode::Audit => "audit",
-                Mode::Ask => "ask",
-            }
-            .to_owned()
-        }),
+        mode: options.mode.map(|m| m.name().to_owned()),
     };
     match crate::control::call(&options.socket, &register) {
         Ok(ControlResponse::Ok { message }) => {

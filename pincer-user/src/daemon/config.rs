@@ -103,7 +103,7 @@ use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 
 use crate::audit::default_key_path;
 use crate::located::{FieldPrefix, line_column, or_list};
-use crate::mission::OnUnknown;
+pub use crate::mission::Mode;
 
 /// The control socket when `daemon.socket` is not set.
 pub const DEFAULT_SOCKET: &str = crate::control::DEFAULT_SOCKET;
@@ -271,7 +271,7 @@ pub struct AgentConfig {
     /// The mission file, absolute.
     pub mission: PathBuf,
     /// Overrides the mission's `defaults.on_unknown` when set.
-    pub mode: Option<AgentMode>,
+    pub mode: Option<Mode>,
     /// 1-based line of the entry (its `[[agent]]` header) in the file.
     pub line: usize,
 }
@@ -282,41 +282,6 @@ impl PartialEq for AgentConfig {
             && self.cgroup == other.cgroup
             && self.mission == other.mission
             && self.mode == other.mode
-    }
-}
-
-/// What an access the agent's mission does not grant does, when the
-/// configuration overrides the mission.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AgentMode {
-    /// It is denied.
-    Enforce,
-    /// It is allowed and recorded.
-    Audit,
-    /// It is parked until the mission's voters decide.
-    Ask,
-}
-
-impl AgentMode {
-    const CHOICES: [(&'static str, AgentMode); 3] = [
-        ("enforce", AgentMode::Enforce),
-        ("audit", AgentMode::Audit),
-        ("ask", AgentMode::Ask),
-    ];
-
-    /// The mission setting this mode stands for.
-    pub fn on_unknown(self) -> OnUnknown {
-        match self {
-            AgentMode::Enforce => OnUnknown::Deny,
-            AgentMode::Audit => OnUnknown::Audit,
-            AgentMode::Ask => OnUnknown::Ask,
-        }
-    }
-}
-
-impl fmt::Display for AgentMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(name_of(&Self::CHOICES, *self))
     }
 }
 
@@ -1212,7 +1177,7 @@ fn parse_agents(doc: &Doc<'_>, list: &Field<'_>) -> Result<Vec<AgentConfig>, Con
         let mission = resolve_mission(doc, &mission)?;
 
         let mode = mode
-            .map(|mode| doc.choice(&mode, &AgentMode::CHOICES))
+            .map(|mode| doc.choice(&mode, &Mode::CHOICES))
             .transpose()?;
 
         agents.push(AgentConfig {
@@ -1275,6 +1240,7 @@ fn resolve_mission(doc: &Doc<'_>, field: &Field<'_>) -> Result<PathBuf, ConfigEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mission::OnUnknown;
 
     const CONFIG: &str = "/etc/pincer/daemon.toml";
 
@@ -1390,7 +1356,7 @@ mission = "missions/codex.toml"
             claude.mission,
             Path::new("/etc/pincer/missions/claude.toml")
         );
-        assert_eq!(claude.mode, Some(AgentMode::Ask));
+        assert_eq!(claude.mode, Some(Mode::Ask));
         assert_eq!(claude.line, 14);
         assert_eq!(codex.name, "codex_2.0-beta");
         // Relative to the configuration's directory.
@@ -1408,7 +1374,7 @@ mission = "missions/codex.toml"
         .unwrap();
         assert_eq!(config.agents.len(), 2);
         assert_eq!(config.agents[1].line, 3);
-        assert_eq!(config.agents[1].mode, Some(AgentMode::Enforce));
+        assert_eq!(config.agents[1].mode, Some(Mode::Enforce));
         assert!(parse("agent = []\n").unwrap().agents.is_empty());
     }
 
@@ -2265,7 +2231,7 @@ ring_bytes = 262144
             name: "x".to_owned(),
             cgroup: pattern("a\\x2db/*/**"),
             mission: PathBuf::from("/m\u{7f}.toml"),
-            mode: Some(AgentMode::Audit),
+            mode: Some(Mode::Audit),
             line: 1,
         });
         let again = Config::from_str(&odd.render(), &odd.path).unwrap();
@@ -2274,10 +2240,10 @@ ring_bytes = 262144
 
     #[test]
     fn agent_modes_stand_for_mission_settings() {
-        assert_eq!(AgentMode::Enforce.on_unknown(), OnUnknown::Deny);
-        assert_eq!(AgentMode::Audit.on_unknown(), OnUnknown::Audit);
-        assert_eq!(AgentMode::Ask.on_unknown(), OnUnknown::Ask);
-        assert_eq!(AgentMode::Enforce.to_string(), "enforce");
+        assert_eq!(Mode::Enforce.on_unknown(), OnUnknown::Deny);
+        assert_eq!(Mode::Audit.on_unknown(), OnUnknown::Audit);
+        assert_eq!(Mode::Ask.on_unknown(), OnUnknown::Ask);
+        assert_eq!(Mode::Enforce.to_string(), "enforce");
         assert_eq!(OnStop::Remove.to_string(), "remove");
         assert_eq!(LogFormat::Json.to_string(), "json");
     }

@@ -53,7 +53,7 @@ use std::{
 
 use aya::maps::{MapData, RingBuf};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
-use pincer_common::{AccessEvent, Agent, mode, verdict};
+use pincer_common::{AccessEvent, Agent, verdict};
 use serde::Serialize;
 use tokio::{
     io::unix::AsyncFd,
@@ -68,7 +68,7 @@ use crate::{
     },
     loader::{self, Enforcer, LoadError},
     metrics::{Metrics, MetricsError, MetricsServer},
-    mission::{Mission, MissionError, OnUnknown},
+    mission::{Mission, MissionError, Mode},
     request::Request,
     run::{RunError, policy_for, sleep_until, voters_for},
     twin::{self, AgentEntry, HEARTBEAT_EVERY, SameAccess, Twin, TwinError},
@@ -763,11 +763,7 @@ impl Daemon {
         let voters = voters_for(mission, &self.board, &policy)?;
         let kernel = Agent {
             slot,
-            mode: match on_unknown {
-                OnUnknown::Deny => mode::ENFORCE,
-                OnUnknown::Audit => mode::AUDIT,
-                OnUnknown::Ask => mode::ASK,
-            },
+            mode: on_unknown.kernel_mode(),
             flags: 0,
             _pad: 0,
         };
@@ -790,11 +786,7 @@ impl Daemon {
             slot,
             mission: mission.name.clone(),
             mission_file: config.mission.clone(),
-            mode: match on_unknown {
-                OnUnknown::Deny => "enforce",
-                OnUnknown::Audit => "audit",
-                OnUnknown::Ask => "ask",
-            },
+            mode: Mode::from(on_unknown).name(),
             registered_by,
         };
         tracing::info!(agent = %confined.agent, cgroup = %confined.cgroup, slot, mission = %confined.mission, grants = grants.inode.len() + grants.names.len(), "confined an agent cgroup");
@@ -978,12 +970,10 @@ impl Daemon {
                 if self.confined.contains_key(&id) {
                     return error(format!("{cgroup} is confined already"));
                 }
-                let mode = match mode.as_deref() {
+                let mode = match mode.as_deref().map(|name| (name, Mode::from_name(name))) {
                     None => None,
-                    Some("enforce") => Some(config::AgentMode::Enforce),
-                    Some("audit") => Some(config::AgentMode::Audit),
-                    Some("ask") => Some(config::AgentMode::Ask),
-                    Some(other) => return error(format!("unknown mode {other:?}")),
+                    Some((_, Some(mode))) => Some(mode),
+                    Some((other, None)) => return error(format!("unknown mode {other:?}")),
                 };
                 let loaded = match Mission::from_file(&mission) {
                     Ok(loaded) => loaded,
