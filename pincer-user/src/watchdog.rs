@@ -164,12 +164,7 @@ fn watch(pipe: OwnedFd, enforcer: &mut Enforcer, watched: Watched) -> ! {
     let cgroup = match watched {
         Watched::Cgroup(cgroup) => cgroup,
         Watched::Parked { .. } => {
-            while started.elapsed() < RESUME_FOR {
-                for (tid, _) in enforcer.pending().unwrap_or_default() {
-                    let _ = kill(Pid::from_raw(tid as i32), Signal::SIGCONT);
-                }
-                thread::sleep(Duration::from_millis(100));
-            }
+            continue_parked(enforcer, RESUME_FOR, false);
             exit(0)
         }
     };
@@ -188,6 +183,23 @@ fn watch(pipe: OwnedFd, enforcer: &mut Enforcer, watched: Watched) -> ! {
     }
     let _ = fs::remove_dir(&cgroup);
     exit(0)
+}
+
+/// Continues every task in the kernel's pending table, again and again for
+/// `window` (a task may have been parking as the heartbeat went stale), or
+/// only until the table is empty. With no heartbeat, each meets `EACCES`.
+pub fn continue_parked(enforcer: &mut Enforcer, window: Duration, until_empty: bool) {
+    let started = std::time::Instant::now();
+    while started.elapsed() < window {
+        let pending = enforcer.pending().unwrap_or_default();
+        if until_empty && pending.is_empty() {
+            return;
+        }
+        for (tid, _) in pending {
+            let _ = kill(Pid::from_raw(tid as i32), Signal::SIGCONT);
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
 }
 
 fn procs(cgroup: &Path) -> Vec<i32> {

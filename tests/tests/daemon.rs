@@ -23,7 +23,7 @@ use nix::{
 };
 use pincer_tests::{
     CGROUP2, EACCES, EPERM, Reaped, Scratch, asking_mission, pincer_bin, probe_bin, process_state,
-    tree_mission, wait_for,
+    stdout_lines, tree_mission, wait_for,
 };
 
 /// One daemon's world: config, socket, pins and its cgroup slice.
@@ -226,11 +226,30 @@ impl Host {
 
     /// Runs the probe in `cgroup`; its output lines.
     fn probe_in(&self, cgroup: &Path, args: &[&str]) -> Vec<String> {
-        let out = self.spawn_in(cgroup, args).wait_with_output().unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        stdout_lines(&self.spawn_in(cgroup, args).wait_with_output().unwrap())
+    }
+
+    /// In `cgroup`, the secret is refused and the project (which every
+    /// test mission grants) is read.
+    fn assert_mission_enforced(&self, cgroup: &Path) {
+        let secret = self.s.p("secret/key");
+        let project = self.s.p("project/a.txt");
+        let lines = self.probe_in(cgroup, &["read", &secret, ",", "read", &project]);
+        assert!(denied(&lines[0]) && ok(&lines[1]), "{lines:?}");
+    }
+
+    /// `pincer run` of `sh -c script`, enforcing `mission`, against this
+    /// daemon; its output is piped.
+    fn run_registered(&self, mission: &Path, script: &str) -> Child {
+        Command::new(pincer_bin())
+            .args(["run", "--mode", "enforce", "--mission"])
+            .arg(mission)
+            .arg("--socket")
+            .arg(self.socket())
+            .args(["--", "sh", "-c", script])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
     }
 
     fn uninstall(&self) -> Output {
@@ -436,17 +455,7 @@ fn sigterm_keeps_the_pins_and_uninstall_removes_them() {
 
     // Still enforced with no daemon: refused at once, granted works.
     assert!(h.pins.join("links/file_open").exists());
-    let lines = h.probe_in(
-        &cg,
-        &[
-            "read",
-            &h.s.p("secret/key"),
-            ",",
-            "read",
-            &h.s.p("project/a.txt"),
-        ],
-    );
-    assert!(denied(&lines[0]) && ok(&lines[1]), "{lines:?}");
+    h.assert_mission_enforced(&cg);
 
     let out = h.uninstall();
     assert!(out.status.success(), "{out:?}");
@@ -547,17 +556,7 @@ fn a_cgroup_created_after_start_is_confined() {
     assert_eq!(h.agent_count(), Some(0));
     let cg = h.cgroup("new-agent");
     assert!(wait_for(Duration::from_secs(30), || h.agent_count() == Some(1)));
-    let lines = h.probe_in(
-        &cg,
-        &[
-            "read",
-            &h.s.p("secret/key"),
-            ",",
-            "read",
-            &h.s.p("project/a.txt"),
-        ],
-    );
-    assert!(denied(&lines[0]) && ok(&lines[1]), "{lines:?}");
+    h.assert_mission_enforced(&cg);
     // Removed, it is released.
     remove_cgroups(&cg);
     assert!(wait_for(Duration::from_secs(30), || h.agent_count() == Some(0)));
@@ -697,17 +696,7 @@ fn a_bad_reload_keeps_enforcing_the_old_configuration() {
         error.contains("daemon.toml:") && error.contains("agent[1].name"),
         "{error}"
     );
-    let lines = h.probe_in(
-        &cg,
-        &[
-            "read",
-            &h.s.p("secret/key"),
-            ",",
-            "read",
-            &h.s.p("project/a.txt"),
-        ],
-    );
-    assert!(denied(&lines[0]) && ok(&lines[1]), "{lines:?}");
+    h.assert_mission_enforced(&cg);
     assert_eq!(h.agent_count(), Some(1));
 
     // A good file takes effect: the wider mission grants the secret.
@@ -730,21 +719,15 @@ fn pincer_run_registers_with_a_running_daemon() {
     let m = h.mission("m", &tree_mission(&h.s.p("project"), r#""read""#));
 
     // While the command runs, the daemon lists its cgroup.
-    let run = Command::new(pincer_bin())
-        .args(["run", "--mode", "enforce", "--mission"])
-        .arg(&m)
-        .arg("--socket")
-        .arg(h.socket())
-        .args(["--", "sh", "-c"])
-        .arg(format!(
+    let run = h.run_registered(
+        &m,
+        &format!(
             "{probe} read {secret} , read {project} , kill $PPID 9; sleep 3",
             probe = probe_bin().display(),
             secret = h.s.p("secret/key"),
             project = h.s.p("project/a.txt"),
-        ))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        ),
+    );
     let mut listed = serde_json::Value::Null;
     assert!(wait_for(Duration::from_secs(60), || {
         listed = h.json(&["agents", "--json"]).unwrap_or_default();
@@ -755,10 +738,7 @@ fn pincer_run_registers_with_a_running_daemon() {
     assert_eq!(listed[0]["mode"], "enforce");
 
     let out = run.wait_with_output().unwrap();
-    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let lines = stdout_lines(&out);
     // Its own `pincer run` is protected like a run of its own.
     assert!(
         denied(&lines[0]) && ok(&lines[1]) && lines[2] == format!("err {EPERM}"),
@@ -838,22 +818,16 @@ fn a_registered_run_stays_confined_across_a_daemon_restart() {
     let mut daemon = h.start(0);
     let m = h.mission("m", &tree_mission(&h.s.p("project"), r#""read""#));
     let go = h.s.path("go");
-    let run = Command::new(pincer_bin())
-        .args(["run", "--mode", "enforce", "--mission"])
-        .arg(&m)
-        .arg("--socket")
-        .arg(h.socket())
-        .args(["--", "sh", "-c"])
-        .arg(format!(
+    let run = h.run_registered(
+        &m,
+        &format!(
             "while [ ! -e {go} ]; do sleep 0.1; done; {probe} read {secret} , read {project}",
             go = go.display(),
             probe = probe_bin().display(),
             secret = h.s.p("secret/key"),
             project = h.s.p("project/a.txt"),
-        ))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        ),
+    );
     assert!(wait_for(Duration::from_secs(60), || h.agent_count() == Some(1)));
 
     // The daemon dies and comes back while the command runs.
@@ -870,10 +844,7 @@ fn a_registered_run_stays_confined_across_a_daemon_restart() {
 
     fs::write(&go, "").unwrap();
     let out = run.wait_with_output().unwrap();
-    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let lines = stdout_lines(&out);
     assert!(denied(&lines[0]) && ok(&lines[1]), "{lines:?}");
     // It unregistered with the new daemon.
     assert_eq!(out.status.code(), Some(EACCES));

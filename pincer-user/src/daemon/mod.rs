@@ -1225,20 +1225,7 @@ fn uninstall(config: &Config) -> Result<(), DaemonError> {
             // No heartbeat: a continued task meets EACCES from the programs,
             // which are still attached.
             enforcer.heartbeat(0, 0)?;
-            let deadline = Instant::now() + Duration::from_secs(3);
-            loop {
-                let pending = enforcer.pending()?;
-                if pending.is_empty() || Instant::now() > deadline {
-                    break;
-                }
-                for (tid, _) in pending {
-                    let _ = nix::sys::signal::kill(
-                        nix::unistd::Pid::from_raw(tid as i32),
-                        Signal::SIGCONT,
-                    );
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            crate::watchdog::continue_parked(&mut enforcer, Duration::from_secs(3), true);
         }
         Err(error) if dir.exists() => {
             tracing::warn!(error = %error, "removing pins of another build");
