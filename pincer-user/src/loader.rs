@@ -552,6 +552,21 @@ impl Enforcer {
         }
         Ok(sums)
     }
+
+    /// The kernel counters by their names in [`pincer_common::counter::NAMES`]
+    /// (the reserved slot left out), as audit lines, metrics and `pincer
+    /// status` show them.
+    pub fn named_counters(
+        &mut self,
+    ) -> Result<std::collections::BTreeMap<&'static str, u64>, LoadError> {
+        let values = self.counters()?;
+        Ok(counter::NAMES
+            .iter()
+            .zip(values)
+            .filter(|(name, _)| **name != "reserved")
+            .map(|(name, value)| (*name, value))
+            .collect())
+    }
 }
 
 /// The pin that says which object the pins belong to: a hash of the

@@ -302,9 +302,12 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     let denied = twin.deny_all();
     // In a log file only: on a terminal it would be noise after every run.
     if options.audit.is_some()
-        && let Ok(counters) = twin.enforcer().counters()
+        && let Ok(counters) = twin.enforcer().named_counters()
     {
-        let _ = audit.record(&CountersRecord::new(&counters));
+        let _ = audit.record(&CountersRecord {
+            event: "counters",
+            counters,
+        });
     }
     cgroup.kill_all();
     let enforcer = twin.enforcer();
@@ -446,20 +449,6 @@ fn spawn_in(command: &[OsString], cgroup: &AgentCgroup) -> Result<tokio::process
 struct CountersRecord {
     event: &'static str,
     counters: std::collections::BTreeMap<&'static str, u64>,
-}
-
-impl CountersRecord {
-    fn new(values: &[u64]) -> Self {
-        Self {
-            event: "counters",
-            counters: pincer_common::counter::NAMES
-                .iter()
-                .zip(values)
-                .filter(|(name, _)| **name != "reserved")
-                .map(|(name, value)| (*name, *value))
-                .collect(),
-        }
-    }
 }
 
 /// Size of the event ring buffer: `PINCER_RING_BYTES` (a power of two of

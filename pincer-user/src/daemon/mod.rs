@@ -252,6 +252,10 @@ struct Confined {
     mode: &'static str,
     /// The `pincer run` that registered it (not matched by a pattern).
     registered_by: Option<u32>,
+    /// The mission's grants as `pincer grants` lists them (those written
+    /// for its slot).
+    #[serde(skip)]
+    mission_grants: Vec<serde_json::Value>,
 }
 
 /// A cgroup `pincer run` registered, as kept for the next daemon.
@@ -389,8 +393,6 @@ impl ControlHandler for Handler {
 struct Daemon {
     config: Config,
     missions: HashMap<String, Mission>,
-    /// Missions of the cgroups `pincer run` registered, by cgroup id.
-    registered: HashMap<u64, Mission>,
     twin: Twin,
     confined: HashMap<u64, Confined>,
     next_slot: u32,
@@ -454,7 +456,6 @@ fn serve(
     let mut daemon = Daemon {
         config,
         missions,
-        registered: HashMap::new(),
         twin,
         confined: HashMap::new(),
         next_slot,
@@ -687,7 +688,6 @@ impl Daemon {
         for id in gone {
             if let Some(confined) = self.confined.remove(&id) {
                 self.twin.release(id)?;
-                self.registered.remove(&id);
                 if let Some(pid) = confined.registered_by {
                     let _ = self.twin.enforcer().unguard(pid);
                     self.forget_registration(id);
@@ -788,6 +788,18 @@ impl Daemon {
             mission_file: config.mission.clone(),
             mode: Mode::from(on_unknown).name(),
             registered_by,
+            mission_grants: mission
+                .grants
+                .iter()
+                .map(|spec| {
+                    serde_json::json!({
+                        "path": spec.path,
+                        "ops": crate::events::op_names(spec.ops),
+                        "extent": format!("{:?}", spec.extent).to_lowercase(),
+                        "by": "mission",
+                    })
+                })
+                .collect(),
         };
         tracing::info!(agent = %confined.agent, cgroup = %confined.cgroup, slot, mission = %confined.mission, grants = grants.inode.len() + grants.names.len(), "confined an agent cgroup");
         self.confined.insert(id, confined);
@@ -996,7 +1008,6 @@ impl Daemon {
                 if let Err(e) = self.confine_with(id, &cgroup, &agent, &loaded, Some(caller)) {
                     return error(format!("{:#}", anyhow::Error::new(e)));
                 }
-                self.registered.insert(id, loaded);
                 self.save_registration(&Registration {
                     id,
                     cgroup: cgroup.clone(),
@@ -1024,7 +1035,6 @@ impl Daemon {
                     return error(format!("{cgroup} is not registered by the caller"));
                 };
                 self.confined.remove(&id);
-                self.registered.remove(&id);
                 self.forget_registration(id);
                 let _ = self.twin.enforcer().unguard(caller);
                 if let Err(e) = self.twin.release(id) {
@@ -1068,37 +1078,17 @@ impl Daemon {
 
     /// Updates what the control socket and the metrics show.
     fn publish(&mut self) {
-        let counters = self.twin.enforcer().counters().ok();
+        let counters = self.twin.enforcer().named_counters().ok();
         let waiting = self.twin.waiting().count();
         self.metrics.set_pending(waiting as i64);
         self.metrics.set_agents(self.confined.len() as i64);
         if let Some(counters) = &counters {
-            let named: Vec<(&str, u64)> = pincer_common::counter::NAMES
-                .iter()
-                .zip(counters.iter())
-                .filter(|(name, _)| **name != "reserved")
-                .map(|(name, value)| (*name, *value))
-                .collect();
+            let named: Vec<(&str, u64)> = counters.iter().map(|(k, v)| (*k, *v)).collect();
             self.metrics.set_kernel_counters(&named);
         }
         let mut grants: HashMap<u32, Vec<serde_json::Value>> = HashMap::new();
-        for (id, confined) in &self.confined {
-            let Some(mission) = self
-                .registered
-                .get(id)
-                .or_else(|| self.missions.get(&confined.agent))
-            else {
-                continue;
-            };
-            let list = grants.entry(confined.slot).or_default();
-            for spec in &mission.grants {
-                list.push(serde_json::json!({
-                    "path": spec.path,
-                    "ops": crate::events::op_names(spec.ops),
-                    "extent": format!("{:?}", spec.extent).to_lowercase(),
-                    "by": "mission",
-                }));
-            }
+        for confined in self.confined.values() {
+            grants.insert(confined.slot, confined.mission_grants.clone());
         }
         for grant in self.twin.vote_grants() {
             grants
@@ -1125,14 +1115,7 @@ impl Daemon {
             "pending": waiting,
             "reloads": self.reloads,
             "last_reload_error": self.last_reload_error,
-            "counters": counters.map(|c| {
-                pincer_common::counter::NAMES
-                    .iter()
-                    .zip(c.iter())
-                    .filter(|(name, _)| **name != "reserved")
-                    .map(|(name, value)| ((*name).to_owned(), serde_json::json!(value)))
-                    .collect::<serde_json::Map<_, _>>()
-            }),
+            "counters": counters,
         });
         let mut agents: Vec<Confined> = self.confined.values().cloned().collect();
         agents.sort_by(|a, b| (&a.agent, &a.cgroup).cmp(&(&b.agent, &b.cgroup)));
