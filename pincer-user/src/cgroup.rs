@@ -411,6 +411,45 @@ impl Drop for AgentCgroup {
     }
 }
 
+/// Whether a cgroup v2 path (as `/proc/<pid>/cgroup` shows it) is an agent
+/// cgroup: `/pincer` or anything below it.
+///
+/// Paths are relative to the reader's cgroup namespace, which is the one
+/// where pincer mounts cgroup2 and creates `pincer/`, so they compare
+/// directly.
+pub fn in_agent_cgroup(cgroup_path: &str) -> bool {
+    // The kernel marks the cgroup of a process whose cgroup was removed.
+    let path = cgroup_path
+        .strip_suffix(" (deleted)")
+        .unwrap_or(cgroup_path);
+    path.split('/').find(|part| !part.is_empty()) == Some(PINCER_DIR)
+}
+
+/// The cgroup v2 path in the text of a `/proc/<pid>/cgroup` file: its single
+/// `0::` line.
+///
+/// More than one such line means a cgroup name containing a newline is
+/// trying to pass for another line, so the answer is `None`, as when there
+/// is none.
+pub fn cgroup_v2_path(proc_cgroup: &str) -> Option<&str> {
+    let mut paths = proc_cgroup
+        .lines()
+        .filter_map(|line| line.strip_prefix("0::"));
+    let path = paths.next()?;
+    paths.next().is_none().then_some(path)
+}
+
+/// The cgroup v2 path of process `pid`, from `/proc/<pid>/cgroup`.
+pub fn proc_cgroup(pid: u32) -> io::Result<String> {
+    let text = fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
+    cgroup_v2_path(&text).map(str::to_owned).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("no single cgroup v2 entry in /proc/{pid}/cgroup"),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -624,5 +663,32 @@ cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime 0 0
 
         cgroup.remove().unwrap();
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn agent_cgroups() {
+        assert!(in_agent_cgroup("/pincer/run-1"));
+        assert!(in_agent_cgroup("/pincer/run-1/nested"));
+        assert!(in_agent_cgroup("/pincer"));
+        assert!(in_agent_cgroup("/pincer/run-1 (deleted)"));
+        assert!(in_agent_cgroup("/pincer (deleted)"));
+        assert!(!in_agent_cgroup("/pincerx"));
+        assert!(!in_agent_cgroup("/pincerx/run-1"));
+        assert!(!in_agent_cgroup(
+            "/user.slice/user-1000.slice/session-2.scope"
+        ));
+        assert!(!in_agent_cgroup("/system.slice/pincer.service"));
+        assert!(!in_agent_cgroup("/"));
+        assert!(!in_agent_cgroup(""));
+    }
+
+    #[test]
+    fn cgroup_v2_lines() {
+        assert_eq!(cgroup_v2_path("0::/pincer/run-1\n"), Some("/pincer/run-1"));
+        let hybrid = "12:memory:/user.slice\n1:name=systemd:/user.slice\n0::/user.slice\n";
+        assert_eq!(cgroup_v2_path(hybrid), Some("/user.slice"));
+        assert_eq!(cgroup_v2_path("4:memory:/\n1:cpu:/\n"), None);
+        // A cgroup named "x\n0::" must not pass for a second entry.
+        assert_eq!(cgroup_v2_path("0::/pincer/run-1/x\n0::/\n"), None);
     }
 }

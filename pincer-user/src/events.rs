@@ -4,13 +4,14 @@
 //! characters, backslashes and invalid UTF-8 become `\xNN`), lengths are
 //! bounded, and flags are decoded into words.
 
-use std::{collections::HashMap, fs};
+use std::{borrow::Cow, collections::HashMap, fs};
 
 use pincer_common::{AccessEvent, COMPONENT_LEN, MAX_COMPONENTS, event_flags, hook, ops, verdict};
 use serde::Serialize;
 
 use crate::{
     cgroup::unescape_mount_field,
+    escape::escape,
     procfs,
     request::{ProcessFacts, Request},
 };
@@ -62,30 +63,6 @@ pub fn op_names(bits: u32) -> Vec<&'static str> {
         .filter(|(bit, _)| bits & bit != 0)
         .map(|(_, name)| *name)
         .collect()
-}
-
-/// Escapes bytes for display: printable ASCII and valid non-control UTF-8
-/// pass, `\` doubles, everything else becomes `\xNN`.
-pub fn escape(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len());
-    for chunk in bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '\\' => out.push_str("\\\\"),
-                c if c.is_control() => {
-                    let mut buf = [0; 4];
-                    for b in c.encode_utf8(&mut buf).bytes() {
-                        out.push_str(&format!("\\x{b:02x}"));
-                    }
-                }
-                c => out.push(c),
-            }
-        }
-        for b in chunk.invalid() {
-            out.push_str(&format!("\\x{b:02x}"));
-        }
-    }
-    out
 }
 
 /// Bytes of a NUL-terminated fixed buffer.
@@ -234,10 +211,14 @@ pub fn sanitize(
         comm: escape(until_nul(&event.comm)),
         exe,
         parents,
-        operation: op_names(event.ops),
+        operation: ops::NAMES
+            .iter()
+            .filter(|(bit, _)| event.ops & bit != 0)
+            .map(|(_, name)| Cow::Borrowed(*name))
+            .collect(),
         ops: event.ops,
         path: event_path(event, mounts),
-        hook: hook_name(event.hook),
+        hook: Cow::Borrowed(hook_name(event.hook)),
         dev: event.dev,
         ino: event.ino,
         why: format!(
@@ -387,15 +368,6 @@ mod tests {
             slot[..name.len()].copy_from_slice(name);
         }
         event
-    }
-
-    #[test]
-    fn escapes_control_and_invalid_bytes() {
-        assert_eq!(escape(b"plain name.txt"), "plain name.txt");
-        assert_eq!(escape(b"a\nb\x1b[31m"), "a\\x0ab\\x1b[31m");
-        assert_eq!(escape(b"back\\slash"), "back\\\\slash");
-        assert_eq!(escape(b"bad\xff\xfeutf8"), "bad\\xff\\xfeutf8");
-        assert_eq!(escape("caf\u{e9}".as_bytes()), "caf\u{e9}");
     }
 
     #[test]

@@ -1,23 +1,37 @@
 //! pincer's userspace: it loads the BPF LSM programs, puts agents in their
-//! cgroups, turns missions into kernel grants and audits every decision.
+//! cgroups, turns missions into kernel grants, decides parked requests and
+//! audits every decision.
 //!
-//! One module per concern: [`mission`] (the mission file and its grants),
-//! [`cgroup`] (agent cgroups), [`btf`] (kernel struct offsets), [`loader`]
-//! (the BPF object and its maps), [`events`] (sanitizing kernel records),
-//! [`audit`] (the audit log), [`run`] (`pincer run`), [`doctor`] (kernel
-//! support checks).
+//! The modules, roughly in the order a decision travels (see the README's
+//! "Architecture"):
+//!
+//! - what the agent may do: [`mission`] (the mission file and its grants);
+//! - the kernel: [`btf`] (struct offsets), [`loader`] (the programs and their
+//!   maps), [`cgroup`] (agent cgroups), [`watchdog`] (what enforces when the
+//!   twin dies);
+//! - the twin: [`events`] (sanitizing kernel records), [`request`] (a parked
+//!   request as voters see it), [`twin`] (the decisions, and the service both
+//!   shells drive), [`vote`] (combining votes), [`voters`] (mission, prompt,
+//!   webhook), [`audit`] (the HMAC-chained log), [`metrics`];
+//! - the shells: [`run`] (`pincer run`), [`daemon`] (`pincer daemon`),
+//!   [`control`] (the control socket), [`cli`] (the command line),
+//!   [`doctor`] (kernel support checks);
+//! - [`paths`]: default paths, in one place.
 
 pub mod audit;
 pub mod btf;
 pub mod cgroup;
+pub mod cli;
 pub mod control;
 pub mod daemon;
 pub mod doctor;
+pub mod escape;
 pub mod events;
 pub mod loader;
 mod located;
 pub mod metrics;
 pub mod mission;
+pub mod paths;
 pub mod procfs;
 pub mod request;
 pub mod run;

@@ -3,7 +3,7 @@
 
 use std::fs;
 
-use crate::{events::escape, request::ProcessFacts};
+use crate::{escape::escape, request::ProcessFacts};
 
 /// Longest parent chain reported.
 pub const MAX_PARENTS: usize = 8;

@@ -1,10 +1,18 @@
 //! A parked request, sanitized: the only thing voters, prompts, the control
 //! socket and webhooks ever see of an access the mission did not grant.
+//!
+//! One type serves every side: the twin builds it from a kernel event
+//! ([`crate::events::request`]), voters read it, and the control socket and
+//! the webhook carry it as JSON, which `pincer pending` reads back into the
+//! same type. The kernel identities (`ops`, `dev`, `ino`) stay in the twin:
+//! they are not serialized, and read back as zero.
 
-use serde::Serialize;
+use std::{borrow::Cow, fmt};
+
+use serde::{Deserialize, Serialize};
 
 /// One process in the chain above the requesting task.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessFacts {
     /// Process id.
     pub pid: u32,
@@ -15,7 +23,7 @@ pub struct ProcessFacts {
 }
 
 /// An access waiting for a verdict while its task is stopped in the kernel.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Request {
     /// Identifier of the parked request, unique for the life of the loaded
     /// programs (the kernel assigns it).
@@ -34,16 +42,17 @@ pub struct Request {
     pub exe: Option<String>,
     /// Parents of the task, nearest first, up to the agent's first process.
     pub parents: Vec<ProcessFacts>,
-    /// Operations requested, by name (`read`, `write`, `create`, `exec`).
-    pub operation: Vec<&'static str>,
+    /// Operations requested, by name (`read`, `write`, `create`, `exec`,
+    /// ...). Names are static on the twin's side, owned once read back.
+    pub operation: Vec<Cow<'static, str>>,
     /// Operation bits (`pincer_common::ops`).
     #[serde(skip)]
     pub ops: u32,
     /// Escaped, length-bounded path of the object (for a creation: of the
     /// name to be created).
     pub path: String,
-    /// `file_open` or `inode_create`.
-    pub hook: &'static str,
+    /// The LSM hook that parked it (`file_open`, `inode_create`, ...).
+    pub hook: Cow<'static, str>,
     /// Device of the object (for a creation, its directory), kernel encoding.
     #[serde(skip)]
     pub dev: u64,
@@ -52,4 +61,85 @@ pub struct Request {
     pub ino: u64,
     /// Why the mission did not grant it.
     pub why: String,
+}
+
+impl fmt::Display for Request {
+    /// One line for `pincer pending`: id, mission, operations, path, task and
+    /// the reason it parked.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} [{}] {} {} by {} (pid {}): {}",
+            self.id,
+            self.mission,
+            self.operation.join(","),
+            self.path,
+            self.comm,
+            self.pid,
+            self.why
+        )
+    }
+}
+
+#[cfg(test)]
+impl Request {
+    /// A request for unit tests: `cat` (pid 100) reading `path`.
+    pub(crate) fn example(id: u64, path: &str) -> Request {
+        Request {
+            id,
+            mission: "docs".into(),
+            cgroup: 4242,
+            pid: 100,
+            tid: 101,
+            comm: "cat".into(),
+            exe: Some("/usr/bin/cat".into()),
+            parents: vec![ProcessFacts {
+                pid: 99,
+                comm: "sh".into(),
+                exe: None,
+            }],
+            operation: vec!["read".into()],
+            ops: pincer_common::ops::READ,
+            path: path.into(),
+            hook: "file_open".into(),
+            dev: 1,
+            ino: 2,
+            why: "no grant covers it".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wire_form_reads_back_without_kernel_identities() {
+        let request = Request::example(7, "/home/u/.ssh/id_ed25519");
+        let text = serde_json::to_string(&request).unwrap();
+        assert!(
+            !text.contains("\"ops\"") && !text.contains("\"ino\""),
+            "{text}"
+        );
+        let back: Request = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            back,
+            Request {
+                ops: 0,
+                dev: 0,
+                ino: 0,
+                ..request
+            }
+        );
+    }
+
+    #[test]
+    fn one_line_for_pending() {
+        let mut request = Request::example(7, "/home/u/.ssh/id_ed25519");
+        request.operation.push("write".into());
+        assert_eq!(
+            request.to_string(),
+            "7 [docs] read,write /home/u/.ssh/id_ed25519 by cat (pid 100): no grant covers it"
+        );
+    }
 }

@@ -17,37 +17,23 @@ use std::{
     sync::Arc,
 };
 
-use aya::maps::{MapData, RingBuf};
 use nix::{
     sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask},
     unistd::Pid,
 };
-use pincer_common::{Agent, agent_flags};
-use tokio::{
-    io::unix::AsyncFd,
-    signal::unix::{SignalKind, signal},
-    sync::mpsc,
-};
+use tokio::signal::unix::{SignalKind, signal};
 
 use crate::{
-    audit::{AuditError, AuditKey, AuditLog},
+    audit::{AuditError, AuditKey, AuditLog, Record},
     cgroup::{self, AgentCgroup, CgroupError},
-    control::{ControlError, ControlRequest, ControlResponse, ControlServer},
+    control::{self, ControlError, ControlRequest, ControlResponse, ControlServer},
     loader::{Enforcer, LoadError},
-    mission::{DefaultVerdict, Mission, MissionError, Mode, OnUnknown, VoterKind},
-    twin::{AgentEntry, HEARTBEAT_EVERY, SameAccess, Twin, TwinError},
-    vote::{Outcome, Policy, Voter},
-    voters::{
-        mission::MissionVoter,
-        prompt::{PromptBoard, PromptVoter},
-        webhook::{WebhookConfig, WebhookError, WebhookVoter},
-    },
-    watchdog::{Watchdog, Watched},
+    mission::{Mission, MissionError, Mode, OnUnknown},
+    paths,
+    twin::{self, Confinement, Service, ServiceError, TwinError},
+    voters::{self, prompt::PromptBoard, webhook::WebhookError},
+    watchdog::Watched,
 };
-
-/// Each `pincer run` loads its own programs and maps, so its one mission
-/// always has the same slot.
-const SLOT: u32 = 1;
 
 /// Signals `pincer run` passes on to the command.
 const FORWARDED: [Signal; 6] = [
@@ -74,7 +60,7 @@ pub struct RunOptions {
     /// The control socket. When a `pincer daemon` answers on it, the daemon
     /// confines the command (its programs, votes and audit log; this run
     /// loads nothing); otherwise this run listens on it for answers (`ask`).
-    #[arg(long, env = "PINCER_SOCKET", default_value = crate::control::DEFAULT_SOCKET)]
+    #[arg(long, env = paths::SOCKET_ENV, default_value = paths::DEFAULT_SOCKET)]
     pub socket: PathBuf,
     /// Append audit lines (JSON) to this file instead of standard error.
     #[arg(long, value_name = "FILE")]
@@ -124,15 +110,15 @@ pub enum RunError {
     /// The twin failed.
     #[error(transparent)]
     Twin(#[from] TwinError),
+    /// The twin's service failed.
+    #[error(transparent)]
+    Service(#[from] ServiceError),
     /// The control socket could not be opened.
     #[error(transparent)]
     Control(#[from] ControlError),
     /// The webhook voter could not be set up.
     #[error(transparent)]
     Webhook(#[from] WebhookError),
-    /// The watchdog could not be started.
-    #[error("failed to start the watchdog")]
-    Watchdog(#[source] io::Error),
     /// The daemon refused or failed to confine the command.
     #[error("pincer daemon: {0}")]
     Daemon(String),
@@ -181,11 +167,11 @@ pub fn run(options: &RunOptions) -> Result<i32, RunError> {
 
 /// Whether a `pincer daemon` answers on `socket`.
 fn daemon_at(socket: &std::path::Path) -> bool {
-    // A missing socket answers at once; only a live daemon says `info`.
+    // A missing socket answers at once; only a live daemon has a status.
     socket.exists()
         && matches!(
-            crate::control::call(socket, &ControlRequest::Status),
-            Ok(ControlResponse::Info { .. })
+            control::call(socket, &ControlRequest::Status),
+            Ok(ControlResponse::Daemon { .. })
         )
 }
 
@@ -194,134 +180,105 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     if daemon_at(&options.socket) {
         return run_registered(options, &mission, forwarded_set);
     }
-    let grants = mission.resolve(SLOT)?;
+    // Resolved before anything is loaded: a mission that does not resolve
+    // changes nothing.
+    let grants = mission.resolve(twin::FIRST_SLOT)?;
     let on_unknown = options.mode.map_or(mission.on_unknown, Mode::on_unknown);
     let key = options.audit_key.clone().map_or_else(
         || AuditKey::default_for(options.audit.as_deref()),
         AuditKey::File,
     );
-    let mut audit = AuditLog::open_with_key(options.audit.as_deref(), &mission.name, key)?;
+    let audit = AuditLog::open_with_key(options.audit.as_deref(), &mission.name, key)?;
     let root = cgroup::cgroup2_mount()?;
     for stale in cgroup::sweep_stale(&root) {
         tracing::info!(cgroup = %stale.display(), "removed a stale agent cgroup");
     }
 
     tracing::trace!("loading");
-    let mut enforcer = Enforcer::load_with_ring(ring_bytes()?)?;
-    let events = enforcer.take_events()?;
-    enforcer.add_grants(&grants)?;
+    let enforcer = Enforcer::load_with_ring(ring_bytes()?)?;
     let cgroup = AgentCgroup::create(&root, &cgroup::run_cgroup_name(std::process::id()))?;
-    let agent = Agent {
-        slot: SLOT,
-        mode: on_unknown.kernel_mode(),
-        flags: if options.log_allowed {
-            agent_flags::REPORT_ALLOWED
-        } else {
-            0
-        },
-        _pad: 0,
-    };
-    enforcer.heartbeat(
-        crate::twin::boottime_ns(),
-        crate::twin::HEARTBEAT_TIMEOUT.as_nanos() as u64,
-    )?;
-    enforcer.add_agent(cgroup.id(), agent)?;
     // SAFETY: no thread has been started yet (the runtime comes next).
-    let watchdog =
-        unsafe { Watchdog::spawn(&mut enforcer, Watched::Cgroup(cgroup.path().to_owned())) }
-            .map_err(RunError::Watchdog)?;
-    // The agent is not started yet: no signal of its can come first.
-    enforcer.guard(std::process::id())?;
-    enforcer.guard(watchdog.pid().as_raw() as u32)?;
-    tracing::info!(
-        mission = %mission.name,
-        cgroup = %cgroup.path().display(),
-        grants = grants.inode.len() + grants.names.len(),
-        watchdog = watchdog.pid().as_raw(),
-        "agent confined"
-    );
+    let prepared =
+        unsafe { Service::prepare(enforcer, Watched::Cgroup(cgroup.path().to_owned())) }?;
     // Bound after the fork, so the watchdog never holds the listening socket
     // (a dead twin's socket must refuse connections, not hang them).
     let control = match on_unknown {
         OnUnknown::Ask => Some(ControlServer::bind(&options.socket)?),
         _ => None,
     };
-
-    let policy = policy_for(&mission);
     let board = PromptBoard::new(terminal());
-    let all_voters = voters_for(&mission, &board, &policy)?;
-    let (mut twin, outcomes) = Twin::new(enforcer);
-    twin.adopt(
-        cgroup.id(),
-        AgentEntry {
-            slot: SLOT,
-            name: mission.name.clone(),
-            voters: all_voters,
-            policy,
-            root: None,
-        },
-        &grants,
-    );
+    let voters = voters::for_mission(&mission, &board)?;
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(RunError::Supervise)?;
-    let outcome = runtime.block_on(async {
-        let forwarded = Forwarded::new().map_err(RunError::Supervise)?;
-        // Handlers are in place: let held signals through to them.
-        sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(forwarded_set), None)
-            .map_err(|e| RunError::Supervise(e.into()))?;
-        if let Some(control) = control {
-            let board = Arc::clone(&board);
-            tokio::spawn(async move {
-                let Err(error) = control.serve(board).await;
-                tracing::error!(%error, "the control socket failed");
-            });
+    let mut service = {
+        let _entered = runtime.enter();
+        Service::new(prepared, audit)?
+    };
+    let confined = service.twin().confine(
+        cgroup.id(),
+        Confinement {
+            name: mission.name.clone(),
+            slot: twin::FIRST_SLOT,
+            on_unknown,
+            report_allowed: options.log_allowed,
+            grants,
+            voters,
+            policy: voters::policy_for(&mission),
+        },
+    );
+    let outcome = match confined {
+        Ok(()) => {
+            tracing::info!(
+                mission = %mission.name,
+                cgroup = %cgroup.path().display(),
+                watchdog = service.watchdog_pid(),
+                "agent confined"
+            );
+            runtime.block_on(async {
+                let forwarded = Forwarded::new().map_err(RunError::Supervise)?;
+                // Handlers are in place: let held signals through to them.
+                sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(forwarded_set), None)
+                    .map_err(|e| RunError::Supervise(e.into()))?;
+                if let Some(control) = control {
+                    let board = Arc::clone(&board);
+                    tokio::spawn(async move {
+                        let Err(error) = control.serve(board).await;
+                        tracing::error!(%error, "the control socket failed");
+                    });
+                }
+                if let Some(input) = terminal() {
+                    let board = Arc::clone(&board);
+                    std::thread::spawn(move || board.read_terminal(input));
+                }
+                supervise(&options.command, &cgroup, forwarded, &mut service).await
+            })
         }
-        if let Some(input) = terminal() {
-            let board = Arc::clone(&board);
-            std::thread::spawn(move || board.read_terminal(input));
-        }
-        supervise(
-            &options.command,
-            &cgroup,
-            events,
-            forwarded,
-            &mut twin,
-            outcomes,
-            &mut audit,
-        )
-        .await
-    });
+        Err(error) => Err(error.into()),
+    };
     drop(runtime);
     tracing::trace!("agent done; tearing down");
 
     // Tear down in every case: nothing stays parked, stragglers go before
     // their grants, then the kernel state, then the cgroup.
-    let denied = twin.deny_all();
+    let stopped = service.stop();
     // In a log file only: on a terminal it would be noise after every run.
     if options.audit.is_some()
-        && let Ok(counters) = twin.enforcer().named_counters()
+        && let Ok(counters) = service.twin().counters()
     {
-        let _ = audit.record(&CountersRecord {
-            event: "counters",
-            counters,
-        });
+        let _ = service.twin().audit(&Record::Counters { counters });
     }
     cgroup.kill_all();
-    let enforcer = twin.enforcer();
-    let unconfine = enforcer
-        .remove_agent(cgroup.id())
-        .and_then(|()| enforcer.remove_slot(SLOT));
-    drop(twin);
+    let released = service.twin().release(cgroup.id());
+    service.finish();
     tracing::trace!("programs released");
     let removed = cgroup.remove();
-    watchdog.done();
     tracing::trace!("torn down");
     let status = outcome?;
-    denied?;
-    unconfine?;
+    stopped?;
+    released?;
     removed?;
     Ok(exit_code(status))
 }
@@ -356,7 +313,7 @@ fn run_registered(
         mission: mission_file,
         mode: options.mode.map(|m| m.name().to_owned()),
     };
-    match crate::control::call(&options.socket, &register) {
+    match control::call(&options.socket, &register) {
         Ok(ControlResponse::Ok { message }) => {
             tracing::info!(%message, mission = %mission.name, "registered with the daemon")
         }
@@ -396,7 +353,7 @@ fn run_registered(
     });
     drop(runtime);
     cgroup.kill_all();
-    let unregistered = crate::control::call(
+    let unregistered = control::call(
         &options.socket,
         &ControlRequest::Unregister { cgroup: relative },
     );
@@ -444,13 +401,6 @@ fn spawn_in(command: &[OsString], cgroup: &AgentCgroup) -> Result<tokio::process
     Ok(child)
 }
 
-/// The kernel's counters at the end of a run, as the last audit line.
-#[derive(serde::Serialize)]
-struct CountersRecord {
-    event: &'static str,
-    counters: std::collections::BTreeMap<&'static str, u64>,
-}
-
 /// Size of the event ring buffer: `PINCER_RING_BYTES` (a power of two of
 /// at least 4096), or the built-in 256 KiB. A small ring fills sooner under
 /// bursts of requests; everything that does not fit is denied.
@@ -465,64 +415,6 @@ fn ring_bytes() -> Result<u32, RunError> {
             name: "PINCER_RING_BYTES",
             message: format!("{text:?} is not a power of two of at least 4096"),
         })
-}
-
-/// A mission's vote policy.
-pub(crate) fn policy_for(mission: &Mission) -> Policy {
-    Policy {
-        timeout: mission.vote.timeout,
-        default_allow: mission.vote.default == DefaultVerdict::AllowOnce,
-        max_lifetime: mission.vote.max_lifetime,
-        max_extent: mission.vote.max_extent,
-    }
-}
-
-/// The voters a mission names; its prompts go to `board`.
-pub(crate) fn voters_for(
-    mission: &Mission,
-    board: &Arc<PromptBoard>,
-    policy: &Policy,
-) -> Result<Vec<Arc<dyn Voter>>, RunError> {
-    let mut voters: Vec<Arc<dyn Voter>> = Vec::new();
-    for voter in build_voters(mission)? {
-        voters.push(match voter {
-            Built::Mission(v) => Arc::new(v),
-            Built::Prompt => Arc::new(PromptVoter::new(Arc::clone(board))),
-            Built::Webhook(config) => Arc::new(WebhookVoter::new(config, policy.timeout)?),
-        });
-    }
-    Ok(voters)
-}
-
-/// A voter as configured, before the runtime exists.
-enum Built {
-    Mission(MissionVoter),
-    Prompt,
-    Webhook(WebhookConfig),
-}
-
-fn build_voters(mission: &Mission) -> Result<Vec<Built>, RunError> {
-    Ok(mission
-        .vote
-        .voters
-        .iter()
-        .map(|kind| match kind {
-            VoterKind::Mission => Built::Mission(MissionVoter::new(mission.vote.rules.clone())),
-            VoterKind::Prompt => Built::Prompt,
-            VoterKind::Webhook => {
-                let spec = mission
-                    .vote
-                    .webhook
-                    .as_ref()
-                    .expect("the mission parser requires [vote.webhook] for this voter");
-                Built::Webhook(WebhookConfig {
-                    url: spec.url.clone(),
-                    secret_file: spec.secret_file.clone(),
-                    clock_skew: spec.clock_skew,
-                })
-            }
-        })
-        .collect())
 }
 
 /// The controlling terminal, when `pincer run` has one on standard input.
@@ -542,39 +434,25 @@ fn terminal() -> Option<std::fs::File> {
 async fn supervise(
     command: &[OsString],
     cgroup: &AgentCgroup,
-    events: RingBuf<MapData>,
     mut forwarded: Forwarded,
-    twin: &mut Twin,
-    mut outcomes: mpsc::UnboundedReceiver<(SameAccess, Outcome)>,
-    audit: &mut AuditLog,
+    service: &mut Service,
 ) -> Result<ExitStatus, RunError> {
     let mut child = spawn_in(command, cgroup)?;
     let pid = child.id().map(|id| Pid::from_raw(id as i32));
     if let Some(pid) = pid {
-        twin.set_root(cgroup.id(), pid.as_raw() as u32);
+        service.twin().set_root(cgroup.id(), pid.as_raw() as u32);
     }
-
-    // SAFETY: the ring buffer owns its descriptor and keeps it open for as
-    // long as it is registered.
-    let mut events =
-        unsafe { AsyncFd::register(events) }.map_err(|e| RunError::Supervise(e.into()))?;
-    let mut heartbeat = tokio::time::interval(HEARTBEAT_EVERY);
     loop {
-        let expiry = twin.next_expiry();
         tokio::select! {
             status = child.wait() => {
                 let status = status.map_err(RunError::Supervise)?;
-                twin.drain(events.get_mut(), audit)?;
+                // Its last decisions are in the ring buffer already.
+                service.drain()?;
                 return Ok(status);
             }
-            ready = events.readable_mut() => {
-                let mut guard = ready.map_err(RunError::Supervise)?;
-                twin.drain(guard.get_inner_mut(), audit)?;
-                guard.clear_ready();
+            step = service.step() => {
+                step?;
             }
-            Some((key, outcome)) = outcomes.recv() => twin.on_outcome(key, outcome, audit)?,
-            _ = heartbeat.tick() => twin.heartbeat()?,
-            () = sleep_until(expiry) => twin.expire()?,
             signal = forwarded.recv() => {
                 if let (Some(signal), Some(pid)) = (signal, pid) {
                     // The child may have exited a moment ago; that is fine.
@@ -582,14 +460,6 @@ async fn supervise(
                 }
             }
         }
-    }
-}
-
-/// Sleeps until `at`, or forever.
-pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 

@@ -7,7 +7,7 @@
 //! the mission's caps: no voter can grant more than the request asked for and
 //! the mission permits.
 
-use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
+use std::{fmt, future::Future, pin::Pin, sync::Arc, time::Duration};
 
 use serde::{Deserialize, Serialize};
 
@@ -64,6 +64,15 @@ pub enum Scope {
     File,
     /// The requested object's directory and everything below it.
     Tree,
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Scope::File => "file",
+            Scope::Tree => "tree",
+        })
+    }
 }
 
 /// One voter's answer.
@@ -400,23 +409,7 @@ mod tests {
     }
 
     fn request() -> Arc<Request> {
-        Arc::new(Request {
-            id: 1,
-            mission: "m".into(),
-            cgroup: 1,
-            pid: 1,
-            tid: 1,
-            comm: "cat".into(),
-            exe: None,
-            parents: vec![],
-            operation: vec!["read"],
-            ops: 1,
-            path: "/x".into(),
-            hook: "file_open",
-            dev: 1,
-            ino: 1,
-            why: "no grant covers read".into(),
-        })
+        Arc::new(Request::example(1, "/x"))
     }
 
     #[tokio::test(start_paused = true)]

@@ -106,7 +106,7 @@ use crate::located::{FieldPrefix, line_column, or_list};
 pub use crate::mission::Mode;
 
 /// The control socket when `daemon.socket` is not set.
-pub const DEFAULT_SOCKET: &str = crate::control::DEFAULT_SOCKET;
+pub const DEFAULT_SOCKET: &str = crate::paths::DEFAULT_SOCKET;
 /// Where links and maps are pinned when `daemon.pin_dir` is not set.
 pub const DEFAULT_PIN_DIR: &str = "/sys/fs/bpf/pincer";
 /// The audit log when `daemon.audit` is not set.

@@ -65,7 +65,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use crate::{
-    events::escape,
+    escape::escape,
     request::Request,
     vote::{Lifetime, Scope, Vote, VoteFuture, Voter},
 };
@@ -763,23 +763,7 @@ mod tests {
     }
 
     fn request(id: u64) -> Arc<Request> {
-        Arc::new(Request {
-            id,
-            mission: "refactor".into(),
-            cgroup: 7,
-            pid: 42,
-            tid: 43,
-            comm: "agent".into(),
-            exe: Some("/usr/bin/agent".into()),
-            parents: vec![],
-            operation: vec!["write"],
-            ops: 2,
-            path: "/home/dev/.ssh/id_ed25519".into(),
-            hook: "file_open",
-            dev: 0,
-            ino: 0,
-            why: "no grant covers write".into(),
-        })
+        Arc::new(Request::example(id, "/home/dev/.ssh/id_ed25519"))
     }
 
     fn abstains(vote: &Vote, containing: &str) {

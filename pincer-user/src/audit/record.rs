@@ -1,0 +1,125 @@
+//! What pincer writes to the audit log: one [`Record`] per line, tagged by
+//! its `event` member. The chain's own members (`time`, `mission`, `seq`,
+//! `prev`, `mac`) surround it (see the module documentation of
+//! [`crate::audit`]).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::{
+    events::Decision,
+    request::Request,
+    vote::{Ballot, Lifetime, Scope},
+};
+
+/// One audit record.
+#[derive(Debug, Serialize)]
+#[serde(tag = "event", rename_all = "lowercase")]
+pub enum Record<'a> {
+    /// A decision the kernel made (or, in audit mode, would have made), or
+    /// a request it parked.
+    Decision(&'a Decision),
+    /// The verdict on a parked request.
+    Verdict(VerdictRecord<'a>),
+    /// The kernel's counters at the end of a run.
+    Counters {
+        /// Each counter by name.
+        counters: BTreeMap<&'static str, u64>,
+    },
+    /// Vote grants withdrawn by `pincer revoke`.
+    Revoke {
+        /// The agent whose grants they were.
+        agent: &'a str,
+        /// The path they were withdrawn on (all of the agent's when `None`).
+        path: Option<&'a str>,
+        /// How many were withdrawn.
+        grants: usize,
+    },
+}
+
+impl Record<'_> {
+    /// `event` of a kernel decision.
+    pub const DECISION: &'static str = "decision";
+    /// `event` of a verdict.
+    pub const VERDICT: &'static str = "verdict";
+}
+
+/// The verdict on a parked request, with every vote cast.
+#[derive(Debug, Serialize)]
+pub struct VerdictRecord<'a> {
+    /// The sanitized request.
+    pub request: &'a Request,
+    /// The threads it answered (identical requests share one verdict).
+    pub tids: Vec<u32>,
+    /// `allow` or `deny`.
+    pub verdict: &'static str,
+    /// How long an allow lasts.
+    pub lifetime: Option<Lifetime>,
+    /// How wide an allow is.
+    pub extent: Option<Scope>,
+    /// Who decided: a voter, `timeout`, `default`, or `grant` when another
+    /// request's grant released it.
+    pub decided_by: &'a str,
+    /// Why.
+    pub reason: &'a str,
+    /// Every vote cast.
+    pub votes: &'a [Ballot],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_tagged_by_event() {
+        let decision = Decision {
+            pid: 1,
+            tid: 2,
+            comm: "cat".into(),
+            operation: vec!["read"],
+            path: "/x".into(),
+            verdict: "deny",
+            reason: "no grant covers read".into(),
+            hook: "file_open",
+            dev: "0:1".into(),
+            ino: 5,
+            cgroup: 9,
+        };
+        let line = serde_json::to_string(&Record::Decision(&decision)).unwrap();
+        assert!(
+            line.starts_with(r#"{"event":"decision","pid":1,"tid":2,"#),
+            "{line}"
+        );
+        let line = serde_json::to_string(&Record::Revoke {
+            agent: "a",
+            path: None,
+            grants: 2,
+        })
+        .unwrap();
+        assert_eq!(
+            line,
+            r#"{"event":"revoke","agent":"a","path":null,"grants":2}"#
+        );
+        let request = Request::example(7, "/k");
+        let line = serde_json::to_string(&Record::Verdict(VerdictRecord {
+            request: &request,
+            tids: vec![101],
+            verdict: "allow",
+            lifetime: Some(Lifetime::Once),
+            extent: Some(Scope::File),
+            decided_by: "prompt",
+            reason: "yes",
+            votes: &[],
+        }))
+        .unwrap();
+        assert!(
+            line.starts_with(r#"{"event":"verdict","request":{"id":7,"#),
+            "{line}"
+        );
+        assert!(
+            line.ends_with(r#""decided_by":"prompt","reason":"yes","votes":[]}"#),
+            "{line}"
+        );
+    }
+}

@@ -1,0 +1,113 @@
+//! `pincer status`, `agents`, `grants`, `revoke` and `log`: asking the
+//! daemon.
+
+use std::path::Path;
+
+use anyhow::Context;
+
+use super::{ask, print_json, requests::done, unexpected};
+use crate::control::{AgentGrants, ConfinedAgent, ControlRequest, ControlResponse, DaemonStatus};
+
+fn status_of(socket: &Path) -> anyhow::Result<DaemonStatus> {
+    match ask(socket, &ControlRequest::Status)? {
+        ControlResponse::Daemon { daemon } => Ok(*daemon),
+        other => Err(unexpected(socket, &other)),
+    }
+}
+
+/// Shows the daemon's state.
+pub(super) fn status(socket: &Path, json: bool) -> anyhow::Result<()> {
+    let status = status_of(socket)?;
+    if json {
+        return print_json(&status);
+    }
+    let or_dash = |value: Option<String>| value.unwrap_or_else(|| "-".to_owned());
+    let rows = [
+        ("pid", status.pid.to_string()),
+        ("config", status.config.display().to_string()),
+        ("pins", status.pins.display().to_string()),
+        ("socket", status.socket.display().to_string()),
+        ("audit", status.audit.display().to_string()),
+        ("metrics", or_dash(status.metrics)),
+        ("reattached", status.reattached.to_string()),
+        ("uptime_seconds", status.uptime_seconds.to_string()),
+        ("agents", status.agents.to_string()),
+        ("pending", status.pending.to_string()),
+        ("reloads", status.reloads.to_string()),
+        ("last_reload_error", or_dash(status.last_reload_error)),
+    ];
+    for (name, value) in rows {
+        println!("{name:<18} {value}");
+    }
+    if let Some(counters) = status.counters {
+        let line: Vec<String> = counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!("{:<18} {}", "counters", line.join(" "));
+    }
+    Ok(())
+}
+
+/// Lists the confined agent cgroups.
+pub(super) fn agents(socket: &Path, json: bool) -> anyhow::Result<()> {
+    let agents: Vec<ConfinedAgent> = match ask(socket, &ControlRequest::Agents)? {
+        ControlResponse::Agents { agents } => agents,
+        other => return Err(unexpected(socket, &other)),
+    };
+    if json {
+        return print_json(&agents);
+    }
+    if agents.is_empty() {
+        println!("no agent cgroup is confined");
+    }
+    for agent in agents {
+        println!(
+            "{} {} (cgroup id {}, slot {}) mission {} [{}]",
+            agent.agent, agent.cgroup, agent.id, agent.slot, agent.mission, agent.mode,
+        );
+    }
+    Ok(())
+}
+
+/// Lists the grants of one agent, or of all.
+pub(super) fn grants(socket: &Path, agent: Option<String>, json: bool) -> anyhow::Result<()> {
+    let grants: Vec<AgentGrants> = match ask(socket, &ControlRequest::Grants { agent })? {
+        ControlResponse::Grants { grants } => grants,
+        other => return Err(unexpected(socket, &other)),
+    };
+    if json {
+        return print_json(&grants);
+    }
+    for agent in grants {
+        println!("{} {}", agent.agent, agent.cgroup);
+        for grant in agent.grants {
+            println!(
+                "  {} [{}] {} by {}{}",
+                grant.path,
+                grant.ops.join(","),
+                grant.extent,
+                grant.by,
+                grant
+                    .expires_in_seconds
+                    .map(|s| format!(" ({s} s left)"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Withdraws the vote grants of an agent.
+pub(super) fn revoke(socket: &Path, agent: String, path: Option<String>) -> anyhow::Result<()> {
+    done(socket, &ControlRequest::Revoke { agent, path })
+}
+
+/// Prints the last `lines` lines of the daemon's audit log.
+pub(super) fn log(socket: &Path, lines: usize) -> anyhow::Result<()> {
+    let path = status_of(socket)?.audit;
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("failed to read audit log {}", path.display()))?;
+    let all: Vec<&str> = text.lines().collect();
+    for line in &all[all.len().saturating_sub(lines)..] {
+        println!("{line}");
+    }
+    Ok(())
+}

@@ -1,0 +1,53 @@
+//! `pincer mission check`: what a mission file says on this machine.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Subcommand;
+
+use crate::{
+    mission::{Mission, format_ops},
+    twin::FIRST_SLOT,
+};
+
+/// Subcommands of `pincer mission`.
+#[derive(Debug, Subcommand)]
+pub(super) enum MissionCommand {
+    /// Validate a mission and print the grants it resolves to on this machine.
+    Check {
+        /// The mission file (TOML).
+        file: PathBuf,
+    },
+}
+
+pub(super) fn main(command: MissionCommand) -> anyhow::Result<()> {
+    let MissionCommand::Check { file } = command;
+    let mission = Mission::from_file(&file)?;
+    let grants = mission
+        .resolve(FIRST_SLOT)
+        .with_context(|| format!("failed to resolve the grants of {}", file.display()))?;
+    println!("mission: {}", mission.name);
+    for (key, value, reason) in &grants.inode {
+        println!(
+            "  {}:{} ino {:<10} file [{}] tree [{}]  ({})",
+            key.dev >> 20,
+            key.dev & 0xf_ffff,
+            key.ino,
+            format_ops(value.file_ops),
+            format_ops(value.tree_ops),
+            reason.0
+        );
+    }
+    for (key, value, reason) in &grants.names {
+        let name = String::from_utf8_lossy(&key.name[..key.name_len as usize]);
+        println!(
+            "  {}:{} ino {:<10} name {name:?} [{}]  ({})",
+            key.parent_dev >> 20,
+            key.parent_dev & 0xf_ffff,
+            key.parent_ino,
+            format_ops(value.file_ops),
+            reason.0
+        );
+    }
+    Ok(())
+}

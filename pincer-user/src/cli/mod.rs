@@ -1,0 +1,222 @@
+//! The `pincer` command line: the subcommands, their help text (the doc
+//! comments), and what each prints. One file per group of subcommands:
+//! [`requests`] (answering parked requests), [`daemon`] (asking the
+//! daemon), [`mission`], [`audit`] and [`doctor`].
+
+mod audit;
+mod daemon;
+mod doctor;
+mod mission;
+mod requests;
+
+use std::{path::PathBuf, process::ExitCode};
+
+use clap::{Parser, Subcommand};
+
+use crate::{
+    control::{self, ControlRequest, ControlResponse},
+    paths,
+    run::RunOptions,
+};
+
+/// Confine a tool-using AI agent to the files its mission needs, in the kernel.
+#[derive(Debug, Parser)]
+#[command(name = "pincer", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The control socket, for every subcommand that uses it.
+#[derive(Debug, clap::Args)]
+struct Socket {
+    /// The control socket of the `pincer run` or `pincer daemon` to ask.
+    #[arg(long = "socket", env = paths::SOCKET_ENV, default_value = paths::DEFAULT_SOCKET)]
+    path: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a command confined to a mission; exits with the command's status
+    /// (125 when pincer itself fails, 126/127 when the command cannot start).
+    Run(RunOptions),
+    /// List the parked requests waiting for a person.
+    Pending {
+        /// Print JSON instead of one line per request.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        socket: Socket,
+    },
+    /// Allow a parked request (once, unless told otherwise).
+    Approve {
+        /// The request id (see `pincer pending`).
+        id: u64,
+        /// Allow this one access (the default).
+        #[arg(long, group = "lifetime")]
+        once: bool,
+        /// Allow it until `pincer run` ends.
+        #[arg(long, group = "lifetime")]
+        session: bool,
+        /// Allow it for a time, such as `10m` or `1h30m`.
+        #[arg(long, group = "lifetime", value_name = "DURATION", value_parser = control::client::parse_ttl)]
+        ttl: Option<std::time::Duration>,
+        #[command(flatten)]
+        socket: Socket,
+    },
+    /// Refuse a parked request.
+    Deny {
+        /// The request id (see `pincer pending`).
+        id: u64,
+        /// Why, for the audit log.
+        #[arg(long)]
+        reason: Option<String>,
+        #[command(flatten)]
+        socket: Socket,
+    },
+    /// Confine every agent of the host: the programs are pinned under
+    /// /sys/fs/bpf/pincer and agents are cgroups matching the configured
+    /// patterns (see the README's "Host-wide daemon").
+    Daemon(crate::daemon::DaemonOptions),
+    /// Show the daemon's state: pins, agents, pending requests, counters.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        socket: Socket,
+    },
+    /// List the agent cgroups the daemon confines.
+    Agents {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        socket: Socket,
+    },
+    /// List the grants of the daemon's agents (mission and vote grants).
+    Grants {
+        /// Only this agent's.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        socket: Socket,
+    },
+    /// Withdraw the grants votes made for an agent (its mission's stay).
+    Revoke {
+        /// The agent.
+        #[arg(long)]
+        agent: String,
+        /// Only the grants made for this path.
+        #[arg(long)]
+        path: Option<String>,
+        #[command(flatten)]
+        socket: Socket,
+    },
+    /// Print the last lines of the daemon's audit log.
+    Log {
+        /// How many lines.
+        #[arg(long, short = 'n', default_value_t = 20)]
+        lines: usize,
+        #[command(flatten)]
+        socket: Socket,
+    },
+    /// Check whether this machine can enforce, and say what is missing.
+    Doctor,
+    /// Work with mission files.
+    #[command(subcommand)]
+    Mission(mission::MissionCommand),
+    /// Work with audit logs.
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
+}
+
+/// Runs the `pincer` command.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // The daemon sets up its own logging, as its configuration says.
+    if !matches!(cli.command, Command::Daemon(_)) {
+        tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_env("PINCER_LOG")
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            )
+            .with_writer(std::io::stderr)
+            .init();
+    }
+    match cli.command {
+        Command::Run(options) => match crate::run::run(&options) {
+            Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+            Err(error) => {
+                let code = error.exit_code();
+                eprintln!("pincer: {:#}", anyhow::Error::new(error));
+                ExitCode::from(code as u8)
+            }
+        },
+        Command::Daemon(options) => match crate::daemon::main(&options) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("pincer: {:#}", anyhow::Error::new(error));
+                ExitCode::from(2)
+            }
+        },
+        Command::Pending { json, socket } => report(requests::pending(&socket.path, json)),
+        Command::Approve {
+            id,
+            once: _,
+            session,
+            ttl,
+            socket,
+        } => report(requests::approve(&socket.path, id, session, ttl)),
+        Command::Deny { id, reason, socket } => report(requests::deny(&socket.path, id, reason)),
+        Command::Status { json, socket } => report(daemon::status(&socket.path, json)),
+        Command::Agents { json, socket } => report(daemon::agents(&socket.path, json)),
+        Command::Grants {
+            agent,
+            json,
+            socket,
+        } => report(daemon::grants(&socket.path, agent, json)),
+        Command::Revoke {
+            agent,
+            path,
+            socket,
+        } => report(daemon::revoke(&socket.path, agent, path)),
+        Command::Log { lines, socket } => report(daemon::log(&socket.path, lines)),
+        Command::Doctor => doctor::main(),
+        Command::Mission(command) => report(mission::main(command)),
+        Command::Audit(command) => audit::main(command),
+    }
+}
+
+/// Exit status 0, or 2 with the error on standard error.
+fn report(result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("pincer: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Sends a request; an `error` answer becomes the error.
+fn ask(socket: &std::path::Path, request: &ControlRequest) -> anyhow::Result<ControlResponse> {
+    match control::call(socket, request)? {
+        ControlResponse::Error { message } => anyhow::bail!("{message}"),
+        response => Ok(response),
+    }
+}
+
+/// The error for an answer of the wrong kind.
+fn unexpected(socket: &std::path::Path, response: &ControlResponse) -> anyhow::Error {
+    anyhow::anyhow!("unexpected answer from {}: {response:?}", socket.display())
+}
+
+/// Prints a value as pretty JSON.
+fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}

@@ -1,0 +1,58 @@
+//! `pincer pending`, `approve` and `deny`: a person answers parked requests.
+
+use std::{path::Path, time::Duration};
+
+use super::{ask, print_json, unexpected};
+use crate::{
+    control::{ControlRequest, ControlResponse},
+    vote::Lifetime,
+};
+
+/// Lists the parked requests waiting for a person.
+pub(super) fn pending(socket: &Path, json: bool) -> anyhow::Result<()> {
+    let requests = match ask(socket, &ControlRequest::Pending)? {
+        ControlResponse::Pending { requests } => requests,
+        other => return Err(unexpected(socket, &other)),
+    };
+    if json {
+        return print_json(&requests);
+    }
+    if requests.is_empty() {
+        println!("no request is waiting");
+    }
+    for request in requests {
+        println!("{request}");
+    }
+    Ok(())
+}
+
+/// Allows a parked request: once, for the session, or for `ttl`.
+pub(super) fn approve(
+    socket: &Path,
+    id: u64,
+    session: bool,
+    ttl: Option<Duration>,
+) -> anyhow::Result<()> {
+    let lifetime = match (session, ttl) {
+        (true, _) => Lifetime::Session,
+        (_, Some(ttl)) => Lifetime::Ttl(ttl),
+        _ => Lifetime::Once,
+    };
+    done(socket, &ControlRequest::Approve { id, lifetime })
+}
+
+/// Refuses a parked request.
+pub(super) fn deny(socket: &Path, id: u64, reason: Option<String>) -> anyhow::Result<()> {
+    done(socket, &ControlRequest::Deny { id, reason })
+}
+
+/// Sends a request answered by `ok` and prints what was done.
+pub(super) fn done(socket: &Path, request: &ControlRequest) -> anyhow::Result<()> {
+    match ask(socket, request)? {
+        ControlResponse::Ok { message } => {
+            println!("{message}");
+            Ok(())
+        }
+        other => Err(unexpected(socket, &other)),
+    }
+}

@@ -1,0 +1,484 @@
+//! The control socket: how people (`pincer pending`, `approve`, `deny`)
+//! and `pincer run` (`register`) reach the twin of a `pincer run` or of
+//! `pincer daemon`, and how the daemon answers its queries (`status`,
+//! `agents`, `grants`, `revoke`).
+//!
+//! This module is the protocol, shared by the [`server`] and the
+//! [`client`]: every message is a type here, so both sides read and write
+//! the same thing.
+//!
+//! # Protocol
+//!
+//! Newline-delimited JSON over a Unix stream socket
+//! ([`crate::paths::DEFAULT_SOCKET`] unless `--socket` or `PINCER_SOCKET`
+//! says otherwise). The client writes one request per line and reads exactly
+//! one response line for each; a connection may carry several requests in
+//! turn.
+//!
+//! Requests ([`ControlRequest`], tagged by `cmd`):
+//!
+//! ```text
+//! {"cmd":"pending"}
+//! {"cmd":"approve","id":7,"lifetime":{"kind":"once"}}
+//! {"cmd":"approve","id":7,"lifetime":{"kind":"ttl","seconds":600}}
+//! {"cmd":"approve","id":7,"lifetime":{"kind":"session"}}
+//! {"cmd":"deny","id":7,"reason":"not during the demo"}     (reason optional)
+//! {"cmd":"status"}  {"cmd":"agents"}  {"cmd":"grants","agent":"claude"}
+//! {"cmd":"revoke","agent":"claude","path":"/home/me/x"}    (path optional)
+//! {"cmd":"register","cgroup":"pincer/run-42","mission":"/abs/m.toml","mode":"ask"}
+//! {"cmd":"unregister","cgroup":"pincer/run-42"}
+//! ```
+//!
+//! Responses ([`ControlResponse`], tagged by `status`):
+//!
+//! ```text
+//! {"status":"pending","requests":[{"id":7,"mission":"docs",...}, ...]}
+//! {"status":"daemon","daemon":{"pid":1,"pins":"/sys/fs/bpf/pincer",...}}
+//! {"status":"agents","agents":[{"agent":"claude","cgroup":"...",...}]}
+//! {"status":"grants","grants":[{"agent":"claude","cgroup":"...","grants":[...]}]}
+//! {"status":"ok","message":"approved request 7 (once)"}
+//! {"status":"error","message":"..."}
+//! ```
+//!
+//! Each pending request is a [`Request`], the sanitized request exactly as
+//! voters see it.
+//!
+//! A line that is not a valid request gets an `error` response naming the
+//! problem and the connection stays usable. A line longer than
+//! [`MAX_REQUEST_LINE`] bytes gets an `error` response and the connection is
+//! closed, since the rest of it cannot be told apart from the next request.
+//!
+//! # Who may answer
+//!
+//! The server reads the peer's credentials from the socket. It refuses every
+//! request (`pending` too: the list shows what the agent is trying to reach)
+//! from a process that runs as a uid other than root or the server's own, or
+//! inside any agent cgroup, so an agent cannot approve its own requests. A
+//! refused connection gets one `error` response and is closed.
+
+pub mod client;
+pub mod server;
+
+use std::{collections::BTreeMap, fmt, io, path::PathBuf, time::Duration};
+
+use serde::{Deserialize, Serialize};
+
+pub use self::{
+    client::call,
+    server::{ControlHandler, ControlServer},
+};
+use crate::{
+    request::Request,
+    vote::{Lifetime, Scope},
+};
+
+/// Longest request line the server reads, without its newline.
+pub const MAX_REQUEST_LINE: usize = 64 * 1024;
+
+/// How long the client waits to connect, and then for each read or write.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A request from the command line to the twin.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "lowercase")]
+pub enum ControlRequest {
+    /// List the parked requests waiting for a human.
+    Pending,
+    /// Allow a parked request.
+    Approve {
+        /// The request's id.
+        id: u64,
+        /// How long the allow lasts (the mission may cap it).
+        lifetime: Lifetime,
+    },
+    /// Refuse a parked request.
+    Deny {
+        /// The request's id.
+        id: u64,
+        /// Why, for the audit log.
+        #[serde(default)]
+        reason: Option<String>,
+    },
+    /// The daemon's state (`pincer status`; daemon only).
+    Status,
+    /// The confined agent cgroups (`pincer agents`; daemon only).
+    Agents,
+    /// The grants of one agent, or of all (`pincer grants`; daemon only).
+    Grants {
+        /// The agent's name.
+        #[serde(default)]
+        agent: Option<String>,
+    },
+    /// Confines a cgroup `pincer run` made, with a mission, for as long as
+    /// it lives (daemon only; answered once the cgroup is confined).
+    Register {
+        /// The cgroup, relative to the cgroup2 mount (`pincer/run-<pid>`).
+        cgroup: String,
+        /// The mission file (absolute).
+        mission: PathBuf,
+        /// `enforce`, `audit` or `ask`; the mission's own default otherwise.
+        #[serde(default)]
+        mode: Option<String>,
+    },
+    /// Releases a registered cgroup (daemon only).
+    Unregister {
+        /// The cgroup, as registered.
+        cgroup: String,
+    },
+    /// Withdraws the grants votes made for an agent, all of them or those
+    /// on one path (`pincer revoke`; daemon only). Mission grants stay.
+    Revoke {
+        /// The agent's name.
+        agent: String,
+        /// Only the grants on this path.
+        #[serde(default)]
+        path: Option<String>,
+    },
+}
+
+/// The twin's answer to one [`ControlRequest`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum ControlResponse {
+    /// The parked requests waiting for a human, oldest first as the handler
+    /// lists them.
+    Pending {
+        /// The requests.
+        requests: Vec<Request>,
+    },
+    /// The daemon's state (`status`).
+    Daemon {
+        /// The state (boxed: it is most of a response's size).
+        daemon: Box<DaemonStatus>,
+    },
+    /// The confined agent cgroups (`agents`).
+    Agents {
+        /// One entry per cgroup, by agent and cgroup.
+        agents: Vec<ConfinedAgent>,
+    },
+    /// The grants of the agents asked about (`grants`).
+    Grants {
+        /// One entry per cgroup.
+        grants: Vec<AgentGrants>,
+    },
+    /// The request was carried out.
+    Ok {
+        /// What was done.
+        message: String,
+    },
+    /// The request was refused or failed.
+    Error {
+        /// Why.
+        message: String,
+    },
+}
+
+/// What `pincer status` shows of a daemon.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DaemonStatus {
+    /// The daemon's process id.
+    pub pid: u32,
+    /// Its configuration file.
+    pub config: PathBuf,
+    /// Its pin directory.
+    pub pins: PathBuf,
+    /// Its control socket.
+    pub socket: PathBuf,
+    /// Its audit log.
+    pub audit: PathBuf,
+    /// Where it serves metrics, if it does.
+    pub metrics: Option<String>,
+    /// Whether it took over the pins of an earlier daemon.
+    pub reattached: bool,
+    /// Seconds since it started.
+    pub uptime_seconds: u64,
+    /// Confined agent cgroups.
+    pub agents: usize,
+    /// Requests waiting for a verdict.
+    pub pending: usize,
+    /// Successful reloads since it started.
+    pub reloads: u64,
+    /// Why the last reload was refused, if it was.
+    pub last_reload_error: Option<String>,
+    /// The kernel's counters by name, when they could be read.
+    pub counters: Option<BTreeMap<String, u64>>,
+}
+
+/// One confined cgroup, as `pincer agents` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfinedAgent {
+    /// The agent (configuration entry, or `<mission>/run-<pid>` for a
+    /// registered `pincer run`) it belongs to.
+    pub agent: String,
+    /// Its path under the cgroup root.
+    pub cgroup: String,
+    /// The kernel's cgroup id.
+    pub id: u64,
+    /// Its grant slot.
+    pub slot: u32,
+    /// The mission's name.
+    pub mission: String,
+    /// The mission's file.
+    pub mission_file: PathBuf,
+    /// `enforce`, `audit` or `ask`.
+    pub mode: String,
+    /// The `pincer run` that registered it (not matched by a pattern).
+    pub registered_by: Option<u32>,
+}
+
+/// The grants of one confined cgroup, as `pincer grants` lists them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentGrants {
+    /// The agent.
+    pub agent: String,
+    /// Its cgroup.
+    pub cgroup: String,
+    /// Mission grants first, then vote grants.
+    pub grants: Vec<ListedGrant>,
+}
+
+/// One grant as `pincer grants` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListedGrant {
+    /// The path it was made for.
+    pub path: String,
+    /// Operations granted.
+    pub ops: Vec<String>,
+    /// `file` or `tree`.
+    pub extent: Scope,
+    /// Where it comes from.
+    pub by: GrantSource,
+    /// Seconds left for a time-limited vote grant; absent for grants with
+    /// no end (the mission's, and a vote's for the session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_seconds: Option<u64>,
+}
+
+/// Why a listed grant exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GrantSource {
+    /// The mission file.
+    Mission,
+    /// A vote on a parked request.
+    Vote,
+}
+
+impl fmt::Display for GrantSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            GrantSource::Mission => "mission",
+            GrantSource::Vote => "vote",
+        })
+    }
+}
+
+/// A human's answer to a parked request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HumanAnswer {
+    /// Allow it for this long.
+    Allow(Lifetime),
+    /// Refuse it, optionally saying why.
+    Deny(Option<String>),
+}
+
+/// An error of the control socket, on either side.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// The socket's directory could not be created.
+    #[error("cannot create directory {}", .path.display())]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+    /// A live server already answers on the socket.
+    #[error("another pincer is already listening on {}", .path.display())]
+    InUse {
+        /// The socket.
+        path: PathBuf,
+    },
+    /// Something other than a socket sits where the socket should be.
+    #[error("{} exists and is not a socket", .path.display())]
+    NotASocket {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Whether a server is listening could not be determined.
+    #[error("cannot check whether a pincer listens on {}", .path.display())]
+    Probe {
+        /// The socket.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+    /// A socket left by a server that is gone could not be removed.
+    #[error("cannot remove stale socket {}", .path.display())]
+    RemoveStale {
+        /// The socket.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+    /// The socket could not be created or set up.
+    #[error("cannot listen on {}", .path.display())]
+    Bind {
+        /// The socket.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+    /// The socket's permissions could not be restricted.
+    #[error("cannot restrict the permissions of {}", .path.display())]
+    Permissions {
+        /// The socket.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+    /// Nothing listens on the socket: no `pincer run` is active there.
+    #[error("no pincer is listening on {}", .path.display())]
+    NotListening {
+        /// The socket.
+        path: PathBuf,
+    },
+    /// Connecting failed for another reason (such as permissions).
+    #[error("cannot connect to {}", .path.display())]
+    Connect {
+        /// The socket.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+    /// The server did not answer in time.
+    #[error("no answer from {} within {}", .path.display(), humantime::format_duration(*.timeout))]
+    Timeout {
+        /// The socket.
+        path: PathBuf,
+        /// How long the client waited.
+        timeout: Duration,
+    },
+    /// Sending the request or reading the response failed.
+    #[error("cannot talk to {}", .path.display())]
+    Io {
+        /// The socket.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+    /// The server closed the connection without a response.
+    #[error("{} closed the connection without answering", .path.display())]
+    Closed {
+        /// The socket.
+        path: PathBuf,
+    },
+    /// The response is longer than the client accepts.
+    #[error("the answer from {} is longer than {limit} bytes", .path.display())]
+    ResponseTooLong {
+        /// The socket.
+        path: PathBuf,
+        /// The limit.
+        limit: usize,
+    },
+    /// The response is not valid JSON of the protocol.
+    #[error("malformed answer from {}", .path.display())]
+    Malformed {
+        /// The socket.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_format() {
+        let json = |request: &ControlRequest| serde_json::to_string(request).unwrap();
+        assert_eq!(json(&ControlRequest::Pending), r#"{"cmd":"pending"}"#);
+        assert_eq!(
+            json(&ControlRequest::Approve {
+                id: 7,
+                lifetime: Lifetime::Once
+            }),
+            r#"{"cmd":"approve","id":7,"lifetime":{"kind":"once"}}"#
+        );
+        assert_eq!(
+            json(&ControlRequest::Approve {
+                id: 7,
+                lifetime: Lifetime::Ttl(Duration::from_secs(600))
+            }),
+            r#"{"cmd":"approve","id":7,"lifetime":{"kind":"ttl","seconds":600}}"#
+        );
+        let deny: ControlRequest = serde_json::from_str(r#"{"cmd":"deny","id":3}"#).unwrap();
+        assert_eq!(
+            deny,
+            ControlRequest::Deny {
+                id: 3,
+                reason: None
+            }
+        );
+        let ok = ControlResponse::Ok {
+            message: "done".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&ok).unwrap(),
+            r#"{"status":"ok","message":"done"}"#
+        );
+    }
+
+    #[test]
+    fn answers_read_back_as_they_were_sent() {
+        let grants = ControlResponse::Grants {
+            grants: vec![AgentGrants {
+                agent: "a".into(),
+                cgroup: "agents/a".into(),
+                grants: vec![
+                    ListedGrant {
+                        path: "/p".into(),
+                        ops: vec!["read".into()],
+                        extent: Scope::Tree,
+                        by: GrantSource::Mission,
+                        expires_in_seconds: None,
+                    },
+                    ListedGrant {
+                        path: "/k".into(),
+                        ops: vec!["read".into(), "write".into()],
+                        extent: Scope::File,
+                        by: GrantSource::Vote,
+                        expires_in_seconds: Some(60),
+                    },
+                ],
+            }],
+        };
+        let line = serde_json::to_string(&grants).unwrap();
+        assert!(
+            line.starts_with(r#"{"status":"grants","grants":[{"agent":"a","cgroup":"agents/a","grants":[{"path":"/p","ops":["read"],"extent":"tree","by":"mission"}"#),
+            "{line}"
+        );
+        assert_eq!(
+            serde_json::from_str::<ControlResponse>(&line).unwrap(),
+            grants
+        );
+        let pending = ControlResponse::Pending {
+            requests: vec![Request::example(7, "/k")],
+        };
+        let line = serde_json::to_string(&pending).unwrap();
+        let ControlResponse::Pending { requests } = serde_json::from_str(&line).unwrap() else {
+            panic!("{line}");
+        };
+        assert_eq!(requests[0].path, "/k");
+        assert_eq!(requests[0].parents[0].comm, "sh");
+    }
+}

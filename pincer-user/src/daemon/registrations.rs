@@ -1,0 +1,195 @@
+//! Cgroups that `pincer run` registers with the daemon: confined with the
+//! run's mission for as long as the run lives, and kept on disk so that a
+//! restarted daemon confines them again.
+
+use std::{
+    fs,
+    os::unix::fs::MetadataExt,
+    path::{Component, Path, PathBuf},
+};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Daemon, config::AgentConfig, config::CgroupPattern};
+use crate::{
+    cgroup::PINCER_DIR,
+    control::ControlResponse,
+    mission::{Mission, Mode},
+    paths,
+};
+
+/// A cgroup `pincer run` registered, as kept for the next daemon.
+#[derive(Debug, Serialize, Deserialize)]
+struct Registration {
+    id: u64,
+    cgroup: String,
+    mission: PathBuf,
+    mode: Option<String>,
+    pid: u32,
+}
+
+fn error(message: String) -> ControlResponse {
+    ControlResponse::Error { message }
+}
+
+impl Daemon {
+    /// Confines `cgroup` (relative to the cgroup root, directly under
+    /// `pincer/`) with the mission file `mission` for the `pincer run`
+    /// `caller`, and keeps the registration.
+    pub(super) fn register(
+        &mut self,
+        cgroup: String,
+        mission: PathBuf,
+        mode: Option<String>,
+        caller: u32,
+    ) -> ControlResponse {
+        let relative = Path::new(&cgroup);
+        // Registered cgroups live under `pincer/`, where no pattern
+        // reaches, and nowhere else.
+        if !relative.starts_with(PINCER_DIR)
+            || relative.components().count() != 2
+            || relative
+                .components()
+                .any(|c| !matches!(c, Component::Normal(_)))
+        {
+            return error(format!(
+                "cannot register {cgroup}: only cgroups directly under {PINCER_DIR}/ can be"
+            ));
+        }
+        let Ok(metadata) = fs::metadata(self.config.daemon.cgroup_root.join(relative)) else {
+            return error(format!("cannot register {cgroup}: no such cgroup"));
+        };
+        let id = metadata.ino();
+        if self.confined.contains_key(&id) {
+            return error(format!("{cgroup} is confined already"));
+        }
+        let mode = match mode.as_deref().map(|name| (name, Mode::from_name(name))) {
+            None => None,
+            Some((_, Some(mode))) => Some(mode),
+            Some((other, None)) => return error(format!("unknown mode {other:?}")),
+        };
+        let loaded = match Mission::from_file(&mission) {
+            Ok(loaded) => loaded,
+            Err(e) => return error(format!("{:#}", anyhow::Error::new(e))),
+        };
+        let Ok(pattern) = CgroupPattern::parse(&cgroup) else {
+            return error(format!("cannot register {cgroup}: not a plain cgroup name"));
+        };
+        let name = relative
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let agent = AgentConfig {
+            name: format!("{}/{name}", loaded.name),
+            cgroup: pattern,
+            mission: mission.clone(),
+            mode,
+            line: 0,
+        };
+        if let Err(e) = self.confine_with(id, &cgroup, &agent, &loaded, Some(caller)) {
+            return error(format!("{:#}", anyhow::Error::new(e)));
+        }
+        self.save_registration(&Registration {
+            id,
+            cgroup: cgroup.clone(),
+            mission,
+            mode: mode.map(|m| m.to_string()),
+            pid: caller,
+        });
+        // The command cannot signal or trace the `pincer run` that started
+        // it, as with a run of its own.
+        if let Err(e) = self.service.twin().guard(caller) {
+            tracing::warn!(error = %e, pid = caller, "cannot protect the registering process");
+        }
+        self.publish();
+        ControlResponse::Ok {
+            message: format!("confined {cgroup} as {}", agent.name),
+        }
+    }
+
+    /// Releases a cgroup the caller registered.
+    pub(super) fn unregister(&mut self, cgroup: &str, caller: u32) -> ControlResponse {
+        let Some(id) = self
+            .confined
+            .iter()
+            .find(|(_, c)| c.listed.cgroup == cgroup && c.listed.registered_by == Some(caller))
+            .map(|(id, _)| *id)
+        else {
+            return error(format!("{cgroup} is not registered by the caller"));
+        };
+        self.confined.remove(&id);
+        self.forget_registration(id);
+        let _ = self.service.twin().unguard(caller);
+        if let Err(e) = self.service.twin().release(id) {
+            return error(format!("{:#}", anyhow::Error::new(e)));
+        }
+        self.publish();
+        ControlResponse::Ok {
+            message: format!("released {cgroup}"),
+        }
+    }
+
+    fn registrations_dir(&self) -> PathBuf {
+        paths::registrations_dir(&self.config.daemon.socket)
+    }
+
+    /// Keeps a registration where the next daemon finds it.
+    fn save_registration(&self, registration: &Registration) {
+        let dir = self.registrations_dir();
+        let path = dir.join(registration.id.to_string());
+        let written = fs::create_dir_all(&dir)
+            .and_then(|()| fs::write(&path, serde_json::to_vec(registration).unwrap_or_default()));
+        if let Err(error) = written {
+            tracing::warn!(%error, path = %path.display(), "cannot keep a registration");
+        }
+    }
+
+    /// Forgets the registration of a cgroup.
+    pub(super) fn forget_registration(&self, id: u64) {
+        let _ = fs::remove_file(self.registrations_dir().join(id.to_string()));
+    }
+
+    /// Confines again the cgroups `pincer run` registered with a previous
+    /// daemon. One that cannot be (its mission no longer loads) has its
+    /// processes killed rather than left unconfined.
+    pub(super) fn restore_registrations(&mut self) {
+        let Ok(entries) = fs::read_dir(self.registrations_dir()) else {
+            return;
+        };
+        let root = self.config.daemon.cgroup_root.clone();
+        for entry in entries.filter_map(Result::ok) {
+            let kept: Option<Registration> = fs::read(entry.path())
+                .ok()
+                .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+            let _ = fs::remove_file(entry.path());
+            let Some(kept) = kept else {
+                continue;
+            };
+            let path = root.join(&kept.cgroup);
+            if fs::metadata(&path).map(|m| m.ino()).ok() != Some(kept.id) {
+                continue;
+            }
+            match self.register(kept.cgroup.clone(), kept.mission, kept.mode, kept.pid) {
+                ControlResponse::Ok { .. } => {
+                    tracing::info!(cgroup = %kept.cgroup, pid = kept.pid, "confined a registered cgroup again");
+                }
+                response => {
+                    tracing::error!(cgroup = %kept.cgroup, ?response, "cannot confine a registered cgroup again: killing its processes");
+                    let _ = fs::write(path.join("cgroup.kill"), "1");
+                }
+            }
+        }
+    }
+}
+
+/// Whether a registered cgroup is done with: removed, or left empty by a
+/// `pincer run` that died without unregistering.
+pub(super) fn over(cgroup: &Path, registrant: u32) -> bool {
+    if !cgroup.exists() {
+        return true;
+    }
+    let alive = Path::new(&format!("/proc/{registrant}")).exists();
+    let populated = fs::read_to_string(cgroup.join("cgroup.events"))
+        .is_ok_and(|events| events.lines().any(|l| l == "populated 1"));
+    !alive && !populated
+}

@@ -1,0 +1,84 @@
+//! Where pincer keeps things by default, in one place.
+//!
+//! ```text
+//! /etc/pincer/daemon.toml              the daemon's configuration
+//! /run/pincer/                         runtime directory (mode 0700)
+//!   pincer.sock                        control socket
+//!   parked/<tid>                       parked events, until their verdict
+//!   registered/<cgroup id>             cgroups `pincer run` registered
+//!   daemon<pin dir>.lock               one daemon per pin directory
+//! /sys/fs/bpf/pincer/                  pinned programs and maps
+//! /var/log/pincer/audit.jsonl(.key)    the daemon's audit log and its key
+//! ```
+//!
+//! The journal and the registrations sit next to the socket, so a daemon
+//! given another socket keeps them apart from the default one's.
+
+use std::path::{Path, PathBuf};
+
+/// The runtime directory.
+pub const RUN_DIR: &str = "/run/pincer";
+/// The control socket, unless `--socket` or [`SOCKET_ENV`] says otherwise.
+pub const DEFAULT_SOCKET: &str = "/run/pincer/pincer.sock";
+/// The environment variable naming the control socket.
+pub const SOCKET_ENV: &str = "PINCER_SOCKET";
+/// The daemon's configuration file.
+pub const DEFAULT_CONFIG: &str = "/etc/pincer/daemon.toml";
+/// Where the daemon pins programs and maps.
+pub const DEFAULT_PIN_DIR: &str = "/sys/fs/bpf/pincer";
+/// The daemon's audit log.
+pub const DEFAULT_AUDIT: &str = "/var/log/pincer/audit.jsonl";
+/// The cgroup2 mount the daemon looks for agent cgroups under.
+pub const DEFAULT_CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
+/// The directory of a socket's companions (journal, registrations).
+fn beside(socket: &Path) -> &Path {
+    socket
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new(RUN_DIR))
+}
+
+/// Where the daemon serving `socket` keeps parked events until their
+/// verdict.
+pub fn journal_dir(socket: &Path) -> PathBuf {
+    beside(socket).join("parked")
+}
+
+/// Where the daemon serving `socket` keeps the registrations of `pincer run`.
+pub fn registrations_dir(socket: &Path) -> PathBuf {
+    beside(socket).join("registered")
+}
+
+/// The lock that makes one daemon per pin directory.
+pub fn daemon_lock(pin_dir: &Path) -> PathBuf {
+    let name: String = pin_dir
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    Path::new(RUN_DIR).join(format!("daemon{name}.lock"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn companions_sit_next_to_the_socket() {
+        let socket = Path::new(DEFAULT_SOCKET);
+        assert_eq!(journal_dir(socket), Path::new("/run/pincer/parked"));
+        assert_eq!(
+            registrations_dir(Path::new("/tmp/x/p.sock")),
+            Path::new("/tmp/x/registered")
+        );
+        assert_eq!(
+            journal_dir(Path::new("p.sock")),
+            Path::new("/run/pincer/parked")
+        );
+        assert_eq!(
+            daemon_lock(Path::new(DEFAULT_PIN_DIR)),
+            Path::new("/run/pincer/daemon-sys-fs-bpf-pincer.lock")
+        );
+    }
+}

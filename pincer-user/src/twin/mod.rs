@@ -1,0 +1,667 @@
+//! The twin: pincer's userspace half of every decision.
+//!
+//! It serves any number of agents (`pincer run` has one, `pincer daemon`
+//! many): each confined cgroup has its own grant slot, mission, voters and
+//! policy, so grants, prompts and verdicts of one agent never touch
+//! another's.
+//!
+//! For every record the kernel sends it either audits a decision the kernel
+//! made, or handles a parked request: sanitizes it ([`events::request`]),
+//! merges it with an identical request already waiting, runs the votes
+//! ([`vote::collect`]), writes the verdict into the kernel (a one-shot
+//! verdict, or a session / TTL grant), continues the stopped task, which
+//! restarts its syscall and meets the verdict, and audits the verdict. A new
+//! grant also releases every other waiting request it covers.
+//!
+//! [`Twin`] is that logic over a [`Kernel`]; [`Service`] runs it: the ring
+//! buffer, the vote outcomes, the heartbeat and the expiry of TTL grants, for
+//! both `pincer run` and `pincer daemon`.
+
+mod grants;
+mod journal;
+mod kernel;
+mod service;
+#[cfg(test)]
+mod tests;
+
+use std::{collections::HashMap, collections::HashSet, sync::Arc, time::Duration};
+
+use pincer_common::{AccessEvent, Agent, Pending, Verdict, agent_flags, event_flags, verdict};
+use tokio::{sync::mpsc, task::JoinHandle, time::Instant};
+
+use self::grants::{Grants, VoteGrant, tree_of};
+pub use self::{
+    grants::Target,
+    journal::Journal,
+    kernel::{Held, Kernel},
+    service::{Prepared, Service, ServiceError, Step},
+};
+use crate::{
+    audit::{AuditError, AuditLog, Record, VerdictRecord},
+    control::ListedGrant,
+    events::{self, Mounts},
+    loader::LoadError,
+    metrics::Metrics,
+    mission::{OnUnknown, ResolvedGrants},
+    request::Request,
+    vote::{self, Lifetime, Outcome, Policy, Scope, Voter},
+};
+
+/// How often the twin tells the programs it is alive.
+pub const HEARTBEAT_EVERY: Duration = Duration::from_millis(500);
+/// How old a heartbeat may get before the programs stop parking.
+pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(3);
+/// The slot of the first agent a freshly loaded object confines: `pincer
+/// run`'s one agent always has it.
+pub const FIRST_SLOT: u32 = 1;
+
+/// Errors of the twin.
+#[derive(Debug, thiserror::Error)]
+pub enum TwinError {
+    /// The kernel maps could not be written.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The audit log failed.
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+}
+
+/// What makes requests the same: one prompt, one verdict for all of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SameAccess {
+    cgroup: u64,
+    dev: u64,
+    ino: u64,
+    name_hash: u64,
+    ops: u32,
+    hook: u32,
+    new_name: bool,
+}
+
+impl SameAccess {
+    fn of(event: &AccessEvent) -> SameAccess {
+        SameAccess {
+            cgroup: event.cgroup_id,
+            dev: event.dev,
+            ino: event.ino,
+            name_hash: event.name_hash,
+            ops: event.ops,
+            hook: event.hook,
+            new_name: event.flags & event_flags::NEW_NAME != 0,
+        }
+    }
+}
+
+/// The result of one vote, for [`Twin::on_outcome`].
+pub type VoteResult = (SameAccess, Outcome);
+
+/// A stopped thread waiting for a verdict.
+struct Waiter {
+    task: Held,
+    request_id: u64,
+}
+
+/// Requests waiting on one vote.
+struct Waiting {
+    arrived: std::time::Instant,
+    request: Arc<Request>,
+    event: AccessEvent,
+    waiters: Vec<Waiter>,
+    vote: JoinHandle<()>,
+}
+
+/// An agent cgroup to confine: its mission's grants, what becomes of what
+/// they do not grant, and who votes on it.
+pub struct Confinement {
+    /// The agent's name (the mission's, or the daemon configuration's).
+    pub name: String,
+    /// Its grant slot: `grants` are resolved for it.
+    pub slot: u32,
+    /// What an ungranted access does.
+    pub on_unknown: OnUnknown,
+    /// Report granted accesses too.
+    pub report_allowed: bool,
+    /// The mission's grants.
+    pub grants: ResolvedGrants,
+    /// Who votes on its parked requests.
+    pub voters: Vec<Arc<dyn Voter>>,
+    /// The mission's vote policy.
+    pub policy: Policy,
+}
+
+/// What the twin keeps per agent cgroup.
+struct AgentState {
+    slot: u32,
+    name: String,
+    voters: Arc<Vec<Arc<dyn Voter>>>,
+    policy: Policy,
+    /// Its first process, where parent chains stop (`pincer run`'s command).
+    root: Option<u32>,
+}
+
+/// The twin's state over a kernel.
+pub struct Twin<K> {
+    kernel: K,
+    audit: AuditLog,
+    agents: HashMap<u64, AgentState>,
+    mounts: Mounts,
+    waiting: HashMap<SameAccess, Waiting>,
+    outcomes: mpsc::UnboundedSender<VoteResult>,
+    grants: Grants,
+    next_slot: u32,
+    journal: Option<Journal>,
+    metrics: Option<Arc<Metrics>>,
+}
+
+impl<K: Kernel> Twin<K> {
+    /// A twin over `kernel`, auditing to `audit`, with no agent yet. Slots
+    /// are handed out after those the kernel's agents use already (a
+    /// previous daemon's). Returns the receiver of vote results, to pass to
+    /// [`Twin::on_outcome`].
+    pub fn new(
+        mut kernel: K,
+        audit: AuditLog,
+    ) -> Result<(Self, mpsc::UnboundedReceiver<VoteResult>), TwinError> {
+        let next_slot = kernel
+            .agents()?
+            .iter()
+            .map(|(_, a)| a.slot + 1)
+            .max()
+            .unwrap_or(FIRST_SLOT);
+        let (outcomes, receiver) = mpsc::unbounded_channel();
+        let twin = Self {
+            kernel,
+            audit,
+            agents: HashMap::new(),
+            mounts: Mounts::load(),
+            waiting: HashMap::new(),
+            outcomes,
+            grants: Grants::default(),
+            next_slot,
+            journal: None,
+            metrics: None,
+        };
+        Ok((twin, receiver))
+    }
+
+    /// Keeps every parked event in `journal` until its verdict.
+    pub fn set_journal(&mut self, journal: Journal) {
+        self.journal = Some(journal);
+    }
+
+    /// Counts requests and verdicts in `metrics`.
+    pub fn set_metrics(&mut self, metrics: Arc<Metrics>) {
+        self.metrics = Some(metrics);
+    }
+
+    /// A slot no agent of this twin has used.
+    pub fn new_slot(&mut self) -> u32 {
+        let slot = self.next_slot;
+        self.next_slot += 1;
+        slot
+    }
+
+    /// Confines a cgroup: writes its mission grants, then its kernel agent
+    /// entry (grants first, so its first access already finds them). A
+    /// cgroup confined already moves to the new slot in that one map update,
+    /// so it is never unconfined; its old slot's grants go afterwards.
+    pub fn confine(&mut self, cgroup: u64, confinement: Confinement) -> Result<(), TwinError> {
+        let Confinement {
+            name,
+            slot,
+            on_unknown,
+            report_allowed,
+            grants,
+            voters,
+            policy,
+        } = confinement;
+        self.kernel.add_grants(&grants)?;
+        let entry = Agent {
+            slot,
+            mode: on_unknown.kernel_mode(),
+            flags: if report_allowed {
+                agent_flags::REPORT_ALLOWED
+            } else {
+                0
+            },
+            _pad: 0,
+        };
+        if let Err(error) = self.kernel.add_agent(cgroup, entry) {
+            let _ = self.kernel.remove_slot(slot);
+            return Err(error.into());
+        }
+        self.grants.add_mission(&grants);
+        // A slot chosen by the caller (`FIRST_SLOT`) is used from now on.
+        self.next_slot = self.next_slot.max(slot + 1);
+        let before = self.agents.insert(
+            cgroup,
+            AgentState {
+                slot,
+                name,
+                voters: Arc::new(voters),
+                policy,
+                root: None,
+            },
+        );
+        match before {
+            Some(old) if old.slot != slot => self.drop_slot(old.slot),
+            _ => Ok(()),
+        }
+    }
+
+    /// Stops confining a cgroup: its waiting requests are denied, its
+    /// kernel entry and every grant of its slot (mission and votes) removed.
+    pub fn release(&mut self, cgroup: u64) -> Result<(), TwinError> {
+        let Some(agent) = self.agents.remove(&cgroup) else {
+            return Ok(());
+        };
+        self.deny_where(|key| key.cgroup == cgroup)?;
+        self.kernel.remove_agent(cgroup)?;
+        self.drop_slot(agent.slot)
+    }
+
+    /// Forgets a slot: its mission and vote grants go.
+    fn drop_slot(&mut self, slot: u32) -> Result<(), TwinError> {
+        self.grants.drop_slot(slot);
+        self.kernel.remove_slot(slot)?;
+        Ok(())
+    }
+
+    /// Takes over from a previous daemon: of the cgroups it confined
+    /// (`previous`), those this twin has not confined again are released,
+    /// and every grant of a slot no agent uses now is removed.
+    pub fn take_over(&mut self, previous: &[(u64, Agent)]) -> Result<(), TwinError> {
+        for (cgroup, _) in previous {
+            if !self.agents.contains_key(cgroup) {
+                let _ = self.kernel.remove_agent(*cgroup);
+            }
+        }
+        let live: HashSet<u32> = self.agents.values().map(|a| a.slot).collect();
+        self.kernel.retain_slots(&live)?;
+        Ok(())
+    }
+
+    /// The cgroups the kernel confines now, with their entries.
+    pub fn kernel_agents(&mut self) -> Result<Vec<(u64, Agent)>, TwinError> {
+        Ok(self.kernel.agents()?)
+    }
+
+    /// Sets an agent's first process, where parent chains stop.
+    pub fn set_root(&mut self, cgroup: u64, pid: u32) {
+        if let Some(agent) = self.agents.get_mut(&cgroup) {
+            agent.root = Some(pid);
+        }
+    }
+
+    /// Protects one of pincer's processes: agents cannot signal or trace it.
+    pub fn guard(&mut self, pid: u32) -> Result<(), TwinError> {
+        Ok(self.kernel.guard(pid)?)
+    }
+
+    /// Stops protecting a process.
+    pub fn unguard(&mut self, pid: u32) -> Result<(), TwinError> {
+        Ok(self.kernel.unguard(pid)?)
+    }
+
+    /// Tells the programs the twin is alive.
+    pub fn heartbeat(&mut self) -> Result<(), TwinError> {
+        self.kernel
+            .heartbeat(boottime_ns(), HEARTBEAT_TIMEOUT.as_nanos() as u64)?;
+        Ok(())
+    }
+
+    /// Tells the programs no twin answers any more: nothing parks from now
+    /// on, and a parked task that is continued meets `EACCES`.
+    pub fn stop_heartbeat(&mut self) -> Result<(), TwinError> {
+        Ok(self.kernel.heartbeat(0, 0)?)
+    }
+
+    /// The kernel's counters by name.
+    pub fn counters(&mut self) -> Result<std::collections::BTreeMap<&'static str, u64>, TwinError> {
+        Ok(self.kernel.counters()?)
+    }
+
+    /// Appends a record to the audit log.
+    pub fn audit(&mut self, record: &Record<'_>) -> Result<(), TwinError> {
+        Ok(self.audit.record(record)?)
+    }
+
+    /// The requests parked in the kernel, by thread id (a previous daemon's
+    /// included).
+    pub fn kernel_pending(&mut self) -> Result<Vec<(u32, Pending)>, TwinError> {
+        Ok(self.kernel.pending()?)
+    }
+
+    /// Forgets a request parked in the kernel whose task is gone.
+    pub fn forget_pending(&mut self, tid: u32) -> Result<(), TwinError> {
+        if let Some(journal) = &self.journal {
+            journal.forget(tid);
+        }
+        Ok(self.kernel.remove_pending(tid)?)
+    }
+
+    /// The grants votes made for `slot` and that still last.
+    pub fn vote_grants(&self, slot: u32) -> Vec<ListedGrant> {
+        self.grants.listed_votes(slot, Instant::now())
+    }
+
+    /// Withdraws the grants votes made for `slot` (only those on `path`,
+    /// when given); returns how many. The mission's grants stay.
+    pub fn revoke(&mut self, slot: u32, path: Option<&str>) -> Result<usize, TwinError> {
+        let gone = self.grants.revoke(slot, path);
+        for grant in &gone {
+            self.write_target(&grant.target)?;
+        }
+        Ok(gone.len())
+    }
+
+    /// The requests waiting for a verdict now.
+    pub fn waiting(&self) -> impl Iterator<Item = &Request> {
+        self.waiting.values().map(|w| &*w.request)
+    }
+
+    /// Handles one record from the ring buffer: audits a decision, or
+    /// starts (or joins) the vote on a parked request.
+    pub fn handle_record(&mut self, bytes: &[u8]) -> Result<(), TwinError> {
+        let Some(event) = events::parse(bytes) else {
+            tracing::warn!(len = bytes.len(), "dropped a short event record");
+            return Ok(());
+        };
+        if event.verdict == verdict::PARKED {
+            self.on_parked(event);
+            Ok(())
+        } else {
+            let decision = events::decision(&event, &self.mounts);
+            self.audit(&Record::Decision(&decision))
+        }
+    }
+
+    /// A task was parked: join an identical waiting request, or start a vote.
+    /// A task of a cgroup the twin does not serve (released meanwhile) is
+    /// refused at once.
+    pub fn on_parked(&mut self, event: AccessEvent) {
+        let key = SameAccess::of(&event);
+        let waiter = Waiter {
+            task: self.kernel.hold(event.tgid, event.pid),
+            request_id: event.request_id,
+        };
+        if let Some(journal) = &self.journal {
+            journal.keep(&event);
+        }
+        if let Some(waiting) = self.waiting.get_mut(&key) {
+            if let Some(metrics) = &self.metrics
+                && let Some(agent) = self.agents.get(&key.cgroup)
+            {
+                metrics.parked(&agent.name, 1);
+            }
+            waiting.waiters.push(waiter);
+            return;
+        }
+        let Some(agent) = self.agents.get(&event.cgroup_id) else {
+            tracing::warn!(
+                cgroup = event.cgroup_id,
+                tid = event.pid,
+                "a parked task of no agent: refused"
+            );
+            let _ = self.answer(&waiter, false);
+            return;
+        };
+        if let Some(metrics) = &self.metrics {
+            metrics.request(&agent.name, events::hook_name(event.hook));
+            metrics.parked(&agent.name, 1);
+        }
+        let request = Arc::new(events::request(
+            &event,
+            &self.mounts,
+            &agent.name,
+            agent.root,
+        ));
+        tracing::info!(id = request.id, agent = %agent.name, path = %request.path, ops = ?request.operation, "parked");
+        let voters = Arc::clone(&agent.voters);
+        let policy = agent.policy.clone();
+        let outcomes = self.outcomes.clone();
+        let for_vote = Arc::clone(&request);
+        let vote = tokio::spawn(async move {
+            let outcome = vote::collect(&voters, for_vote, &policy).await;
+            let _ = outcomes.send((key, outcome));
+        });
+        self.waiting.insert(
+            key,
+            Waiting {
+                arrived: std::time::Instant::now(),
+                request,
+                event,
+                waiters: vec![waiter],
+                vote,
+            },
+        );
+    }
+
+    /// A vote ended: write the verdict, continue the tasks, audit.
+    pub fn on_outcome(&mut self, key: SameAccess, outcome: Outcome) -> Result<(), TwinError> {
+        let Some(waiting) = self.waiting.remove(&key) else {
+            return Ok(());
+        };
+        let granted = match outcome.allow {
+            Some((lifetime @ (Lifetime::Session | Lifetime::Ttl(_)), extent)) => {
+                self.grant(&waiting, lifetime, extent)?
+            }
+            _ => None,
+        };
+        for waiter in &waiting.waiters {
+            if granted.is_some() {
+                // The restarted syscall finds the grant.
+                self.kernel.remove_pending(waiter.task.tid)?;
+                self.resume(&waiter.task);
+            } else {
+                self.answer(waiter, outcome.allow.is_some())?;
+            }
+        }
+        if let Some(metrics) = &self.metrics {
+            metrics.verdict(
+                &waiting.request.mission,
+                &outcome.decided_by,
+                outcome.allow.is_some(),
+                waiting.arrived.elapsed(),
+            );
+        }
+        let (lifetime, extent) = match (outcome.allow, &granted) {
+            (Some((lifetime, extent)), Some(_)) => (Some(lifetime), Some(extent)),
+            (Some(_), None) => (Some(Lifetime::Once), Some(Scope::File)),
+            (None, _) => (None, None),
+        };
+        self.audit(&Record::Verdict(VerdictRecord {
+            request: &waiting.request,
+            tids: waiting.waiters.iter().map(|w| w.task.tid).collect(),
+            verdict: if outcome.allow.is_some() {
+                "allow"
+            } else {
+                "deny"
+            },
+            lifetime,
+            extent,
+            decided_by: &outcome.decided_by,
+            reason: &outcome.reason,
+            votes: &outcome.ballots,
+        }))?;
+        if let Some(grant) = granted {
+            self.release_covered(&grant, &waiting.request)?;
+        }
+        Ok(())
+    }
+
+    /// Makes a session or TTL grant for a request; `None` when the request
+    /// cannot be granted beyond once (a created name too long to keep).
+    fn grant(
+        &mut self,
+        waiting: &Waiting,
+        lifetime: Lifetime,
+        extent: Scope,
+    ) -> Result<Option<VoteGrant>, TwinError> {
+        let event = &waiting.event;
+        let Some(slot) = self.agents.get(&event.cgroup_id).map(|a| a.slot) else {
+            return Ok(None);
+        };
+        let Some((target, tree)) = Grants::target_for(event, slot, extent) else {
+            return Ok(None);
+        };
+        let expires = match lifetime {
+            Lifetime::Ttl(ttl) => Some(Instant::now() + ttl),
+            _ => None,
+        };
+        let grant = VoteGrant {
+            target,
+            path: if tree {
+                tree_of(&waiting.request.path)
+            } else {
+                waiting.request.path.clone()
+            },
+            ops: event.ops,
+            tree,
+            expires,
+        };
+        let target = self.grants.add_vote(grant.clone()).clone();
+        self.write_target(&target)?;
+        Ok(Some(grant))
+    }
+
+    /// Writes the kernel value of a grant target: the mission's grant plus
+    /// every live vote grant on it.
+    fn write_target(&mut self, target: &Target) -> Result<(), TwinError> {
+        match target {
+            Target::Inode(key) => {
+                let value = self.grants.inode_value(key);
+                self.kernel.set_grant(*key, value)?;
+            }
+            Target::Name(key) => {
+                let value = self.grants.name_value(key);
+                self.kernel.set_name_grant(**key, value)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Releases the waiting requests a new grant covers: the grant answers
+    /// them as well, so nobody is asked about them again.
+    fn release_covered(
+        &mut self,
+        grant: &VoteGrant,
+        granted_for: &Request,
+    ) -> Result<(), TwinError> {
+        let covered: Vec<SameAccess> = self
+            .waiting
+            .iter()
+            .filter(|(key, waiting)| {
+                key.ops & !grant.ops == 0
+                    && match &grant.target {
+                        Target::Inode(on) if grant.tree => {
+                            key.dev == on.dev
+                                && std::path::Path::new(&waiting.request.path)
+                                    .starts_with(&grant.path)
+                        }
+                        Target::Inode(on) => {
+                            !key.new_name && key.dev == on.dev && key.ino == on.ino
+                        }
+                        Target::Name(_) => false,
+                    }
+            })
+            .map(|(key, _)| *key)
+            .collect();
+        for key in covered {
+            let Some(waiting) = self.waiting.remove(&key) else {
+                continue;
+            };
+            waiting.vote.abort();
+            for waiter in &waiting.waiters {
+                self.kernel.remove_pending(waiter.task.tid)?;
+                self.resume(&waiter.task);
+            }
+            let reason = format!("covered by the grant made for request {}", granted_for.id);
+            self.audit(&Record::Verdict(VerdictRecord {
+                request: &waiting.request,
+                tids: waiting.waiters.iter().map(|w| w.task.tid).collect(),
+                verdict: "allow",
+                lifetime: None,
+                extent: None,
+                decided_by: "grant",
+                reason: &reason,
+                votes: &[],
+            }))?;
+        }
+        Ok(())
+    }
+
+    /// When the next TTL grant ends, if any.
+    pub fn next_expiry(&self) -> Option<Instant> {
+        self.grants.next_expiry()
+    }
+
+    /// Removes the TTL grants that have ended.
+    pub fn expire(&mut self) -> Result<(), TwinError> {
+        for grant in self.grants.expire(Instant::now()) {
+            tracing::info!(target = ?grant.target, "a time-limited grant ended");
+            self.write_target(&grant.target)?;
+        }
+        Ok(())
+    }
+
+    /// Denies every request still waiting (the agent is done or pincer is
+    /// stopping): nothing stays stopped behind us.
+    pub fn deny_all(&mut self) -> Result<(), TwinError> {
+        self.deny_where(|_| true)
+    }
+
+    /// Denies the waiting requests whose key matches.
+    fn deny_where(&mut self, matches: impl Fn(&SameAccess) -> bool) -> Result<(), TwinError> {
+        let keys: Vec<SameAccess> = self
+            .waiting
+            .keys()
+            .filter(|k| matches(k))
+            .copied()
+            .collect();
+        for key in keys {
+            let Some(waiting) = self.waiting.remove(&key) else {
+                continue;
+            };
+            waiting.vote.abort();
+            for waiter in &waiting.waiters {
+                self.answer(waiter, false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a one-shot verdict for a waiter and continues it.
+    fn answer(&mut self, waiter: &Waiter, allow: bool) -> Result<(), TwinError> {
+        let written = self.kernel.write_verdict(
+            waiter.task.tid,
+            Verdict {
+                id: waiter.request_id,
+                allow: u32::from(allow),
+                _pad: 0,
+            },
+        );
+        // Continued even when the write failed: a task continued with no
+        // verdict parks again (or, with no twin, meets EACCES), which beats
+        // leaving it stopped.
+        self.resume(&waiter.task);
+        Ok(written?)
+    }
+
+    /// Continues a parked task and forgets its journal entry.
+    fn resume(&mut self, task: &Held) {
+        if let Some(journal) = &self.journal {
+            journal.forget(task.tid);
+        }
+        if !self.kernel.resume(task) {
+            tracing::debug!(pid = task.pid, tid = task.tid, "the parked task is gone");
+        }
+    }
+}
+
+/// `CLOCK_BOOTTIME` in nanoseconds: the clock of `bpf_ktime_get_boot_ns`.
+pub fn boottime_ns() -> u64 {
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)
+        .expect("CLOCK_BOOTTIME is always available on Linux");
+    now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64
+}

@@ -1,0 +1,515 @@
+//! The twin's whole path on the host, over a fake kernel: a parked event
+//! comes in as ring-buffer bytes, is sanitized and voted on, the verdict is
+//! written into the (fake) maps, the task continued, the verdict audited.
+
+use std::{path::Path, sync::Arc, time::Duration};
+
+use pincer_common::{
+    AccessEvent, COMPONENT_LEN, GrantKey, GrantValue, MAX_COMPONENTS, event_flags, hook, ops,
+    verdict,
+};
+use tokio::sync::mpsc;
+
+use super::{kernel::FakeKernel, *};
+use crate::{
+    control::HumanAnswer,
+    mission::Reason,
+    vote::{Vote, VoteFuture},
+    voters::prompt::{PromptBoard, PromptVoter},
+};
+
+const CGROUP: u64 = 7000;
+const SLOT: u32 = FIRST_SLOT;
+const DEV: u64 = (8 << 20) | 1;
+/// The project directory's inode, and a granted file in it.
+const PROJECT: u64 = 500;
+const GRANTED: u64 = 501;
+/// A secret next to the project.
+const SECRET: u64 = 900;
+
+/// A voter that always answers the same.
+struct Fixed(Vote);
+
+impl Voter for Fixed {
+    fn name(&self) -> &'static str {
+        "mission"
+    }
+
+    fn vote(&self, _: Arc<Request>) -> VoteFuture {
+        let vote = self.0.clone();
+        Box::pin(async move { vote })
+    }
+}
+
+/// A voter that answers as its function says, or never.
+struct Scripted<F>(F);
+
+impl<F: Fn(&Request) -> Option<Vote> + Send + Sync> Voter for Scripted<F> {
+    fn name(&self) -> &'static str {
+        "webhook"
+    }
+
+    fn vote(&self, request: Arc<Request>) -> VoteFuture {
+        let vote = (self.0)(&request);
+        Box::pin(async move {
+            match vote {
+                Some(vote) => vote,
+                None => std::future::pending().await,
+            }
+        })
+    }
+}
+
+fn allow(lifetime: Lifetime, extent: Scope) -> Vote {
+    Vote::Allow { lifetime, extent }
+}
+
+fn policy() -> Policy {
+    Policy {
+        timeout: Duration::from_secs(60),
+        default_allow: false,
+        max_lifetime: Lifetime::Session,
+        max_extent: Scope::Tree,
+    }
+}
+
+/// A twin over a fake kernel, auditing to a file in `dir`.
+struct Harness {
+    twin: Twin<FakeKernel>,
+    results: mpsc::UnboundedReceiver<VoteResult>,
+    audit: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Harness {
+    /// One agent in `CGROUP`, its mission granting read on `GRANTED`.
+    fn new(voters: Vec<Arc<dyn Voter>>) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let audit = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(Some(&audit), "test").unwrap();
+        let (mut twin, results) = Twin::new(FakeKernel::default(), log).unwrap();
+        twin.confine(CGROUP, confinement(SLOT, voters)).unwrap();
+        Harness {
+            twin,
+            results,
+            audit,
+            _dir: dir,
+        }
+    }
+
+    /// Sends a parked event as ring-buffer bytes and, when it starts a vote,
+    /// waits for the vote and applies its verdict.
+    async fn park_and_decide(&mut self, event: &AccessEvent) {
+        self.twin.handle_record(bytes(event)).unwrap();
+        let (key, outcome) = self.results.recv().await.unwrap();
+        self.twin.on_outcome(key, outcome).unwrap();
+    }
+
+    /// The audit log's records (chain lines left out).
+    fn records(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.audit)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v["chain"].is_null())
+            .collect()
+    }
+
+    fn kernel(&mut self) -> &mut FakeKernel {
+        &mut self.twin.kernel
+    }
+}
+
+fn confinement(slot: u32, voters: Vec<Arc<dyn Voter>>) -> Confinement {
+    Confinement {
+        name: "fix-tests".into(),
+        slot,
+        on_unknown: OnUnknown::Ask,
+        report_allowed: false,
+        grants: ResolvedGrants {
+            inode: vec![(
+                key(slot, GRANTED),
+                GrantValue {
+                    file_ops: ops::READ,
+                    tree_ops: 0,
+                },
+                Reason("mission line 3".into()),
+            )],
+            names: vec![],
+        },
+        voters,
+        policy: policy(),
+    }
+}
+
+fn key(slot: u32, ino: u64) -> GrantKey {
+    GrantKey {
+        slot,
+        _pad: 0,
+        dev: DEV,
+        ino,
+    }
+}
+
+/// A parked open by thread `tid` of `ino` (in the project directory, named
+/// by `components`, leaf first).
+fn parked(tid: u32, ino: u64, wanted: u32, components: &[&str]) -> AccessEvent {
+    let mut event = AccessEvent {
+        cgroup_id: CGROUP,
+        dev: DEV,
+        ino,
+        request_id: u64::from(tid) * 10,
+        parent_ino: PROJECT,
+        name_hash: 0,
+        pid: tid,
+        tgid: tid,
+        slot: SLOT,
+        ops: wanted,
+        granted: 0,
+        verdict: verdict::PARKED,
+        hook: hook::FILE_OPEN,
+        depth: components.len() as u32,
+        flags: 0,
+        _pad: 0,
+        comm: [0; 16],
+        components: [[0; COMPONENT_LEN]; MAX_COMPONENTS],
+    };
+    event.comm[..3].copy_from_slice(b"cat");
+    for (slot, name) in event.components.iter_mut().zip(components) {
+        slot[..name.len()].copy_from_slice(name.as_bytes());
+    }
+    event
+}
+
+fn bytes(event: &AccessEvent) -> &[u8] {
+    // SAFETY: plain old data, read as bytes like the ring buffer hands it.
+    unsafe {
+        std::slice::from_raw_parts(
+            (event as *const AccessEvent).cast::<u8>(),
+            size_of::<AccessEvent>(),
+        )
+    }
+}
+
+#[tokio::test]
+async fn an_allow_once_writes_a_one_shot_verdict_continues_the_task_and_audits_it() {
+    let mut h = Harness::new(vec![Arc::new(Fixed(allow(Lifetime::Once, Scope::File)))]);
+    let event = parked(41, SECRET, ops::READ, &["key", "secret"]);
+    h.park_and_decide(&event).await;
+
+    let kernel = h.kernel();
+    assert_eq!(
+        kernel.verdicts[&41],
+        Verdict {
+            id: 410,
+            allow: 1,
+            _pad: 0
+        }
+    );
+    assert_eq!(kernel.resumed, [41]);
+    // Once is not a grant: only the mission's grant is in the map.
+    assert_eq!(kernel.grants.len(), 1);
+    let records = h.records();
+    assert_eq!(records.len(), 1, "{records:?}");
+    let record = &records[0];
+    assert_eq!(record["event"], "verdict");
+    assert_eq!(record["verdict"], "allow");
+    assert_eq!(record["lifetime"]["kind"], "once");
+    assert_eq!(record["decided_by"], "mission");
+    assert_eq!(record["tids"], serde_json::json!([41]));
+    // What voters saw: the sanitized request.
+    assert_eq!(record["request"]["path"], "…/secret/key");
+    assert_eq!(record["request"]["comm"], "cat");
+    assert_eq!(record["request"]["operation"], serde_json::json!(["read"]));
+    assert_eq!(record["request"]["mission"], "fix-tests");
+}
+
+#[tokio::test]
+async fn a_deny_writes_a_refusing_verdict() {
+    let mut h = Harness::new(vec![Arc::new(Fixed(Vote::Deny {
+        reason: "credentials are never part of this task".into(),
+    }))]);
+    h.park_and_decide(&parked(41, SECRET, ops::READ, &["key"]))
+        .await;
+    assert_eq!(h.kernel().verdicts[&41].allow, 0);
+    assert_eq!(h.kernel().resumed, [41]);
+    let records = h.records();
+    assert_eq!(records[0]["verdict"], "deny");
+    assert_eq!(
+        records[0]["reason"],
+        "credentials are never part of this task"
+    );
+}
+
+#[tokio::test]
+async fn a_person_answers_through_the_prompt_board() {
+    let board = PromptBoard::new(None);
+    let mut h = Harness::new(vec![Arc::new(PromptVoter::new(Arc::clone(&board)))]);
+    h.twin
+        .handle_record(bytes(&parked(41, SECRET, ops::READ, &["key"])))
+        .unwrap();
+    // The request waits on the board until someone answers.
+    let mut waiting = Vec::new();
+    for _ in 0..100 {
+        waiting = crate::control::ControlHandler::pending(&*board);
+        if !waiting.is_empty() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(h.twin.waiting().count(), 1);
+    crate::control::ControlHandler::answer(
+        &*board,
+        waiting[0].id,
+        HumanAnswer::Allow(Lifetime::Session),
+    )
+    .unwrap();
+    let (key, outcome) = h.results.recv().await.unwrap();
+    h.twin.on_outcome(key, outcome).unwrap();
+    assert_eq!(h.twin.waiting().count(), 0);
+    assert_eq!(h.records()[0]["decided_by"], "prompt");
+    assert_eq!(h.kernel().grants[&key_of(SECRET)].file_ops, ops::READ);
+}
+
+fn key_of(ino: u64) -> GrantKey {
+    key(SLOT, ino)
+}
+
+#[tokio::test]
+async fn a_session_allow_becomes_a_grant_and_answers_through_it() {
+    let mut h = Harness::new(vec![Arc::new(Fixed(allow(Lifetime::Session, Scope::File)))]);
+    h.park_and_decide(&parked(41, SECRET, ops::READ | ops::WRITE, &["key"]))
+        .await;
+    let kernel = h.kernel();
+    // The restarted syscall finds the grant: no one-shot verdict, the
+    // pending entry removed, the task continued.
+    assert!(kernel.verdicts.is_empty());
+    assert_eq!(kernel.resumed, [41]);
+    assert_eq!(
+        kernel.grants[&key_of(SECRET)],
+        GrantValue {
+            file_ops: ops::READ | ops::WRITE,
+            tree_ops: 0
+        }
+    );
+    let listed = h.twin.vote_grants(SLOT);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].path, "…/key");
+    assert_eq!(listed[0].expires_in_seconds, None);
+    assert_eq!(h.records()[0]["lifetime"]["kind"], "session");
+}
+
+#[tokio::test]
+async fn a_vote_grant_on_a_mission_grant_adds_to_it_and_revoking_restores_it() {
+    let mut h = Harness::new(vec![Arc::new(Fixed(allow(Lifetime::Session, Scope::File)))]);
+    // The mission grants read on GRANTED; a write is asked about.
+    h.park_and_decide(&parked(41, GRANTED, ops::WRITE, &["notes"]))
+        .await;
+    assert_eq!(
+        h.kernel().grants[&key_of(GRANTED)].file_ops,
+        ops::READ | ops::WRITE
+    );
+    assert_eq!(h.twin.revoke(SLOT, Some("/elsewhere")).unwrap(), 0);
+    assert_eq!(h.twin.revoke(SLOT, None).unwrap(), 1);
+    assert_eq!(h.kernel().grants[&key_of(GRANTED)].file_ops, ops::READ);
+    assert!(h.twin.vote_grants(SLOT).is_empty());
+}
+
+#[tokio::test]
+async fn identical_requests_share_one_vote_and_one_verdict() {
+    let mut h = Harness::new(vec![Arc::new(Fixed(allow(Lifetime::Once, Scope::File)))]);
+    let first = parked(41, SECRET, ops::READ, &["key"]);
+    let second = parked(42, SECRET, ops::READ, &["key"]);
+    h.twin.handle_record(bytes(&first)).unwrap();
+    h.twin.handle_record(bytes(&second)).unwrap();
+    assert_eq!(h.twin.waiting().count(), 1);
+    let (key, outcome) = h.results.recv().await.unwrap();
+    h.twin.on_outcome(key, outcome).unwrap();
+    let kernel = h.kernel();
+    assert_eq!(kernel.resumed, [41, 42]);
+    // Each thread's verdict carries its own request id.
+    assert_eq!(kernel.verdicts[&41].id, 410);
+    assert_eq!(kernel.verdicts[&42].id, 420);
+    let records = h.records();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["tids"], serde_json::json!([41, 42]));
+    // One vote only: no second outcome is coming.
+    assert!(h.results.try_recv().is_err());
+}
+
+#[tokio::test]
+async fn a_tree_grant_releases_the_waiting_requests_it_covers() {
+    // Allows the first read for its whole directory; never answers others.
+    let mut h = Harness::new(vec![Arc::new(Scripted(|request: &Request| {
+        (request.tid == 41).then(|| allow(Lifetime::Session, Scope::Tree))
+    }))]);
+    let a = parked(41, 901, ops::READ, &["a", "docs", "project"]);
+    let b = parked(42, 902, ops::READ, &["b", "docs", "project"]);
+    let mut elsewhere = parked(43, 903, ops::READ, &["c", "other", "project"]);
+    elsewhere.parent_ino = PROJECT + 1;
+    for event in [&a, &b, &elsewhere] {
+        h.twin.handle_record(bytes(event)).unwrap();
+    }
+    let (key, outcome) = h.results.recv().await.unwrap();
+    h.twin.on_outcome(key, outcome).unwrap();
+
+    // The tree grant is on the object's directory (the event's parent).
+    assert_eq!(h.kernel().grants[&key_of(PROJECT)].tree_ops, ops::READ);
+    // 42 (same directory) is released by it; 43 (another) still waits.
+    assert_eq!(h.kernel().resumed, [41, 42]);
+    assert_eq!(h.twin.waiting().count(), 1);
+    let records = h.records();
+    assert_eq!(records[0]["extent"], "tree");
+    assert_eq!(records[1]["decided_by"], "grant");
+    assert_eq!(records[1]["tids"], serde_json::json!([42]));
+    assert_eq!(
+        records[1]["reason"],
+        "covered by the grant made for request 410"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_ttl_grant_ends_on_time() {
+    let mut h = Harness::new(vec![Arc::new(Fixed(allow(
+        Lifetime::Ttl(Duration::from_secs(600)),
+        Scope::File,
+    )))]);
+    h.park_and_decide(&parked(41, SECRET, ops::READ, &["key"]))
+        .await;
+    assert!(h.kernel().grants.contains_key(&key_of(SECRET)));
+    assert_eq!(h.twin.vote_grants(SLOT)[0].expires_in_seconds, Some(600));
+    let ends = h.twin.next_expiry().unwrap();
+    tokio::time::sleep_until(ends - Duration::from_secs(1)).await;
+    h.twin.expire().unwrap();
+    assert!(h.kernel().grants.contains_key(&key_of(SECRET)));
+    tokio::time::sleep_until(ends).await;
+    h.twin.expire().unwrap();
+    assert!(!h.kernel().grants.contains_key(&key_of(SECRET)));
+    assert_eq!(h.twin.next_expiry(), None);
+}
+
+#[tokio::test]
+async fn a_parked_task_of_no_agent_is_refused_at_once() {
+    let mut h = Harness::new(vec![Arc::new(Fixed(allow(Lifetime::Once, Scope::File)))]);
+    let mut event = parked(41, SECRET, ops::READ, &["key"]);
+    event.cgroup_id = CGROUP + 1;
+    h.twin.handle_record(bytes(&event)).unwrap();
+    assert_eq!(h.kernel().verdicts[&41].allow, 0);
+    assert_eq!(h.kernel().resumed, [41]);
+    assert_eq!(h.twin.waiting().count(), 0);
+}
+
+#[tokio::test]
+async fn releasing_an_agent_denies_what_it_waits_for_and_removes_its_grants() {
+    // A voter that never answers.
+    let board = PromptBoard::new(None);
+    let mut h = Harness::new(vec![Arc::new(PromptVoter::new(board))]);
+    h.twin
+        .handle_record(bytes(&parked(41, SECRET, ops::READ, &["key"])))
+        .unwrap();
+    h.twin.release(CGROUP).unwrap();
+    let kernel = h.kernel();
+    assert_eq!(kernel.verdicts[&41].allow, 0);
+    assert_eq!(kernel.resumed, [41]);
+    assert!(kernel.agents.is_empty());
+    assert!(kernel.grants.is_empty());
+}
+
+#[tokio::test]
+async fn stopping_denies_every_waiting_request() {
+    let board = PromptBoard::new(None);
+    let mut h = Harness::new(vec![Arc::new(PromptVoter::new(board))]);
+    for tid in [41, 42] {
+        let event = parked(tid, SECRET + u64::from(tid), ops::READ, &["key"]);
+        h.twin.handle_record(bytes(&event)).unwrap();
+    }
+    h.twin.stop_heartbeat().unwrap();
+    h.twin.deny_all().unwrap();
+    let kernel = h.kernel();
+    assert_eq!(kernel.heartbeat, Some((0, 0)));
+    let mut resumed = kernel.resumed.clone();
+    resumed.sort_unstable();
+    assert_eq!(resumed, [41, 42]);
+    assert!(kernel.verdicts.values().all(|v| v.allow == 0));
+}
+
+#[tokio::test]
+async fn confining_again_moves_the_cgroup_to_its_new_slot_in_one_update() {
+    let mut h = Harness::new(vec![]);
+    let slot = h.twin.new_slot();
+    assert_eq!(slot, SLOT + 1);
+    h.twin.confine(CGROUP, confinement(slot, vec![])).unwrap();
+    let kernel = h.kernel();
+    assert_eq!(kernel.agents[&CGROUP].slot, slot);
+    assert_eq!(kernel.agents[&CGROUP].mode, pincer_common::mode::ASK);
+    // The old slot's grants are gone, the new slot's written.
+    assert!(!kernel.grants.contains_key(&key(SLOT, GRANTED)));
+    assert!(kernel.grants.contains_key(&key(slot, GRANTED)));
+}
+
+#[tokio::test]
+async fn a_new_twin_takes_over_after_the_slots_in_use() {
+    let mut kernel = FakeKernel::default();
+    let previous = pincer_common::Agent {
+        slot: 7,
+        mode: pincer_common::mode::ENFORCE,
+        flags: 0,
+        _pad: 0,
+    };
+    kernel.agents.insert(99, previous);
+    kernel.grants.insert(key(7, SECRET), GrantValue::default());
+    let dir = tempfile::tempdir().unwrap();
+    let log = AuditLog::open(Some(&dir.path().join("a")), "t").unwrap();
+    let (mut twin, _results) = Twin::new(kernel, log).unwrap();
+    let slot = twin.new_slot();
+    assert_eq!(slot, 8);
+    twin.confine(CGROUP, confinement(slot, vec![])).unwrap();
+    let before = twin.kernel_agents().unwrap();
+    twin.take_over(&before).unwrap();
+    // The previous daemon's agent and slot are gone; ours stay.
+    assert_eq!(twin.kernel.agents.keys().collect::<Vec<_>>(), [&CGROUP]);
+    assert!(twin.kernel.grants.keys().all(|k| k.slot == slot));
+}
+
+#[tokio::test]
+async fn kernel_decisions_are_audited_as_decisions() {
+    let mut h = Harness::new(vec![]);
+    let mut event = parked(41, SECRET, ops::READ, &["key"]);
+    event.verdict = verdict::DENIED;
+    event.flags = event_flags::NO_TWIN;
+    h.twin.handle_record(bytes(&event)).unwrap();
+    // A short record is dropped, not misread.
+    h.twin.handle_record(&bytes(&event)[..16]).unwrap();
+    let records = h.records();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["event"], "decision");
+    assert_eq!(records[0]["verdict"], "deny");
+    assert!(
+        records[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no live twin"),
+        "{records:?}"
+    );
+    assert!(h.kernel().resumed.is_empty());
+}
+
+#[test]
+fn journal_entries_follow_parked_tasks_until_their_verdict() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let mut h = Harness::new(vec![Arc::new(Fixed(allow(Lifetime::Once, Scope::File)))]);
+        h.twin.set_journal(Journal::new(dir.path().to_owned()));
+        let event = parked(41, SECRET, ops::READ, &["key"]);
+        h.twin.handle_record(bytes(&event)).unwrap();
+        assert!(Path::new(&dir.path().join("41")).exists());
+        let (key, outcome) = h.results.recv().await.unwrap();
+        h.twin.on_outcome(key, outcome).unwrap();
+        assert!(!dir.path().join("41").exists());
+    });
+}
