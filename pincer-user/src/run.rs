@@ -30,7 +30,7 @@ use crate::{
     loader::{Enforcer, LoadError},
     mission::{Mission, MissionError, Mode, OnUnknown},
     paths,
-    twin::{self, Confinement, Service, ServiceError, TwinError},
+    twin::{self, Confinement, Service, TwinError},
     voters::{self, prompt::PromptBoard, webhook::WebhookError},
     watchdog::Watched,
 };
@@ -110,9 +110,6 @@ pub enum RunError {
     /// The twin failed.
     #[error(transparent)]
     Twin(#[from] TwinError),
-    /// The twin's service failed.
-    #[error(transparent)]
-    Service(#[from] ServiceError),
     /// The control socket could not be opened.
     #[error(transparent)]
     Control(#[from] ControlError),

@@ -93,7 +93,7 @@ impl Scratch {
     pub fn decisions(&self) -> Vec<serde_json::Value> {
         self.audit()
             .into_iter()
-            .filter(|l| l.get("hook").is_some() && l.get("event").is_none())
+            .filter(|l| l["event"] == "decision")
             .collect()
     }
 

@@ -73,7 +73,7 @@ use crate::{
     metrics::{Metrics, MetricsError, MetricsServer},
     mission::{Mission, MissionError},
     paths,
-    twin::{Journal, Service, ServiceError, Step, TwinError},
+    twin::{Journal, Service, Step, TwinError},
     voters::{prompt::PromptBoard, webhook::WebhookError},
     watchdog::Watched,
 };
@@ -117,9 +117,6 @@ pub enum DaemonError {
     /// The twin failed.
     #[error(transparent)]
     Twin(#[from] TwinError),
-    /// The twin's service failed.
-    #[error(transparent)]
-    Service(#[from] ServiceError),
     /// The control socket failed.
     #[error(transparent)]
     Control(#[from] ControlError),

@@ -34,7 +34,7 @@ pub use self::{
     grants::Target,
     journal::Journal,
     kernel::{Held, Kernel},
-    service::{Prepared, Service, ServiceError, Step},
+    service::{Prepared, Service, Step},
 };
 use crate::{
     audit::{AuditError, AuditLog, Record, VerdictRecord},
@@ -55,7 +55,7 @@ pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(3);
 /// run`'s one agent always has it.
 pub const FIRST_SLOT: u32 = 1;
 
-/// Errors of the twin.
+/// Errors of the twin and of its service.
 #[derive(Debug, thiserror::Error)]
 pub enum TwinError {
     /// The kernel maps could not be written.
@@ -64,6 +64,12 @@ pub enum TwinError {
     /// The audit log failed.
     #[error(transparent)]
     Audit(#[from] AuditError),
+    /// The watchdog could not be started.
+    #[error("failed to start the watchdog")]
+    Watchdog(#[source] std::io::Error),
+    /// The ring buffer could not be watched or read.
+    #[error("failed to read the kernel's ring buffer")]
+    Ring(#[source] std::io::Error),
 }
 
 /// What makes requests the same: one prompt, one verdict for all of them.

@@ -14,34 +14,15 @@
 //!    any more), every waiting request denied, then the watchdog told that
 //!    all is clean.
 
-use std::io;
-
 use aya::maps::{MapData, RingBuf};
 use tokio::{io::unix::AsyncFd, sync::mpsc, time::Interval};
 
 use super::{HEARTBEAT_EVERY, Twin, TwinError, VoteResult};
 use crate::{
     audit::AuditLog,
-    loader::{Enforcer, LoadError},
+    loader::Enforcer,
     watchdog::{Watchdog, Watched},
 };
-
-/// Errors of the service (the twin's, and the event loop's own).
-#[derive(Debug, thiserror::Error)]
-pub enum ServiceError {
-    /// The twin failed.
-    #[error(transparent)]
-    Twin(#[from] TwinError),
-    /// The programs' maps could not be opened or written.
-    #[error(transparent)]
-    Load(#[from] LoadError),
-    /// The watchdog could not be started.
-    #[error("failed to start the watchdog")]
-    Watchdog(#[source] io::Error),
-    /// The ring buffer could not be watched or read.
-    #[error("failed to read the kernel's ring buffer")]
-    Ring(#[source] io::Error),
-}
 
 /// Programs ready to serve: what [`Service::prepare`] made before the
 /// runtime.
@@ -93,7 +74,7 @@ impl Service {
     pub unsafe fn prepare(
         mut enforcer: Enforcer,
         watched: Watched,
-    ) -> Result<Prepared, ServiceError> {
+    ) -> Result<Prepared, TwinError> {
         let events = enforcer.take_events()?;
         enforcer.heartbeat(
             super::boottime_ns(),
@@ -101,7 +82,7 @@ impl Service {
         )?;
         // SAFETY: single-threaded, by this function's own contract.
         let watchdog =
-            unsafe { Watchdog::spawn(&mut enforcer, watched) }.map_err(ServiceError::Watchdog)?;
+            unsafe { Watchdog::spawn(&mut enforcer, watched) }.map_err(TwinError::Watchdog)?;
         enforcer.clear_guarded()?;
         enforcer.guard(std::process::id())?;
         enforcer.guard(watchdog.pid().as_raw() as u32)?;
@@ -114,7 +95,7 @@ impl Service {
 
     /// The twin over prepared programs, auditing to `audit`. Call it inside
     /// the runtime (it registers the ring buffer and starts the clocks).
-    pub fn new(prepared: Prepared, audit: AuditLog) -> Result<Service, ServiceError> {
+    pub fn new(prepared: Prepared, audit: AuditLog) -> Result<Service, TwinError> {
         let Prepared {
             enforcer,
             events,
@@ -124,7 +105,7 @@ impl Service {
         // SAFETY: the ring buffer owns its descriptor and keeps it open for
         // as long as it is registered.
         let events =
-            unsafe { AsyncFd::register(events) }.map_err(|e| ServiceError::Ring(e.into()))?;
+            unsafe { AsyncFd::register(events) }.map_err(|e| TwinError::Ring(e.into()))?;
         Ok(Service {
             twin,
             events,
@@ -146,11 +127,11 @@ impl Service {
 
     /// Waits for the next thing to handle and handles it. Cancel-safe: every
     /// wait is a `select!` branch, and handling does not wait.
-    pub async fn step(&mut self) -> Result<Step, ServiceError> {
+    pub async fn step(&mut self) -> Result<Step, TwinError> {
         let expiry = self.twin.next_expiry();
         tokio::select! {
             ready = self.events.readable_mut() => {
-                let mut guard = ready.map_err(ServiceError::Ring)?;
+                let mut guard = ready.map_err(TwinError::Ring)?;
                 let drained = drain(&mut self.twin, guard.get_inner_mut());
                 guard.clear_ready();
                 drained?;
@@ -173,17 +154,17 @@ impl Service {
 
     /// Handles every record waiting in the ring buffer now, without waiting
     /// (the last decisions of an agent that just exited).
-    pub fn drain(&mut self) -> Result<(), ServiceError> {
-        Ok(drain(&mut self.twin, self.events.get_mut())?)
+    pub fn drain(&mut self) -> Result<(), TwinError> {
+        drain(&mut self.twin, self.events.get_mut())
     }
 
     /// Stops serving: no heartbeat from now on (an ungranted access is
     /// refused at once instead of parking), and every waiting request is
     /// denied and its task continued. The agents stay confined.
-    pub fn stop(&mut self) -> Result<(), ServiceError> {
+    pub fn stop(&mut self) -> Result<(), TwinError> {
         let stopped = self.twin.stop_heartbeat();
         self.twin.deny_all()?;
-        Ok(stopped?)
+        stopped
     }
 
     /// Ends the service: the programs are let go (pinned ones stay
