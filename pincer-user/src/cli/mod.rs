@@ -31,8 +31,8 @@ pub struct Cli {
 #[derive(Debug, clap::Args)]
 struct Socket {
     /// The control socket of the `pincer run` or `pincer daemon` to ask.
-    #[arg(long = "socket", env = paths::SOCKET_ENV, default_value = paths::DEFAULT_SOCKET)]
-    path: PathBuf,
+    #[arg(long, env = paths::SOCKET_ENV, default_value = paths::DEFAULT_SOCKET)]
+    socket: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
@@ -163,28 +163,28 @@ pub fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Pending { json, socket } => report(requests::pending(&socket.path, json)),
+        Command::Pending { json, socket } => report(requests::pending(&socket.socket, json)),
         Command::Approve {
             id,
             once: _,
             session,
             ttl,
             socket,
-        } => report(requests::approve(&socket.path, id, session, ttl)),
-        Command::Deny { id, reason, socket } => report(requests::deny(&socket.path, id, reason)),
-        Command::Status { json, socket } => report(daemon::status(&socket.path, json)),
-        Command::Agents { json, socket } => report(daemon::agents(&socket.path, json)),
+        } => report(requests::approve(&socket.socket, id, session, ttl)),
+        Command::Deny { id, reason, socket } => report(requests::deny(&socket.socket, id, reason)),
+        Command::Status { json, socket } => report(daemon::status(&socket.socket, json)),
+        Command::Agents { json, socket } => report(daemon::agents(&socket.socket, json)),
         Command::Grants {
             agent,
             json,
             socket,
-        } => report(daemon::grants(&socket.path, agent, json)),
+        } => report(daemon::grants(&socket.socket, agent, json)),
         Command::Revoke {
             agent,
             path,
             socket,
-        } => report(daemon::revoke(&socket.path, agent, path)),
-        Command::Log { lines, socket } => report(daemon::log(&socket.path, lines)),
+        } => report(daemon::revoke(&socket.socket, agent, path)),
+        Command::Log { lines, socket } => report(daemon::log(&socket.socket, lines)),
         Command::Doctor => doctor::main(),
         Command::Mission(command) => report(mission::main(command)),
         Command::Audit(command) => audit::main(command),
@@ -219,4 +219,51 @@ fn unexpected(socket: &std::path::Path, response: &ControlResponse) -> anyhow::E
 fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        // Duplicate argument names, bad defaults and the like.
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_subcommand_parses_its_socket() {
+        let parse =
+            |args: &[&str]| Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        let Command::Revoke {
+            agent,
+            path,
+            socket,
+        } = parse(&[
+            "pincer", "revoke", "--agent", "a", "--path", "/x", "--socket", "/s",
+        ])
+        .command
+        else {
+            panic!("not revoke");
+        };
+        assert_eq!(
+            (agent.as_str(), path.as_deref(), socket.socket.to_str()),
+            ("a", Some("/x"), Some("/s"))
+        );
+        for args in [
+            &["pincer", "pending", "--json"][..],
+            &["pincer", "approve", "7", "--ttl", "10m"],
+            &["pincer", "deny", "7", "--reason", "no"],
+            &["pincer", "status"],
+            &["pincer", "agents", "--json"],
+            &["pincer", "grants", "--agent", "a"],
+            &["pincer", "log", "-n", "3"],
+        ] {
+            parse(args);
+        }
+        assert!(Cli::try_parse_from(["pincer", "approve", "7", "--ttl", "0s"]).is_err());
+        assert!(Cli::try_parse_from(["pincer", "approve", "7", "--session", "--once"]).is_err());
+    }
 }

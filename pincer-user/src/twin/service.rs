@@ -71,10 +71,7 @@ impl Service {
     ///
     /// The process must have a single thread: the watchdog continues in a
     /// forked copy of it.
-    pub unsafe fn prepare(
-        mut enforcer: Enforcer,
-        watched: Watched,
-    ) -> Result<Prepared, TwinError> {
+    pub unsafe fn prepare(mut enforcer: Enforcer, watched: Watched) -> Result<Prepared, TwinError> {
         let events = enforcer.take_events()?;
         enforcer.heartbeat(
             super::boottime_ns(),
@@ -104,8 +101,7 @@ impl Service {
         let (twin, outcomes) = Twin::new(enforcer, audit)?;
         // SAFETY: the ring buffer owns its descriptor and keeps it open for
         // as long as it is registered.
-        let events =
-            unsafe { AsyncFd::register(events) }.map_err(|e| TwinError::Ring(e.into()))?;
+        let events = unsafe { AsyncFd::register(events) }.map_err(|e| TwinError::Ring(e.into()))?;
         Ok(Service {
             twin,
             events,
