@@ -507,6 +507,14 @@ mod tests {
         sample(text, series).unwrap_or_else(|| panic!("no sample {series} in:\n{text}"))
     }
 
+    /// Checks the value of every `(series, value)` in `text`.
+    #[track_caller]
+    fn assert_samples(text: &str, expected: &[(&str, &str)]) {
+        for (series, expected) in expected {
+            assert_eq!(value(text, series), *expected, "{series}");
+        }
+    }
+
     #[test]
     fn counters_and_gauges_carry_their_labels_and_values() {
         let metrics = Metrics::new();
@@ -525,51 +533,38 @@ mod tests {
         metrics.set_pending(1);
 
         let text = metrics.encode();
-        assert_eq!(
-            value(
-                &text,
-                r#"pincer_requests_total{agent="builder",hook="file_open"}"#
-            ),
-            "2"
+        assert_samples(
+            &text,
+            &[
+                (
+                    r#"pincer_requests_total{agent="builder",hook="file_open"}"#,
+                    "2",
+                ),
+                (
+                    r#"pincer_requests_total{agent="builder",hook="inode_create"}"#,
+                    "1",
+                ),
+                (
+                    r#"pincer_requests_total{agent="tester",hook="file_open"}"#,
+                    "1",
+                ),
+                (r#"pincer_parks_total{agent="builder"}"#, "5"),
+                (
+                    r#"pincer_verdicts_total{agent="builder",voter="prompt",outcome="allow"}"#,
+                    "1",
+                ),
+                (
+                    r#"pincer_verdicts_total{agent="builder",voter="prompt",outcome="deny"}"#,
+                    "2",
+                ),
+                (
+                    r#"pincer_verdicts_total{agent="tester",voter="timeout",outcome="deny"}"#,
+                    "1",
+                ),
+                ("pincer_pending", "1"),
+                ("pincer_agents", "2"),
+            ],
         );
-        assert_eq!(
-            value(
-                &text,
-                r#"pincer_requests_total{agent="builder",hook="inode_create"}"#
-            ),
-            "1"
-        );
-        assert_eq!(
-            value(
-                &text,
-                r#"pincer_requests_total{agent="tester",hook="file_open"}"#
-            ),
-            "1"
-        );
-        assert_eq!(value(&text, r#"pincer_parks_total{agent="builder"}"#), "5");
-        assert_eq!(
-            value(
-                &text,
-                r#"pincer_verdicts_total{agent="builder",voter="prompt",outcome="allow"}"#
-            ),
-            "1"
-        );
-        assert_eq!(
-            value(
-                &text,
-                r#"pincer_verdicts_total{agent="builder",voter="prompt",outcome="deny"}"#
-            ),
-            "2"
-        );
-        assert_eq!(
-            value(
-                &text,
-                r#"pincer_verdicts_total{agent="tester",voter="timeout",outcome="deny"}"#
-            ),
-            "1"
-        );
-        assert_eq!(value(&text, "pincer_pending"), "1");
-        assert_eq!(value(&text, "pincer_agents"), "2");
         assert!(text.contains("# TYPE pincer_requests counter\n"), "{text}");
         assert!(text.contains("# TYPE pincer_pending gauge\n"), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
@@ -604,99 +599,81 @@ mod tests {
     #[test]
     fn kernel_counters_export_absolute_values_and_ignore_decreases() {
         let metrics = Metrics::new();
-        metrics.set_kernel_counters(&[
-            ("allowed", 100),
-            ("denied", 10),
-            ("no_twin", 0),
-            ("parked", 7),
-        ]);
-        let text = metrics.encode();
-        assert_eq!(
-            value(&text, r#"pincer_denials_total{cause="denied"}"#),
-            "10"
-        );
-        assert_eq!(
-            value(&text, r#"pincer_denials_total{cause="no_twin"}"#),
-            "0"
-        );
-        assert_eq!(
-            value(&text, r#"pincer_kernel_counter{name="allowed"}"#),
-            "100"
-        );
-        assert_eq!(value(&text, r#"pincer_kernel_counter{name="parked"}"#), "7");
-        assert_eq!(
-            value(&text, r#"pincer_kernel_counter{name="no_twin"}"#),
-            "0"
-        );
-        // Not denials: a gauge only.
-        assert_eq!(
-            sample(&text, r#"pincer_denials_total{cause="allowed"}"#),
-            None
-        );
-        assert_eq!(
-            sample(&text, r#"pincer_denials_total{cause="parked"}"#),
-            None
-        );
-
-        metrics.set_kernel_counters(&[
-            ("allowed", 150),
-            ("denied", 25),
-            ("no_twin", 3),
-            ("parked", 9),
-        ]);
-        let text = metrics.encode();
-        assert_eq!(
-            value(&text, r#"pincer_denials_total{cause="denied"}"#),
-            "25"
-        );
-        assert_eq!(
-            value(&text, r#"pincer_denials_total{cause="no_twin"}"#),
-            "3"
-        );
-        assert_eq!(
-            value(&text, r#"pincer_kernel_counter{name="allowed"}"#),
-            "150"
-        );
-
-        // The programs were reloaded: the kernel starts again from zero.
-        metrics.set_kernel_counters(&[("denied", 5), ("no_twin", 3)]);
-        let text = metrics.encode();
-        assert_eq!(
-            value(&text, r#"pincer_denials_total{cause="denied"}"#),
-            "25"
-        );
-        assert_eq!(
-            value(&text, r#"pincer_denials_total{cause="no_twin"}"#),
-            "3"
-        );
-        assert_eq!(value(&text, r#"pincer_kernel_counter{name="denied"}"#), "5");
-
-        // Denials after the reload still count.
-        metrics.set_kernel_counters(&[("denied", 8)]);
-        let text = metrics.encode();
-        assert_eq!(
-            value(&text, r#"pincer_denials_total{cause="denied"}"#),
-            "28"
-        );
-        assert_eq!(value(&text, r#"pincer_kernel_counter{name="denied"}"#), "8");
+        let denials = |cause: &str| format!(r#"pincer_denials_total{{cause="{cause}"}}"#);
+        let kernel = |name: &str| format!(r#"pincer_kernel_counter{{name="{name}"}}"#);
+        // Each step: the kernel's counters, then what the metrics show.
+        let steps: [(&[(&str, u64)], &[(String, &str)]); 4] = [
+            (
+                &[
+                    ("allowed", 100),
+                    ("denied", 10),
+                    ("no_twin", 0),
+                    ("parked", 7),
+                ],
+                &[
+                    (denials("denied"), "10"),
+                    (denials("no_twin"), "0"),
+                    (kernel("allowed"), "100"),
+                    (kernel("parked"), "7"),
+                    (kernel("no_twin"), "0"),
+                ],
+            ),
+            (
+                &[
+                    ("allowed", 150),
+                    ("denied", 25),
+                    ("no_twin", 3),
+                    ("parked", 9),
+                ],
+                &[
+                    (denials("denied"), "25"),
+                    (denials("no_twin"), "3"),
+                    (kernel("allowed"), "150"),
+                ],
+            ),
+            // The programs were reloaded: the kernel starts again from zero.
+            (
+                &[("denied", 5), ("no_twin", 3)],
+                &[
+                    (denials("denied"), "25"),
+                    (denials("no_twin"), "3"),
+                    (kernel("denied"), "5"),
+                ],
+            ),
+            // Denials after the reload still count.
+            (
+                &[("denied", 8)],
+                &[(denials("denied"), "28"), (kernel("denied"), "8")],
+            ),
+        ];
+        for (step, (counters, expected)) in steps.iter().enumerate() {
+            metrics.set_kernel_counters(counters);
+            let text = metrics.encode();
+            for (series, value) in *expected {
+                assert_eq!(
+                    sample(&text, series).as_deref(),
+                    Some(*value),
+                    "step {step}: {series}"
+                );
+            }
+            // Not denials: a gauge only.
+            for name in ["allowed", "parked"] {
+                assert_eq!(sample(&text, &denials(name)), None, "step {step}");
+            }
+        }
     }
 
     #[test]
     fn unknown_kernel_counters_are_denial_causes() {
         let metrics = Metrics::new();
         metrics.set_kernel_counters(&[("map_full", 2), ("ringbuf_full", 1)]);
-        let text = metrics.encode();
-        assert_eq!(
-            value(&text, r#"pincer_denials_total{cause="map_full"}"#),
-            "2"
-        );
-        assert_eq!(
-            value(&text, r#"pincer_denials_total{cause="ringbuf_full"}"#),
-            "1"
-        );
-        assert_eq!(
-            value(&text, r#"pincer_kernel_counter{name="map_full"}"#),
-            "2"
+        assert_samples(
+            &metrics.encode(),
+            &[
+                (r#"pincer_denials_total{cause="map_full"}"#, "2"),
+                (r#"pincer_denials_total{cause="ringbuf_full"}"#, "1"),
+                (r#"pincer_kernel_counter{name="map_full"}"#, "2"),
+            ],
         );
     }
 
