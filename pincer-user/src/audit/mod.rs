@@ -966,6 +966,18 @@ mod tests {
         .unwrap();
     }
 
+    /// Verifies a closed log of `n` decisions after `edit` changed its
+    /// lines.
+    fn verify_edited(n: u32, edit: impl FnOnce(&mut Vec<String>)) -> VerifyReport {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let key = write_log(&path, n);
+        let mut lines = lines(&path);
+        edit(&mut lines);
+        write_lines(&path, &lines);
+        verify(&path, &key).unwrap()
+    }
+
     fn json(line: &str) -> serde_json::Value {
         serde_json::from_str(line).unwrap()
     }
@@ -1095,14 +1107,10 @@ mod tests {
 
     #[test]
     fn a_removed_line_breaks_the_line_after_the_gap() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let key = write_log(&path, 6);
-        let mut lines = lines(&path);
-        lines.remove(3);
-        write_lines(&path, &lines);
         assert_broken(
-            &verify(&path, &key).unwrap(),
+            &verify_edited(6, |lines| {
+                lines.remove(3);
+            }),
             4,
             "prev does not match line 3 (a line was removed or reordered: seq 4 follows 2)",
         );
@@ -1110,14 +1118,8 @@ mod tests {
 
     #[test]
     fn swapped_lines_break_at_the_first() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let key = write_log(&path, 6);
-        let mut lines = lines(&path);
-        lines.swap(2, 3);
-        write_lines(&path, &lines);
         assert_broken(
-            &verify(&path, &key).unwrap(),
+            &verify_edited(6, |lines| lines.swap(2, 3)),
             3,
             "prev does not match line 2",
         );
@@ -1125,13 +1127,10 @@ mod tests {
 
     #[test]
     fn a_removed_beginning_breaks_line_1() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let key = write_log(&path, 3);
-        let lines = lines(&path);
-        write_lines(&path, &lines[1..]);
         assert_broken(
-            &verify(&path, &key).unwrap(),
+            &verify_edited(3, |lines| {
+                lines.remove(0);
+            }),
             1,
             "seq 1 does not start a chain",
         );
@@ -1147,12 +1146,7 @@ mod tests {
 
     #[test]
     fn a_missing_close_line_is_a_warning() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let key = write_log(&path, 3);
-        let lines = lines(&path);
-        write_lines(&path, &lines[..3]);
-        let report = verify(&path, &key).unwrap();
+        let report = verify_edited(3, |lines| lines.truncate(3));
         let warnings = assert_intact(&report, 3, 0);
         assert_eq!(warnings.len(), 1);
         assert!(
