@@ -412,17 +412,20 @@ mod tests {
         Arc::new(Request::example(1, "/x"))
     }
 
+    /// `mission` abstaining, then a voter that answers `second` (or never).
+    fn two_voters(second: Option<Vote>) -> Vec<Arc<dyn Voter>> {
+        let abstain = Vote::Abstain {
+            reason: "no rule".into(),
+        };
+        vec![
+            Arc::new(Fixed("mission", Some(abstain))),
+            Arc::new(Fixed("prompt", second)),
+        ]
+    }
+
     #[tokio::test(start_paused = true)]
     async fn collect_waits_for_all_then_times_out_the_silent() {
-        let voters: Vec<Arc<dyn Voter>> = vec![
-            Arc::new(Fixed(
-                "mission",
-                Some(Vote::Abstain {
-                    reason: "no rule".into(),
-                }),
-            )),
-            Arc::new(Fixed("prompt", None)),
-        ];
+        let voters = two_voters(None);
         let out = collect(&voters, request(), &policy()).await;
         assert_eq!(out.allow, None);
         assert_eq!(out.decided_by, "timeout");
@@ -448,15 +451,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn collect_allows_when_every_voter_answered() {
-        let voters: Vec<Arc<dyn Voter>> = vec![
-            Arc::new(Fixed(
-                "mission",
-                Some(Vote::Abstain {
-                    reason: "no rule".into(),
-                }),
-            )),
-            Arc::new(Fixed("prompt", Some(allow(Lifetime::Session, Scope::File)))),
-        ];
+        let voters = two_voters(Some(allow(Lifetime::Session, Scope::File)));
         let out = collect(&voters, request(), &policy()).await;
         assert_eq!(out.allow, Some((Lifetime::Session, Scope::File)));
         assert_eq!(out.decided_by, "prompt");

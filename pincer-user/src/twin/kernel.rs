@@ -192,8 +192,7 @@ pub(crate) struct FakeKernel {
     pub heartbeat: Option<(u64, u64)>,
     /// Thread ids continued, in order.
     pub resumed: Vec<u32>,
-    /// Threads that are gone (continuing them fails).
-    pub gone: HashSet<u32>,
+    pub counters: BTreeMap<&'static str, u64>,
 }
 
 #[cfg(test)]
@@ -233,20 +232,12 @@ impl Kernel for FakeKernel {
     }
 
     fn set_grant(&mut self, key: GrantKey, value: GrantValue) -> Result<(), LoadError> {
-        if value == GrantValue::default() {
-            self.grants.remove(&key);
-        } else {
-            self.grants.insert(key, value);
-        }
+        set_or_remove(&mut self.grants, key, value);
         Ok(())
     }
 
     fn set_name_grant(&mut self, key: NameGrantKey, value: GrantValue) -> Result<(), LoadError> {
-        if value == GrantValue::default() {
-            self.name_grants.remove(&key);
-        } else {
-            self.name_grants.insert(key, value);
-        }
+        set_or_remove(&mut self.name_grants, key, value);
         Ok(())
     }
 
@@ -281,7 +272,7 @@ impl Kernel for FakeKernel {
     }
 
     fn counters(&mut self) -> Result<BTreeMap<&'static str, u64>, LoadError> {
-        Ok(BTreeMap::from([("parked", self.resumed.len() as u64)]))
+        Ok(self.counters.clone())
     }
 
     fn hold(&mut self, pid: u32, tid: u32) -> Held {
@@ -289,10 +280,21 @@ impl Kernel for FakeKernel {
     }
 
     fn resume(&mut self, task: &Held) -> bool {
-        if self.gone.contains(&task.tid) {
-            return false;
-        }
         self.resumed.push(task.tid);
         true
+    }
+}
+
+/// A grant with no operations is no entry, as in the kernel's maps.
+#[cfg(test)]
+fn set_or_remove<K: std::hash::Hash + Eq>(
+    map: &mut std::collections::HashMap<K, GrantValue>,
+    key: K,
+    value: GrantValue,
+) {
+    if value == GrantValue::default() {
+        map.remove(&key);
+    } else {
+        map.insert(key, value);
     }
 }

@@ -208,14 +208,20 @@ mod tests {
         Arc::new(Request::example(id, "/home/a/.ssh/id"))
     }
 
-    #[tokio::test]
-    async fn an_answer_becomes_the_vote_and_leaves_the_board() {
-        let board = PromptBoard::new(None);
-        let voter = PromptVoter::new(Arc::clone(&board));
-        let vote = tokio::spawn(voter.vote(request(7)));
+    /// A prompt vote on request `id`, once it is on the board.
+    async fn posted(board: &Arc<PromptBoard>, id: u64) -> tokio::task::JoinHandle<Vote> {
+        let voter = PromptVoter::new(Arc::clone(board));
+        let vote = tokio::spawn(voter.vote(request(id)));
         while board.pending().is_empty() {
             tokio::task::yield_now().await;
         }
+        vote
+    }
+
+    #[tokio::test]
+    async fn an_answer_becomes_the_vote_and_leaves_the_board() {
+        let board = PromptBoard::new(None);
+        let vote = posted(&board, 7).await;
         assert_eq!(board.pending()[0].id, 7);
         assert_eq!(
             board.answer(8, HumanAnswer::Deny(None)),
@@ -237,11 +243,7 @@ mod tests {
     #[tokio::test]
     async fn a_dropped_vote_withdraws_its_request() {
         let board = PromptBoard::new(None);
-        let voter = PromptVoter::new(Arc::clone(&board));
-        let vote = tokio::spawn(voter.vote(request(3)));
-        while board.pending().is_empty() {
-            tokio::task::yield_now().await;
-        }
+        let vote = posted(&board, 3).await;
         vote.abort();
         let _ = vote.await;
         assert!(board.pending().is_empty());
