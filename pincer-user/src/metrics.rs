@@ -602,7 +602,8 @@ mod tests {
         let denials = |cause: &str| format!(r#"pincer_denials_total{{cause="{cause}"}}"#);
         let kernel = |name: &str| format!(r#"pincer_kernel_counter{{name="{name}"}}"#);
         // Each step: the kernel's counters, then what the metrics show.
-        let steps: [(&[(&str, u64)], &[(String, &str)]); 4] = [
+        type Step<'a> = (&'a [(&'a str, u64)], &'a [(String, &'a str)]);
+        let steps: [Step; 4] = [
             (
                 &[
                     ("allowed", 100),
