@@ -57,6 +57,12 @@ impl Scratch {
         Self { root }
     }
 
+    /// Writes a mission granting `ops` (TOML list items, such as
+    /// `"read", "write"`) on the project tree; returns its path.
+    pub fn project_mission(&self, ops: &str) -> PathBuf {
+        self.mission(&tree_mission(&self.p("project"), ops))
+    }
+
     /// A path inside the scratch root.
     pub fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)

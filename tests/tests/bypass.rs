@@ -19,7 +19,6 @@ use std::{
 use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
 use pincer_tests::{
     EACCES, EPERM, Reaped, Scratch, asking_mission, pending, probe_bin, read_stdout, stdout_lines,
-    tree_mission,
 };
 
 const SECRET: &str = "TOP SECRET\n";
@@ -160,10 +159,7 @@ fn unlink_and_rmdir_outside_the_tree_are_refused() {
 #[test]
 fn delete_is_its_own_operation() {
     let s = Scratch::new("bp-delete-op");
-    let m = s.mission(&tree_mission(
-        &s.p("project"),
-        r#""read", "write", "create""#,
-    ));
+    let m = s.project_mission(r#""read", "write", "create""#);
     let r = s.probes(
         &m,
         &[

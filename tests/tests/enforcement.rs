@@ -21,10 +21,7 @@ fn doctor_says_the_guest_can_enforce() {
 #[test]
 fn granted_tree_allows_read_write_create() {
     let s = Scratch::new("tree-rwc");
-    let m = s.mission(&tree_mission(
-        &s.p("project"),
-        r#""read", "write", "create""#,
-    ));
+    let m = s.project_mission(r#""read", "write", "create""#);
     assert_eq!(s.probe(&m, &["read", &s.p("project/a.txt")]), 0);
     assert_eq!(s.probe(&m, &["read", &s.p("project/src/main.rs")]), 0);
     assert_eq!(
@@ -43,7 +40,7 @@ fn granted_tree_allows_read_write_create() {
 #[test]
 fn tree_grant_gives_only_its_operations() {
     let s = Scratch::new("tree-ro");
-    let m = s.mission(&tree_mission(&s.p("project"), r#""read""#));
+    let m = s.project_mission(r#""read""#);
     assert_eq!(s.probe(&m, &["read", &s.p("project/a.txt")]), 0);
     assert_eq!(s.probe(&m, &["write", &s.p("project/a.txt"), "x"]), EACCES);
     assert_eq!(
@@ -72,10 +69,7 @@ fn file_extent_covers_only_that_file() {
 #[test]
 fn outside_the_grants_is_denied_and_unchanged() {
     let s = Scratch::new("outside");
-    let m = s.mission(&tree_mission(
-        &s.p("project"),
-        r#""read", "write", "create""#,
-    ));
+    let m = s.project_mission(r#""read", "write", "create""#);
     assert_eq!(s.probe(&m, &["read", &s.p("secret/key")]), EACCES);
     assert_eq!(s.probe(&m, &["write", &s.p("secret/key"), "pwned"]), EACCES);
     assert_eq!(
@@ -115,10 +109,7 @@ fn symlink_in_tree_to_outside_gives_nothing() {
     let s = Scratch::new("symlink");
     std::os::unix::fs::symlink(s.path("secret/key"), s.path("project/key-link")).unwrap();
     std::os::unix::fs::symlink(s.path("secret"), s.path("project/secret-dir")).unwrap();
-    let m = s.mission(&tree_mission(
-        &s.p("project"),
-        r#""read", "write", "create""#,
-    ));
+    let m = s.project_mission(r#""read", "write", "create""#);
     assert_eq!(s.probe(&m, &["read", &s.p("project/key-link")]), EACCES);
     assert_eq!(
         s.probe(&m, &["write", &s.p("project/key-link"), "x"]),
@@ -164,7 +155,7 @@ fn grant_for_a_file_that_does_not_exist_yet() {
 #[test]
 fn process_outside_the_cgroup_is_unaffected() {
     let s = Scratch::new("bystander");
-    let m = s.mission(&tree_mission(&s.p("project"), r#""read""#));
+    let m = s.project_mission(r#""read""#);
     let agent = s
         .command(&m, &[], &[probe_bin().to_str().unwrap(), "sleep", "5"])
         .stdout(std::process::Stdio::null())
@@ -191,7 +182,7 @@ fn process_outside_the_cgroup_is_unaffected() {
 #[test]
 fn exit_status_of_the_command_is_returned() {
     let s = Scratch::new("exit-status");
-    let m = s.mission(&tree_mission(&s.p("project"), r#""read""#));
+    let m = s.project_mission(r#""read""#);
     assert_eq!(s.run(&m, &["sh", "-c", "exit 7"]).status.code(), Some(7));
     assert_eq!(s.run(&m, &["true"]).status.code(), Some(0));
     // Killed by a signal: 128 + signal, as a shell reports it.
@@ -225,7 +216,7 @@ fn baseline_none_cannot_even_exec() {
 #[test]
 fn nothing_is_left_behind_after_exit() {
     let s = Scratch::new("teardown-exit");
-    let m = s.mission(&tree_mission(&s.p("project"), r#""read""#));
+    let m = s.project_mission(r#""read""#);
     assert_eq!(
         s.run(&m, &["sh", "-c", "sleep 0.2 & exit 0"]).status.code(),
         Some(0)
@@ -237,7 +228,7 @@ fn nothing_is_left_behind_after_exit() {
 #[test]
 fn nothing_is_left_behind_after_sigterm() {
     let s = Scratch::new("teardown-term");
-    let m = s.mission(&tree_mission(&s.p("project"), r#""read""#));
+    let m = s.project_mission(r#""read""#);
     let child = s
         .command(&m, &[], &[probe_bin().to_str().unwrap(), "sleep", "60"])
         .spawn()
@@ -266,7 +257,7 @@ fn nothing_is_left_behind_after_sigterm() {
 #[test]
 fn audit_mode_denies_nothing_and_reports() {
     let s = Scratch::new("audit-mode");
-    let m = s.mission(&tree_mission(&s.p("project"), r#""read""#));
+    let m = s.project_mission(r#""read""#);
     let out = s.run_with(
         &m,
         &["--mode", "audit"],
@@ -322,10 +313,7 @@ fn a_file_moved_out_of_the_tree_is_no_longer_granted() {
     // The first read caches the walk's result for the object; the move must
     // invalidate it, or the agent would keep reading it at its new place.
     let s = Scratch::new("moved-out");
-    let m = s.mission(&tree_mission(
-        &s.p("project"),
-        r#""read", "write", "create""#,
-    ));
+    let m = s.project_mission(r#""read", "write", "create""#);
     let script = format!(
         "{probe} read {a}; {probe} read {a}; touch {ready}; \
          while [ ! -e {moved} ]; do sleep 0.05; done; {probe} read {b}; exit 0",

@@ -36,6 +36,21 @@ fn finish(agent: &mut Reaped) -> (Option<i32>, Vec<String>) {
     (status, out.lines().map(str::to_owned).collect())
 }
 
+/// Runs `pincer <args>` against the twin and checks that it was carried out.
+#[track_caller]
+fn answered(args: &[&str]) {
+    let (code, text) = answer(args);
+    assert_eq!(code, 0, "{text}");
+}
+
+/// A scratch tree and a mission that asks a person about everything
+/// outside its project.
+fn asking_person(name: &str) -> (Scratch, std::path::PathBuf) {
+    let s = Scratch::new(name);
+    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
+    (s, m)
+}
+
 fn id_of(request: &serde_json::Value) -> String {
     request["id"]
         .as_u64()
@@ -65,8 +80,7 @@ fn verdicts(s: &Scratch) -> Vec<serde_json::Value> {
 
 #[test]
 fn approved_once_then_the_next_identical_read_parks_again() {
-    let s = Scratch::new("park-once");
-    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
+    let (s, m) = asking_person("park-once");
     let probe = probe_bin();
     let secret = s.p("secret/key");
     let mut agent = spawn_agent(
@@ -79,13 +93,11 @@ fn approved_once_then_the_next_identical_read_parks_again() {
     assert_eq!(first["operation"], serde_json::json!(["read"]));
     assert_eq!(first["comm"], "pincer-probe");
     assert_eq!(first["hook"], "file_open");
-    let (code, text) = answer(&["approve", &id_of(&first)]);
-    assert_eq!(code, 0, "{text}");
+    answered(&["approve", &id_of(&first)]);
 
     let second = wait_new_request(&id_of(&first));
     assert_eq!(second["path"], secret);
-    let (code, text) = answer(&["deny", &id_of(&second), "--reason", "once was enough"]);
-    assert_eq!(code, 0, "{text}");
+    answered(&["deny", &id_of(&second), "--reason", "once was enough"]);
 
     let (status, lines) = finish(&mut agent);
     assert_eq!(lines, ["ok read 11", &format!("err {EACCES}")]);
@@ -101,8 +113,7 @@ fn approved_once_then_the_next_identical_read_parks_again() {
 
 #[test]
 fn a_session_approval_lets_later_reads_pass_without_parking() {
-    let s = Scratch::new("park-session");
-    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
+    let (s, m) = asking_person("park-session");
     let probe = probe_bin();
     let secret = s.p("secret/key");
     let mut agent = spawn_agent(
@@ -111,8 +122,7 @@ fn a_session_approval_lets_later_reads_pass_without_parking() {
         &format!("for i in 1 2 3; do {} read {secret}; done", probe.display()),
     );
     let first = wait_pending(1).remove(0);
-    let (code, text) = answer(&["approve", &id_of(&first), "--session"]);
-    assert_eq!(code, 0, "{text}");
+    answered(&["approve", &id_of(&first), "--session"]);
     let (status, lines) = finish(&mut agent);
     assert_eq!(status, Some(0));
     assert_eq!(lines, ["ok read 11"; 3]);
@@ -146,8 +156,7 @@ fn no_answer_is_eacces_at_the_deadline() {
 
 #[test]
 fn a_stray_sigcont_parks_the_same_request_again() {
-    let s = Scratch::new("park-sigcont");
-    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
+    let (s, m) = asking_person("park-sigcont");
     let mut agent = spawn_agent(
         &s,
         &m,
@@ -167,8 +176,7 @@ fn a_stray_sigcont_parks_the_same_request_again() {
     let now = pending();
     assert_eq!(now.len(), 1, "no duplicate request: {now:?}");
     assert_eq!(id_of(&now[0]), id_of(&request), "the same request");
-    let (code, text) = answer(&["approve", &id_of(&request)]);
-    assert_eq!(code, 0, "{text}");
+    answered(&["approve", &id_of(&request)]);
     let (status, lines) = finish(&mut agent);
     assert_eq!((status, lines), (Some(0), vec!["ok read 11".to_owned()]));
     assert_eq!(verdicts(&s).len(), 1);
@@ -176,8 +184,7 @@ fn a_stray_sigcont_parks_the_same_request_again() {
 
 #[test]
 fn an_agent_cannot_answer_its_own_request() {
-    let s = Scratch::new("park-self");
-    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
+    let (s, m) = asking_person("park-self");
     let script = format!(
         "{probe} read {secret} & \
          sleep 2; {pincer} approve 1; echo approve=$?; {pincer} pending; echo pending=$?; \
@@ -204,8 +211,7 @@ fn an_agent_cannot_answer_its_own_request() {
         1,
         "still waiting: the agent's approval was refused"
     );
-    let (code, text) = answer(&["deny", &id_of(&request)]);
-    assert_eq!(code, 0, "{text}");
+    answered(&["deny", &id_of(&request)]);
     let mut stderr = String::new();
     std::io::Read::read_to_string(agent.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
     let (_, lines) = finish(&mut agent);
@@ -221,8 +227,7 @@ fn an_agent_cannot_answer_its_own_request() {
 
 #[test]
 fn an_exclusive_create_parked_then_approved_succeeds() {
-    let s = Scratch::new("park-create");
-    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
+    let (s, m) = asking_person("park-create");
     let target = s.p("secret/new-file");
     let mut agent = spawn_agent(
         &s,
@@ -237,8 +242,7 @@ fn an_exclusive_create_parked_then_approved_succeeds() {
         !s.path("secret/new-file").exists(),
         "nothing created while parked"
     );
-    let (code, text) = answer(&["approve", &id_of(&request)]);
-    assert_eq!(code, 0, "{text}");
+    answered(&["approve", &id_of(&request)]);
     let (status, lines) = finish(&mut agent);
     assert_eq!((status, lines), (Some(0), vec!["ok created".to_owned()]));
     assert!(s.path("secret/new-file").exists());
@@ -246,8 +250,7 @@ fn an_exclusive_create_parked_then_approved_succeeds() {
 
 #[test]
 fn a_killed_twin_leaves_no_task_stopped() {
-    let s = Scratch::new("park-twin-killed");
-    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
+    let (s, m) = asking_person("park-twin-killed");
     let probe = probe_bin();
     let script = format!(
         "{probe} read {secret}; {probe} read {project}; {probe} read {secret}",
@@ -564,8 +567,7 @@ fn stopped_probes() -> usize {
 
 #[test]
 fn identical_requests_share_one_prompt_and_one_verdict() {
-    let s = Scratch::new("park-merge");
-    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
+    let (s, m) = asking_person("park-merge");
     let script = format!(
         "{0} read {1} & {0} read {1} & wait",
         probe_bin().display(),
@@ -577,8 +579,7 @@ fn identical_requests_share_one_prompt_and_one_verdict() {
         "both readers are parked"
     );
     let requests = wait_pending(1);
-    let (code, text) = answer(&["approve", &id_of(&requests[0])]);
-    assert_eq!(code, 0, "{text}");
+    answered(&["approve", &id_of(&requests[0])]);
     let (status, lines) = finish(&mut agent);
     assert_eq!(status, Some(0));
     assert_eq!(lines, ["ok read 11", "ok read 11"]);
@@ -635,8 +636,7 @@ fn a_person_answers_at_the_terminal_prompt() {
     use std::os::fd::{AsRawFd, OwnedFd};
     use std::os::unix::process::CommandExt;
 
-    let s = Scratch::new("park-terminal");
-    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
+    let (s, m) = asking_person("park-terminal");
     let pty = nix::pty::openpty(
         None::<&nix::pty::Winsize>,
         None::<&nix::sys::termios::Termios>,
