@@ -46,6 +46,38 @@ pub struct Check {
     pub fix: Option<String>,
 }
 
+impl Check {
+    /// What is there.
+    pub fn ok(name: &'static str, detail: impl Into<String>) -> Check {
+        Check {
+            name,
+            status: Status::Ok,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+
+    /// What pincer cannot enforce without, and how to get it.
+    pub fn missing(name: &'static str, detail: impl Into<String>, fix: Option<String>) -> Check {
+        Check {
+            name,
+            status: Status::Missing,
+            detail: detail.into(),
+            fix,
+        }
+    }
+
+    /// What pincer can do without, though some of it needs it.
+    pub fn warn(name: &'static str, detail: impl Into<String>, fix: Option<String>) -> Check {
+        Check {
+            name,
+            status: Status::Warn,
+            detail: detail.into(),
+            fix,
+        }
+    }
+}
+
 /// Where the checks look for the kernel's pseudo filesystems.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SystemPaths {
@@ -142,12 +174,11 @@ fn privileges(status_file: &Path) -> Check {
     let (euid, cap_eff) = match fs::read_to_string(status_file) {
         Ok(status) => parse_status(&status),
         Err(error) => {
-            return Check {
+            return Check::missing(
                 name,
-                status: Status::Missing,
-                detail: format!("cannot read {}: {error}", status_file.display()),
+                format!("cannot read {}: {error}", status_file.display()),
                 fix,
-            };
+            );
         }
     };
     let who = match euid {
@@ -155,67 +186,52 @@ fn privileges(status_file: &Path) -> Check {
         None => "this process".to_owned(),
     };
     let Some(cap_eff) = cap_eff else {
-        return Check {
+        return Check::missing(
             name,
-            status: Status::Missing,
-            detail: format!("no CapEff line in {}", status_file.display()),
+            format!("no CapEff line in {}", status_file.display()),
             fix,
-        };
+        );
     };
     // Root without these capabilities (a container, a dropped bounding set)
     // cannot load programs either: the capabilities decide, not the uid.
     let missing = missing_capabilities(cap_eff);
     if missing.is_empty() {
-        Check {
+        Check::ok(
             name,
-            status: Status::Ok,
-            detail: format!(
+            format!(
                 "{who} has {}",
                 and_list(&REQUIRED_CAPABILITIES.map(|(_, name)| name))
             ),
-            fix: None,
-        }
+        )
     } else {
-        Check {
-            name,
-            status: Status::Missing,
-            detail: format!("{who} lacks {}", and_list(&missing)),
-            fix,
-        }
+        Check::missing(name, format!("{who} lacks {}", and_list(&missing)), fix)
     }
 }
 
 fn securityfs(security: &Path, lsm_file: &Path, readable: bool) -> Check {
     let name = "securityfs";
     if readable {
-        Check {
-            name,
-            status: Status::Ok,
-            detail: format!("mounted at {}", security.display()),
-            fix: None,
-        }
+        Check::ok(name, format!("mounted at {}", security.display()))
     } else {
-        Check {
+        Check::missing(
             name,
-            status: Status::Missing,
-            detail: format!("{} is not readable", lsm_file.display()),
-            fix: Some(format!(
+            format!("{} is not readable", lsm_file.display()),
+            Some(format!(
                 "mount -t securityfs securityfs {}",
                 security.display()
             )),
-        }
+        )
     }
 }
 
 fn bpf_lsm(lsm: Option<&str>) -> Check {
     let name = "BPF LSM";
     let Some(lsm) = lsm else {
-        return Check {
+        return Check::missing(
             name,
-            status: Status::Missing,
-            detail: "unknown: the active LSMs are listed in securityfs".to_owned(),
-            fix: Some("mount securityfs, then run pincer doctor again".to_owned()),
-        };
+            "unknown: the active LSMs are listed in securityfs".to_owned(),
+            Some("mount securityfs, then run pincer doctor again".to_owned()),
+        );
     };
     let active: Vec<&str> = lsm
         .trim()
@@ -223,51 +239,39 @@ fn bpf_lsm(lsm: Option<&str>) -> Check {
         .filter(|module| !module.is_empty())
         .collect();
     if active.contains(&"bpf") {
-        return Check {
-            name,
-            status: Status::Ok,
-            detail: format!("active LSMs: {}", active.join(",")),
-            fix: None,
-        };
+        return Check::ok(name, format!("active LSMs: {}", active.join(",")));
     }
     // `lsm=` replaces the whole list: keep every module active now.
     let mut wanted = active.clone();
     wanted.push("bpf");
-    Check {
+    Check::missing(
         name,
-        status: Status::Missing,
-        detail: if active.is_empty() {
+        if active.is_empty() {
             "no LSM is active".to_owned()
         } else {
             format!("active LSMs: {} (no bpf)", active.join(","))
         },
-        fix: Some(format!(
+        Some(format!(
             "add lsm={} to the kernel command line and reboot; \
              the kernel must be built with CONFIG_BPF_LSM=y",
             wanted.join(",")
         )),
-    }
+    )
 }
 
 fn kernel_btf(vmlinux: &Path) -> Check {
     let name = "kernel BTF";
     if vmlinux.is_file() {
-        Check {
-            name,
-            status: Status::Ok,
-            detail: format!("{} exists", vmlinux.display()),
-            fix: None,
-        }
+        Check::ok(name, format!("{} exists", vmlinux.display()))
     } else {
-        Check {
+        Check::missing(
             name,
-            status: Status::Missing,
-            detail: format!(
+            format!(
                 "{} does not exist: pincer reads kernel struct layouts from it",
                 vmlinux.display()
             ),
-            fix: Some("use a kernel built with CONFIG_DEBUG_INFO_BTF=y".to_owned()),
-        }
+            Some("use a kernel built with CONFIG_DEBUG_INFO_BTF=y".to_owned()),
+        )
     }
 }
 
@@ -277,26 +281,20 @@ fn cgroup2(mounts_file: &Path, mounts: Option<&str>) -> Check {
         None => format!("cannot read {}", mounts_file.display()),
         Some(mounts) => match cgroup::parse_cgroup2_mount(mounts) {
             Some(point) => {
-                return Check {
-                    name,
-                    status: Status::Ok,
-                    detail: format!("mounted at {}", point.display()),
-                    fix: None,
-                };
+                return Check::ok(name, format!("mounted at {}", point.display()));
             }
             None => "no cgroup2 filesystem is mounted".to_owned(),
         },
     };
-    Check {
+    Check::missing(
         name,
-        status: Status::Missing,
         detail,
-        fix: Some(
+        Some(
             "mount -t cgroup2 cgroup2 /sys/fs/cgroup \
              (beside cgroup v1: at /sys/fs/cgroup/unified)"
                 .to_owned(),
         ),
-    }
+    )
 }
 
 fn bpffs(point: &Path, mounts: Option<&str>) -> Check {
@@ -307,22 +305,16 @@ fn bpffs(point: &Path, mounts: Option<&str>) -> Check {
             .any(|mounted| mounted == point)
     });
     if mounted {
-        Check {
-            name,
-            status: Status::Ok,
-            detail: format!("mounted at {}", point.display()),
-            fix: None,
-        }
+        Check::ok(name, format!("mounted at {}", point.display()))
     } else {
-        Check {
+        Check::warn(
             name,
-            status: Status::Warn,
-            detail: format!(
+            format!(
                 "not mounted at {}; pincer run works without it, the daemon needs it",
                 point.display()
             ),
-            fix: Some(format!("mount -t bpf bpf {}", point.display())),
-        }
+            Some(format!("mount -t bpf bpf {}", point.display())),
+        )
     }
 }
 
@@ -638,24 +630,17 @@ mod tests {
     #[test]
     fn renders_one_line_per_check_and_fixes() {
         let checks = [
-            Check {
-                name: "kernel BTF",
-                status: Status::Ok,
-                detail: "/sys/kernel/btf/vmlinux exists".to_owned(),
-                fix: None,
-            },
-            Check {
-                name: "BPF LSM",
-                status: Status::Missing,
-                detail: "active LSMs: lockdown,capability (no bpf)".to_owned(),
-                fix: Some("add lsm=lockdown,capability,bpf".to_owned()),
-            },
-            Check {
-                name: "bpffs",
-                status: Status::Warn,
-                detail: "not mounted".to_owned(),
-                fix: Some("mount -t bpf bpf /sys/fs/bpf".to_owned()),
-            },
+            Check::ok("kernel BTF", "/sys/kernel/btf/vmlinux exists".to_owned()),
+            Check::missing(
+                "BPF LSM",
+                "active LSMs: lockdown,capability (no bpf)".to_owned(),
+                Some("add lsm=lockdown,capability,bpf".to_owned()),
+            ),
+            Check::warn(
+                "bpffs",
+                "not mounted".to_owned(),
+                Some("mount -t bpf bpf /sys/fs/bpf".to_owned()),
+            ),
         ];
         assert_eq!(
             render(&checks),

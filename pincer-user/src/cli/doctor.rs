@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use crate::{
-    doctor::{self, Check, Status, SystemPaths},
+    doctor::{self, Check, SystemPaths},
     loader::Enforcer,
 };
 
@@ -26,22 +26,19 @@ pub(super) fn main() -> ExitCode {
 /// Some kernels list `bpf` among their LSMs yet refuse to load LSM programs.
 fn load_check() -> Check {
     match Enforcer::load() {
-        Ok(_enforcer) => Check {
-            name: "load LSM programs",
-            status: Status::Ok,
-            detail: "the programs load and attach".to_owned(),
-            fix: None,
-        },
-        Err(error) => Check {
-            name: "load LSM programs",
-            status: Status::Missing,
-            detail: format!("{:#}", anyhow::Error::new(error)),
-            fix: Some(
+        Ok(_enforcer) => Check::ok(
+            "load LSM programs",
+            "the programs load and attach".to_owned(),
+        ),
+        Err(error) => Check::missing(
+            "load LSM programs",
+            format!("{:#}", anyhow::Error::new(error)),
+            Some(
                 "a kernel that refuses every LSM program answers EPERM before verifying \
                  (sandboxed or locked-down kernels do): run pincer on a host or VM kernel \
                  that allows them; any other refusal shows the verifier's log above"
                     .to_owned(),
             ),
-        },
+        ),
     }
 }
