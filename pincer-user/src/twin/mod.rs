@@ -554,36 +554,28 @@ impl<K: Kernel> Twin<K> {
         grant: &VoteGrant,
         granted_for: &Request,
     ) -> Result<(), TwinError> {
-        let covered: Vec<SameAccess> = self
-            .waiting
-            .iter()
-            .filter(|(key, waiting)| {
-                key.ops & !grant.ops == 0
-                    && match &grant.target {
-                        Target::Inode(on) if grant.tree => {
-                            key.dev == on.dev
-                                && std::path::Path::new(&waiting.request.path)
-                                    .starts_with(&grant.path)
-                        }
-                        Target::Inode(on) => {
-                            !key.new_name && key.dev == on.dev && key.ino == on.ino
-                        }
-                        Target::Name(_) => false,
+        let covered = self.take_waiting(|key, waiting| {
+            key.ops & !grant.ops == 0
+                && match &grant.target {
+                    Target::Inode(on) if grant.tree => {
+                        key.dev == on.dev
+                            && std::path::Path::new(&waiting.request.path).starts_with(&grant.path)
                     }
-            })
-            .map(|(key, _)| *key)
-            .collect();
-        for key in covered {
-            let Some(waiting) = self.waiting.remove(&key) else {
-                continue;
-            };
-            waiting.vote.abort();
+                    Target::Inode(on) => !key.new_name && key.dev == on.dev && key.ino == on.ino,
+                    Target::Name(_) => false,
+                }
+        });
+        let reason = format!("covered by the grant made for request {}", granted_for.id);
+        let mut result = Ok(());
+        for waiting in covered {
             for waiter in &waiting.waiters {
-                self.kernel.remove_pending(waiter.task.tid)?;
+                // Continued whatever the map says: the restarted syscall
+                // finds the grant, or parks again.
+                let forgotten = self.kernel.remove_pending(waiter.task.tid);
+                result = result.and(forgotten.map_err(TwinError::from));
                 self.resume(&waiter.task);
             }
-            let reason = format!("covered by the grant made for request {}", granted_for.id);
-            self.audit(&Record::Verdict(VerdictRecord {
+            let audited = self.audit(&Record::Verdict(VerdictRecord {
                 request: &waiting.request,
                 tids: waiting.waiters.iter().map(|w| w.task.tid).collect(),
                 verdict: "allow",
@@ -592,9 +584,24 @@ impl<K: Kernel> Twin<K> {
                 decided_by: "grant",
                 reason: &reason,
                 votes: &[],
-            }))?;
+            }));
+            result = result.and(audited);
         }
-        Ok(())
+        result
+    }
+
+    /// Takes out the waiting requests that match, their votes stopped.
+    fn take_waiting(&mut self, matches: impl Fn(&SameAccess, &Waiting) -> bool) -> Vec<Waiting> {
+        let keys: Vec<SameAccess> = self
+            .waiting
+            .iter()
+            .filter(|(key, waiting)| matches(key, waiting))
+            .map(|(key, _)| *key)
+            .collect();
+        keys.iter()
+            .filter_map(|key| self.waiting.remove(key))
+            .inspect(|waiting| waiting.vote.abort())
+            .collect()
     }
 
     /// When the next TTL grant ends, if any.
@@ -618,23 +625,17 @@ impl<K: Kernel> Twin<K> {
     }
 
     /// Denies the waiting requests whose key matches.
+    /// Every task is answered and continued even when a write fails on the
+    /// way: the first error is returned at the end.
     fn deny_where(&mut self, matches: impl Fn(&SameAccess) -> bool) -> Result<(), TwinError> {
-        let keys: Vec<SameAccess> = self
-            .waiting
-            .keys()
-            .filter(|k| matches(k))
-            .copied()
-            .collect();
-        for key in keys {
-            let Some(waiting) = self.waiting.remove(&key) else {
-                continue;
-            };
-            waiting.vote.abort();
+        let mut result = Ok(());
+        for waiting in self.take_waiting(|key, _| matches(key)) {
             for waiter in &waiting.waiters {
-                self.answer(waiter, false)?;
+                let answered = self.answer(waiter, false);
+                result = result.and(answered);
             }
         }
-        Ok(())
+        result
     }
 
     /// Writes a one-shot verdict for a waiter and continues it.
