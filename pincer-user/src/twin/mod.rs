@@ -454,14 +454,18 @@ impl<K: Kernel> Twin<K> {
             }
             _ => None,
         };
+        // Every task is continued, even past a failed map write.
+        let mut answered = Ok(());
         for waiter in &waiting.waiters {
-            if granted.is_some() {
+            let written = if granted.is_some() {
                 // The restarted syscall finds the grant.
-                self.kernel.remove_pending(waiter.task.tid)?;
+                let forgotten = self.kernel.remove_pending(waiter.task.tid);
                 self.resume(&waiter.task);
+                forgotten.map_err(TwinError::from)
             } else {
-                self.answer(waiter, outcome.allow.is_some())?;
-            }
+                self.answer(waiter, outcome.allow.is_some())
+            };
+            answered = answered.and(written);
         }
         if let Some(metrics) = &self.metrics {
             metrics.verdict(
@@ -493,7 +497,7 @@ impl<K: Kernel> Twin<K> {
         if let Some(grant) = granted {
             self.release_covered(&grant, &waiting.request)?;
         }
-        Ok(())
+        answered
     }
 
     /// Makes a session or TTL grant for a request; `None` when the request
