@@ -82,59 +82,13 @@ pub mod verdict {
     pub const PARKED: u32 = 4;
 }
 
-/// The hook that made a decision.
-pub mod hook {
-    /// `security_file_open`: an existing object is opened (also for exec).
-    pub const FILE_OPEN: u32 = 1;
-    /// `security_inode_create`: a regular file is about to be created.
-    pub const INODE_CREATE: u32 = 2;
-    /// `security_inode_unlink`: a name is removed.
-    pub const INODE_UNLINK: u32 = 3;
-    /// `security_inode_rmdir`: a directory is removed.
-    pub const INODE_RMDIR: u32 = 4;
-    /// `security_inode_mkdir`: a directory is created.
-    pub const INODE_MKDIR: u32 = 5;
-    /// `security_inode_mknod`: a named pipe, socket or device node is created.
-    pub const INODE_MKNOD: u32 = 6;
-    /// `security_inode_symlink`: a symbolic link is created.
-    pub const INODE_SYMLINK: u32 = 7;
-    /// `security_inode_link`: a hard link (either end).
-    pub const INODE_LINK: u32 = 8;
-    /// `security_inode_rename`: a rename or exchange (either end).
-    pub const INODE_RENAME: u32 = 9;
-    /// `security_inode_setattr`: size, times, mode or owner change.
-    pub const INODE_SETATTR: u32 = 10;
-    /// `security_inode_setxattr`: an extended attribute is set.
-    pub const INODE_SETXATTR: u32 = 11;
-    /// `security_inode_removexattr`: an extended attribute is removed.
-    pub const INODE_REMOVEXATTR: u32 = 12;
-    /// `security_file_receive`: a descriptor arrives over a socket or
-    /// `pidfd_getfd`.
-    pub const FILE_RECEIVE: u32 = 13;
-    /// `security_task_kill`: a signal to a task.
-    pub const TASK_KILL: u32 = 14;
-    /// `security_ptrace_access_check`: ptrace, or a `/proc/<pid>` entry that
-    /// needs ptrace access (`mem`, `environ`, `fd/`, `maps`, ...).
-    pub const PTRACE: u32 = 15;
-    /// `security_bpf`: the `bpf(2)` system call.
-    pub const BPF: u32 = 16;
-    /// `security_sb_mount`: `mount(2)`, including bind mounts and remounts.
-    pub const SB_MOUNT: u32 = 17;
-    /// `security_move_mount`: attaching a mount with the new mount API.
-    pub const MOVE_MOUNT: u32 = 18;
-    /// `security_sb_umount`: `umount(2)`.
-    pub const SB_UMOUNT: u32 = 19;
-    /// `security_task_alloc`: `clone3(CLONE_INTO_CGROUP)`.
-    pub const TASK_ALLOC: u32 = 20;
-    /// `security_inode_set_acl` (6.2 and later): a POSIX ACL is set.
-    pub const INODE_SET_ACL: u32 = 21;
-    /// `security_inode_remove_acl` (6.2 and later): a POSIX ACL is removed.
-    pub const INODE_REMOVE_ACL: u32 = 22;
-}
+pub mod hook;
 
 /// Errno of the self-protection hooks (`kill`, `ptrace`, `bpf`, `mount`,
 /// `clone3` into a cgroup), as the kernel itself answers them.
 pub const EPERM: i32 = 1;
+/// Errno of an access the grants do not cover.
+pub const EACCES: i32 = 13;
 
 /// Bits of [`AccessEvent::flags`].
 pub mod event_flags {
@@ -232,8 +186,9 @@ pub mod counter {
     ];
 }
 
-/// Names of maps, programs and globals in the BPF object (at most 15 bytes:
-/// the kernel truncates longer object names).
+/// Names of maps and globals in the BPF object (at most 15 bytes: the
+/// kernel truncates longer object names). Programs are named after their
+/// hooks ([`hook::Hook::name`]).
 pub mod names {
     /// Agent cgroup id → [`crate::Agent`].
     pub const AGENTS: &str = "PINCER_AGENTS";
@@ -268,45 +223,6 @@ pub mod names {
     pub const GUARDED: &str = "PINCER_GUARDED";
     /// The [`crate::KernelOffsets`] global.
     pub const OFFSETS: &str = "PINCER_OFFSETS";
-    /// Program on `security_file_open`.
-    pub const PROG_FILE_OPEN: &str = "file_open";
-    /// Program on `security_inode_create`.
-    pub const PROG_INODE_CREATE: &str = "inode_create";
-    /// Program on `security_inode_rename`.
-    pub const PROG_INODE_RENAME: &str = "inode_rename";
-    /// Program on `security_inode_link`.
-    pub const PROG_INODE_LINK: &str = "inode_link";
-
-    /// Every program with the LSM hook it attaches to (they share names) and
-    /// the number of arguments the program expects the hook to have, which
-    /// the loader checks against the kernel's BTF; zero where the program
-    /// handles more than one signature.
-    pub const HOOKS: [(&str, usize); 20] = [
-        ("file_open", 1),
-        ("inode_create", 3),
-        ("inode_unlink", 2),
-        ("inode_rmdir", 2),
-        ("inode_mkdir", 3),
-        ("inode_mknod", 4),
-        ("inode_symlink", 3),
-        ("inode_link", 3),
-        ("inode_rename", 4),
-        ("inode_setattr", 0),
-        ("inode_setxattr", 6),
-        ("inode_removexattr", 3),
-        ("file_receive", 1),
-        ("task_kill", 4),
-        ("ptrace_access_check", 2),
-        ("bpf", 0),
-        ("sb_mount", 5),
-        ("move_mount", 2),
-        ("sb_umount", 2),
-        ("task_alloc", 2),
-    ];
-
-    /// Programs attached only when the kernel has their hook: since 6.2,
-    /// POSIX ACLs are set through these instead of `inode_setxattr`.
-    pub const OPTIONAL_HOOKS: [(&str, usize); 2] = [("inode_set_acl", 4), ("inode_remove_acl", 3)];
 }
 
 /// Longest path component copied into an event (with its NUL).
@@ -684,9 +600,29 @@ const _: () = {
     assert!(core::mem::size_of::<Pending>() == 40);
     assert!(core::mem::size_of::<Verdict>() == 16);
     assert!(core::mem::size_of::<Twin>() == 16);
-    assert!(names::COUNTERS.len() <= 15);
-    assert!(names::NAME_GRANTS.len() <= 15);
-    assert!(names::GUARDED.len() <= 15);
+    // The kernel keeps 15 bytes of a map's name.
+    let maps = [
+        names::AGENTS,
+        names::GRANTS,
+        names::NAME_GRANTS,
+        names::EVENTS,
+        names::COUNTERS,
+        names::GRANT_CACHE,
+        names::EPOCH,
+        names::PENDING,
+        names::VERDICTS,
+        names::TWIN,
+        names::REQUEST_IDS,
+        names::SCRATCH,
+        names::PATHS,
+        names::GUARDED,
+        names::OFFSETS,
+    ];
+    let mut i = 0;
+    while i < maps.len() {
+        assert!(maps[i].len() <= 15);
+        i += 1;
+    }
 };
 
 #[cfg(feature = "user")]

@@ -1,67 +1,32 @@
-//! The decision: do the agent's grants cover this access?
+//! The decision: do the agent's grants cover this access, and what does the
+//! agent's mode make of the answer?
+//!
+//! | the access                                                         | enforce  | audit          | ask             |
+//! |--------------------------------------------------------------------|----------|----------------|-----------------|
+//! | granted                                                            | allow    | allow          | allow           |
+//! | not granted                                                        | `EACCES` | allow + report | park ([`park`]) |
+//! | not granted, the syscall cannot restart ([`decide_unrestartable`]) | `EACCES` | allow + report | `EACCES`        |
+//! | refused whatever the grants ([`refuse`])                           | `EACCES` | allow + report | `EACCES`        |
+//! | two ends ([`decide_pair`]), one not granted                        | `EACCES` | allow + report | park that end   |
+//! | two ends, neither granted                                          | `EACCES` | allow + report | `EACCES`        |
+//! | not identified (no offsets, a read failed)                         | `EACCES` | allow + report | `EACCES`        |
+//!
+//! A granted access is reported only for agents with `REPORT_ALLOWED`.
+//! Every path ends in [`settle`], the one place that counts, parks and
+//! reports. A full ring buffer is counted and changes nothing, except that
+//! a request nobody would hear of is denied rather than parked.
 
-use aya_ebpf::helpers::bpf_probe_read_kernel_str_bytes;
 use pincer_common::{
-    Agent, CachedGrant, ERESTARTNOINTR, GrantKey, MAX_TREE_DEPTH, NAME_LEN, NameGrantKey,
-    agent_flags, counter, event_flags, mode, verdict,
+    Agent, CachedGrant, EACCES, ERESTARTNOINTR, GrantKey, MAX_TREE_DEPTH, agent_flags, counter,
+    event_flags, mode, verdict,
 };
 
 use crate::{
+    access::Access,
     kernel::{self, Failure, ReadFailed},
-    maps::{GRANT_CACHE, GRANTS, NAME_GRANTS, SCRATCH, count, epoch},
+    maps::{GRANT_CACHE, GRANTS, NAME_GRANTS, count, epoch},
     park, report,
 };
-
-/// `EACCES`, returned negated to refuse an access.
-pub const EACCES: i32 = 13;
-
-/// An access to decide.
-pub struct Access {
-    /// One of `pincer_common::hook`.
-    pub hook: u32,
-    /// Operations needed.
-    pub ops: u32,
-    /// Device of the object (for a creation: of its directory).
-    pub dev: u64,
-    /// Inode of the object (for a creation: of its directory).
-    pub ino: u64,
-    /// The object's dentry (for a creation: the new, still negative, one);
-    /// null for an open until [`Access::dentry`] reads it from `file`, as
-    /// only the slower paths need it.
-    pub dentry: *const u8,
-    /// The opened file (null for a creation).
-    pub file: *const u8,
-    /// Whether the object exists (it does not yet for a creation).
-    pub exists: bool,
-}
-
-impl Access {
-    /// An access that could not be identified: every field defined, so no
-    /// path through the program copies a register the compiler left unset
-    /// (which the verifier refuses).
-    #[inline(always)]
-    fn unidentified() -> Access {
-        Access {
-            hook: 0,
-            ops: 0,
-            dev: 0,
-            ino: 0,
-            dentry: core::ptr::null(),
-            file: core::ptr::null(),
-            exists: false,
-        }
-    }
-
-    /// The object's dentry.
-    #[inline(always)]
-    pub fn dentry(&self) -> Result<*const u8, ReadFailed> {
-        if self.dentry.is_null() {
-            kernel::read(self.file, kernel::off().file_f_path_dentry)
-        } else {
-            Ok(self.dentry)
-        }
-    }
-}
 
 /// An access with what the grants give on it.
 pub struct Checked {
@@ -362,7 +327,7 @@ fn walk_grants(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
 /// Adds the ops of a name grant on (directory, name) of the object.
 #[inline(always)]
 fn name_granted(slot: u32, access: &Access, granted: u32) -> Result<u32, ReadFailed> {
-    let Some(key) = name_key(slot, access)? else {
+    let Some(key) = access.name_key(slot)? else {
         return Ok(granted);
     };
     #[expect(
@@ -374,41 +339,4 @@ fn name_granted(slot: u32, access: &Access, granted: u32) -> Result<u32, ReadFai
         Some(grant) => Ok(granted | grant.file_ops),
         None => Ok(granted),
     }
-}
-
-/// Fills the per-CPU scratch key with (slot, directory, name) of the
-/// object; `None` for an object with no parent.
-#[inline(always)]
-pub fn name_key(
-    slot: u32,
-    access: &Access,
-) -> Result<Option<&'static mut NameGrantKey>, ReadFailed> {
-    let off = kernel::off();
-    let Some(scratch) = SCRATCH.get_ptr_mut(0) else {
-        return Ok(None);
-    };
-    // SAFETY: per-CPU scratch, used by one program at a time on this CPU.
-    let key = unsafe { &mut *scratch };
-    let dentry = access.dentry()?;
-    let Some(parent) = kernel::parent(off, dentry)? else {
-        return Ok(None);
-    };
-    key.slot = slot;
-    key.parent_dev = access.dev;
-    key.parent_ino = if access.exists {
-        kernel::dentry_ino(off, parent)?
-    } else {
-        access.ino
-    };
-    // Keys compare whole: clear what an earlier, longer name left behind.
-    let words = key.name.as_mut_ptr().cast::<u64>();
-    for i in 0..NAME_LEN / 8 {
-        unsafe { words.add(i).write_unaligned(0) };
-    }
-    let name = kernel::name(off, dentry)?;
-    let len = unsafe { bpf_probe_read_kernel_str_bytes(name, &mut key.name) }
-        .map_err(|_| ReadFailed)?
-        .len();
-    key.name_len = len as u32;
-    Ok(Some(key))
 }

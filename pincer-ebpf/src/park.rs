@@ -19,10 +19,12 @@
 //! is found here.
 
 use aya_ebpf::helpers::{bpf_get_current_pid_tgid, bpf_get_current_task, bpf_send_signal_thread};
-use pincer_common::{ERESTARTNOINTR, NAME_LEN, Pending, SIGSTOP, counter, event_flags, task_flags};
+use pincer_common::{
+    EACCES, ERESTARTNOINTR, NAME_LEN, Pending, SIGSTOP, counter, event_flags, task_flags,
+};
 
 use crate::{
-    decide::{Access, EACCES, name_key},
+    access::Access,
     kernel,
     maps::{PENDING, VERDICTS, count, next_request_id, twin_alive},
 };
@@ -166,7 +168,7 @@ fn new_name_hash(access: &Access) -> Result<u64, kernel::ReadFailed> {
         return Ok(0);
     }
     // The slot is no part of the name; any value fills the key.
-    let Some(key) = name_key(0, access)? else {
+    let Some(key) = access.name_key(0)? else {
         return Ok(0);
     };
     // FNV-1a over the zero-padded name in 8-byte words, with no exit that

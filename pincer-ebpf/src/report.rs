@@ -13,7 +13,7 @@ use pincer_common::{
 };
 
 use crate::{
-    decide::Access,
+    access::Access,
     kernel,
     maps::{EVENTS, PATHS, count},
 };

@@ -8,7 +8,10 @@
 use std::path::{Path, PathBuf};
 
 use btf_rs::{Btf, Type};
-use pincer_common::KernelOffsets;
+use pincer_common::{
+    KernelOffsets,
+    hook::{self, Args, Hook},
+};
 
 /// Where the kernel publishes its own BTF.
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
@@ -34,10 +37,12 @@ pub enum BtfError {
         member: String,
     },
     /// An LSM hook the programs attach to is not in this kernel's BTF.
-    #[error("kernel BTF has no LSM hook `{hook}` (no function `bpf_lsm_{hook}`)")]
+    #[error("kernel BTF has no LSM hook `{hook}` (no function `{function}`)")]
     MissingHook {
         /// The hook.
         hook: String,
+        /// The kernel function its program attaches to.
+        function: String,
     },
     /// An LSM hook has another signature than the program expects.
     #[error(
@@ -84,14 +89,20 @@ impl KernelBtf {
     /// Checks that every LSM hook a program attaches to exists with the
     /// number of arguments the program reads (its verdict argument comes
     /// after them): reading a shifted argument would decide on the wrong
-    /// object. An expected count of zero accepts any signature.
-    pub fn check_hooks(&self, hooks: &[(&str, usize)]) -> Result<(), BtfError> {
+    /// object. A hook whose signature varies ([`Args::Varies`]) only has to
+    /// exist.
+    pub fn check_hooks<'a>(
+        &self,
+        hooks: impl IntoIterator<Item = &'a Hook>,
+    ) -> Result<(), BtfError> {
         let btf = Resolver { btf: &self.btf };
-        for &(hook, expected) in hooks {
+        for hook in hooks {
             let found = btf.hook_params(hook)?.len();
-            if expected != 0 && found != expected {
+            if let Args::Exactly(expected) = hook.args
+                && found != expected
+            {
                 return Err(BtfError::HookSignature {
-                    hook: hook.to_owned(),
+                    hook: hook.name.to_owned(),
                     expected,
                     found,
                 });
@@ -103,7 +114,7 @@ impl KernelBtf {
 
 impl KernelBtf {
     /// Whether the kernel has an LSM hook.
-    pub fn has_hook(&self, hook: &str) -> bool {
+    pub fn has_hook(&self, hook: &Hook) -> bool {
         Resolver { btf: &self.btf }.hook_params(hook).is_ok()
     }
 }
@@ -156,11 +167,12 @@ fn proc_dev() -> u32 {
 /// Whether `inode_setattr` takes `(idmap, dentry, attr)` (6.8 and later)
 /// rather than `(dentry, attr)`.
 fn setattr_has_idmap(btf: &Resolver<'_>) -> Result<u32, BtfError> {
-    match btf.hook_params("inode_setattr")?.as_slice() {
+    let setattr = hook::get(hook::INODE_SETATTR);
+    match btf.hook_params(setattr)?.as_slice() {
         [_, dentry, attr] if dentry == "dentry" && attr == "attr" => Ok(1),
         [dentry, attr] if dentry == "dentry" && attr == "attr" => Ok(0),
         other => Err(BtfError::HookSignature {
-            hook: "inode_setattr".to_owned(),
+            hook: setattr.name.to_owned(),
             expected: 2,
             found: other.len(),
         }),
@@ -194,15 +206,16 @@ impl Resolver<'_> {
         Ok(bits / 8)
     }
 
-    /// Parameter names of the LSM hook `hook` (of `bpf_lsm_<hook>`, the
-    /// function BPF LSM programs attach to).
-    fn hook_params(&self, hook: &str) -> Result<Vec<String>, BtfError> {
+    /// Parameter names of an LSM hook (of `bpf_lsm_<hook>`, the function
+    /// BPF LSM programs attach to).
+    fn hook_params(&self, hook: &Hook) -> Result<Vec<String>, BtfError> {
         let missing = || BtfError::MissingHook {
-            hook: hook.to_owned(),
+            hook: hook.name.to_owned(),
+            function: hook.btf_function.to_owned(),
         };
         let func = self
             .btf
-            .resolve_types_by_name(&format!("bpf_lsm_{hook}"))
+            .resolve_types_by_name(hook.btf_function)
             .map_err(|_| missing())?
             .into_iter()
             .find_map(|t| match t {
@@ -297,13 +310,22 @@ mod tests {
     #[test]
     fn hooks_of_the_running_kernel_match_the_programs() {
         let btf = KernelBtf::open(Path::new(VMLINUX_BTF)).unwrap();
-        btf.check_hooks(&pincer_common::names::HOOKS).unwrap();
-        let err = btf.check_hooks(&[("file_open", 3)]).unwrap_err();
+        btf.check_hooks(hook::required()).unwrap();
+        let file_open = Hook {
+            args: Args::Exactly(3),
+            ..*hook::get(hook::FILE_OPEN)
+        };
+        let err = btf.check_hooks(&[file_open]).unwrap_err();
         assert_eq!(
             err.to_string(),
             "the kernel's LSM hook `file_open` takes 1 arguments, pincer's program expects 3"
         );
-        let err = btf.check_hooks(&[("no_such_hook", 1)]).unwrap_err();
+        let no_such_hook = Hook {
+            name: "no_such_hook",
+            btf_function: "bpf_lsm_no_such_hook",
+            ..file_open
+        };
+        let err = btf.check_hooks(&[no_such_hook]).unwrap_err();
         assert_eq!(
             err.to_string(),
             "kernel BTF has no LSM hook `no_such_hook` (no function `bpf_lsm_no_such_hook`)"

@@ -33,7 +33,9 @@ use aya::{
     programs::{Lsm, links::FdLink, links::PinnedLink, lsm::LsmLinkId},
 };
 use pincer_common::{
-    Agent, GrantKey, GrantValue, NameGrantKey, Pending, Twin, Verdict, counter, names,
+    Agent, GrantKey, GrantValue, NameGrantKey, Pending, Twin, Verdict, counter,
+    hook::{self, Attach, Hook},
+    names,
 };
 use sha2::Digest;
 
@@ -156,14 +158,15 @@ impl Enforcer {
         let vmlinux =
             btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF)).map_err(LoadError::Offsets)?;
         let offsets = vmlinux.offsets().map_err(LoadError::Offsets)?;
-        vmlinux
-            .check_hooks(&names::HOOKS)
-            .map_err(LoadError::Offsets)?;
-        let optional: Vec<(&str, usize)> = names::OPTIONAL_HOOKS
-            .into_iter()
-            .filter(|(hook, _)| vmlinux.has_hook(hook))
+        // Every hook of the table, less the optional ones this kernel lacks;
+        // a kernel without a hook pincer always attaches to fails the check.
+        let hooks: Vec<&'static Hook> = hook::ALL
+            .iter()
+            .filter(|hook| hook.attach == Attach::Always || vmlinux.has_hook(hook))
             .collect();
-        vmlinux.check_hooks(&optional).map_err(LoadError::Offsets)?;
+        vmlinux
+            .check_hooks(hooks.iter().copied())
+            .map_err(LoadError::Offsets)?;
         drop(vmlinux);
         tracing::debug!(elapsed = ?started.elapsed(), "read kernel BTF");
         let mut ebpf = EbpfLoader::new()
@@ -172,11 +175,7 @@ impl Enforcer {
             .load(OBJECT)
             .map_err(LoadError::Object)?;
         let kernel_btf = aya::Btf::from_sys_fs().map_err(LoadError::Btf)?;
-        let hooks: Vec<&'static str> = names::HOOKS
-            .into_iter()
-            .chain(optional)
-            .map(|(hook, _)| hook)
-            .collect();
+        let hooks: Vec<&'static str> = hooks.iter().map(|hook| hook.name).collect();
         let mut programs: Vec<(&'static str, &mut Lsm)> = Vec::with_capacity(hooks.len());
         for (name, program) in ebpf.programs_mut() {
             // Programs are named after their hooks.
@@ -285,8 +284,8 @@ impl Enforcer {
             ));
         }
         let links_dir = dir.join("links");
-        for (hook, _) in names::HOOKS {
-            let path = links_dir.join(hook);
+        for hook in hook::required() {
+            let path = links_dir.join(hook.name);
             PinnedLink::from_pin(&path).map_err(|e| pins(&path, format!("no link: {e}")))?;
         }
         let maps_dir = dir.join("maps");

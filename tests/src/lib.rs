@@ -208,10 +208,9 @@ pub fn agent_cgroups() -> Vec<PathBuf> {
 /// Names of the loaded BPF programs and maps that belong to pincer.
 pub fn pincer_kernel_objects() -> Vec<String> {
     let mut found = Vec::new();
-    let hooks = pincer_common::names::HOOKS.into_iter();
-    let hooks: Vec<&str> = hooks
-        .chain(pincer_common::names::OPTIONAL_HOOKS)
-        .map(|(hook, _)| hook)
+    let hooks: Vec<&str> = pincer_common::hook::ALL
+        .iter()
+        .map(|hook| hook.name)
         .collect();
     for program in aya::programs::loaded_programs().flatten() {
         let name = program.name_as_str().unwrap_or_default().to_owned();

@@ -1,0 +1,250 @@
+//! The LSM hooks pincer attaches a program to: one table, read by the
+//! programs (each hook's id, and where its context holds the verdict of
+//! earlier programs), the loader (program names, the kernel function whose
+//! BTF it checks, which hooks are optional) and the event decoder (names).
+//!
+//! A hook's id is what events and parked requests carry
+//! ([`crate::AccessEvent::hook`], [`crate::Pending::hook`]); ids start at 1,
+//! so zero means "no hook", and [`ALL`] holds hook `id` at index `id - 1`.
+
+/// The arguments of a hook as its program reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Args {
+    /// Exactly this many; the loader checks the count in the kernel's BTF,
+    /// as a program reading a shifted argument would decide on the wrong
+    /// object. The verdict of earlier programs on the hook follows them.
+    Exactly(usize),
+    /// The signature differs between the kernels pincer runs on: the program
+    /// finds its arguments itself (`inode_setattr`) or reads none (`bpf`),
+    /// and reads no verdict, whose position moves with them.
+    Varies,
+}
+
+/// When a hook's program is attached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attach {
+    /// On every kernel: one without the hook is refused.
+    Always,
+    /// Only when the kernel has the hook (it was added after 6.1).
+    WhenPresent,
+}
+
+/// One LSM hook and its program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hook {
+    /// The id events and parked requests carry.
+    pub id: u32,
+    /// The LSM hook (`security_<name>` in the kernel), which is also the name
+    /// of its program in the object, of its link pin, and what audit lines
+    /// and metrics show. The kernel keeps the first 15 bytes of a program's
+    /// name; those are distinct for every hook.
+    pub name: &'static str,
+    /// The kernel function the program attaches to, whose signature the
+    /// loader reads from the BTF.
+    pub btf_function: &'static str,
+    /// The arguments the program reads.
+    pub args: Args,
+    /// When the program is attached.
+    pub attach: Attach,
+}
+
+impl Hook {
+    /// The index of the verdict of earlier programs in the program's context
+    /// (the slot after the hook's arguments), when the program reads it.
+    pub const fn verdict_slot(&self) -> Option<usize> {
+        match self.args {
+            Args::Exactly(count) => Some(count),
+            Args::Varies => None,
+        }
+    }
+}
+
+/// Defines the id constants and [`ALL`] from one list of hooks.
+macro_rules! hooks {
+    ($(
+        $(#[doc = $doc:literal])*
+        $id:ident = $value:literal, $name:literal, $args:expr, $attach:expr;
+    )*) => {
+        $(
+            $(#[doc = $doc])*
+            pub const $id: u32 = $value;
+        )*
+
+        /// Every hook, by id: hook `id` is `ALL[id - 1]`.
+        pub const ALL: [Hook; [$($value),*].len()] = [$(
+            Hook {
+                id: $id,
+                name: $name,
+                btf_function: concat!("bpf_lsm_", $name),
+                args: $args,
+                attach: $attach,
+            },
+        )*];
+    };
+}
+
+use Args::{Exactly, Varies};
+use Attach::{Always, WhenPresent};
+
+hooks! {
+    /// `security_file_open`: an existing object is opened (also for exec).
+    FILE_OPEN = 1, "file_open", Exactly(1), Always;
+    /// `security_inode_create`: a regular file is about to be created.
+    INODE_CREATE = 2, "inode_create", Exactly(3), Always;
+    /// `security_inode_unlink`: a name is removed.
+    INODE_UNLINK = 3, "inode_unlink", Exactly(2), Always;
+    /// `security_inode_rmdir`: a directory is removed.
+    INODE_RMDIR = 4, "inode_rmdir", Exactly(2), Always;
+    /// `security_inode_mkdir`: a directory is created.
+    INODE_MKDIR = 5, "inode_mkdir", Exactly(3), Always;
+    /// `security_inode_mknod`: a named pipe, socket or device node is created.
+    INODE_MKNOD = 6, "inode_mknod", Exactly(4), Always;
+    /// `security_inode_symlink`: a symbolic link is created.
+    INODE_SYMLINK = 7, "inode_symlink", Exactly(3), Always;
+    /// `security_inode_link`: a hard link (either end).
+    INODE_LINK = 8, "inode_link", Exactly(3), Always;
+    /// `security_inode_rename`: a rename or exchange (either end).
+    INODE_RENAME = 9, "inode_rename", Exactly(4), Always;
+    /// `security_inode_setattr`: size, times, mode or owner change. 6.8
+    /// added an `idmap` first argument; the loader tells the program which
+    /// signature the kernel has.
+    INODE_SETATTR = 10, "inode_setattr", Varies, Always;
+    /// `security_inode_setxattr`: an extended attribute is set.
+    INODE_SETXATTR = 11, "inode_setxattr", Exactly(6), Always;
+    /// `security_inode_removexattr`: an extended attribute is removed.
+    INODE_REMOVEXATTR = 12, "inode_removexattr", Exactly(3), Always;
+    /// `security_file_receive`: a descriptor arrives over a socket or
+    /// `pidfd_getfd`.
+    FILE_RECEIVE = 13, "file_receive", Exactly(1), Always;
+    /// `security_task_kill`: a signal to a task.
+    TASK_KILL = 14, "task_kill", Exactly(4), Always;
+    /// `security_ptrace_access_check`: ptrace, or a `/proc/<pid>` entry that
+    /// needs ptrace access (`mem`, `environ`, `fd/`, `maps`, ...).
+    PTRACE = 15, "ptrace_access_check", Exactly(2), Always;
+    /// `security_bpf`: the `bpf(2)` system call (its signature changes
+    /// between kernels; the program reads no argument).
+    BPF = 16, "bpf", Varies, Always;
+    /// `security_sb_mount`: `mount(2)`, including bind mounts and remounts.
+    SB_MOUNT = 17, "sb_mount", Exactly(5), Always;
+    /// `security_move_mount`: attaching a mount with the new mount API.
+    MOVE_MOUNT = 18, "move_mount", Exactly(2), Always;
+    /// `security_sb_umount`: `umount(2)`.
+    SB_UMOUNT = 19, "sb_umount", Exactly(2), Always;
+    /// `security_task_alloc`: `clone3(CLONE_INTO_CGROUP)`.
+    TASK_ALLOC = 20, "task_alloc", Exactly(2), Always;
+    /// `security_inode_set_acl` (6.2 and later; before, ACLs are extended
+    /// attributes): a POSIX ACL is set.
+    INODE_SET_ACL = 21, "inode_set_acl", Exactly(4), WhenPresent;
+    /// `security_inode_remove_acl` (6.2 and later): a POSIX ACL is removed.
+    INODE_REMOVE_ACL = 22, "inode_remove_acl", Exactly(3), WhenPresent;
+}
+
+/// The hook with this id, if there is one.
+pub const fn find(id: u32) -> Option<&'static Hook> {
+    let index = id.wrapping_sub(1) as usize;
+    if index < ALL.len() {
+        Some(&ALL[index])
+    } else {
+        None
+    }
+}
+
+/// The hook with one of this module's ids. Meant for constant ids: in a
+/// constant context an id no hook has fails the build.
+pub const fn get(id: u32) -> &'static Hook {
+    match find(id) {
+        Some(hook) => hook,
+        None => panic!("no hook has this id"),
+    }
+}
+
+/// The hook named `name`. Meant for constant names: in a constant context a
+/// name no hook has fails the build (as a program named after no hook
+/// does).
+pub const fn named(name: &str) -> &'static Hook {
+    let mut i = 0;
+    while i < ALL.len() {
+        if same_prefix(ALL[i].name, name, usize::MAX) {
+            return &ALL[i];
+        }
+        i += 1;
+    }
+    panic!("no hook has this name")
+}
+
+/// The hooks whose programs are attached on every kernel
+/// ([`Attach::Always`]).
+pub fn required() -> impl Iterator<Item = &'static Hook> {
+    ALL.iter().filter(|hook| hook.attach == Attach::Always)
+}
+
+/// The name of a hook id as audit lines and metrics show it (`unknown` for
+/// an id no hook has).
+pub const fn name(id: u32) -> &'static str {
+    match find(id) {
+        Some(hook) => hook.name,
+        None => "unknown",
+    }
+}
+
+/// The kernel's part of a program name: its first 15 bytes.
+const KERNEL_NAME_LEN: usize = 15;
+
+/// Whether two names agree in their first `len` bytes (or are equal when
+/// both are shorter).
+const fn same_prefix(a: &str, b: &str, len: usize) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let a_len = if a.len() < len { a.len() } else { len };
+    let b_len = if b.len() < len { b.len() } else { len };
+    if a_len != b_len {
+        return false;
+    }
+    let mut i = 0;
+    while i < a_len {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+// The table's own discipline: ids are positions, and the kernel's truncated
+// program names still tell the programs apart (tests and `bpftool` see those).
+const _: () = {
+    let mut i = 0;
+    while i < ALL.len() {
+        assert!(ALL[i].id as usize == i + 1);
+        let mut j = i + 1;
+        while j < ALL.len() {
+            assert!(!same_prefix(ALL[i].name, ALL[j].name, KERNEL_NAME_LEN));
+            j += 1;
+        }
+        i += 1;
+    }
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_find_their_hooks_and_unknown_ids_have_a_name() {
+        assert_eq!(get(FILE_OPEN).name, "file_open");
+        assert_eq!(named("task_alloc").id, TASK_ALLOC);
+        assert_eq!(get(PTRACE).btf_function, "bpf_lsm_ptrace_access_check");
+        assert_eq!(get(INODE_CREATE).verdict_slot(), Some(3));
+        assert_eq!(get(INODE_SETATTR).verdict_slot(), None);
+        assert_eq!(find(0), None);
+        assert_eq!(find(ALL.len() as u32 + 1), None);
+        assert_eq!(name(0), "unknown");
+        assert_eq!(name(INODE_REMOVE_ACL), "inode_remove_acl");
+    }
+
+    #[test]
+    fn truncated_names_compare_by_their_kernel_part() {
+        assert!(same_prefix("ptrace_access_check", "ptrace_access_c", 15));
+        assert!(!same_prefix("inode_remove_acl", "inode_removexattr", 15));
+        assert!(!same_prefix("bpf", "bpf_x", 15));
+    }
+}

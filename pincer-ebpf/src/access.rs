@@ -1,0 +1,234 @@
+//! What a hook asks for: the object, identified by (device, inode), and the
+//! operations the access needs on it. The hooks build an [`Access`] with the
+//! constructors here from their arguments; [`crate::decide`] checks it
+//! against the grants.
+//!
+//! Every constructor first checks that the loader set the kernel offsets,
+//! and sets every field on every path: the verifier refuses reads of
+//! registers the compiler left unset.
+
+use aya_ebpf::helpers::bpf_probe_read_kernel_str_bytes;
+use pincer_common::{NAME_LEN, NameGrantKey, attr, fmode, ops};
+
+use crate::{
+    kernel::{self, Failure, ReadFailed},
+    maps::SCRATCH,
+};
+
+/// An access to decide.
+pub struct Access {
+    /// One of `pincer_common::hook`.
+    pub hook: u32,
+    /// Operations needed.
+    pub ops: u32,
+    /// Device of the object (for a creation: of its directory).
+    pub dev: u64,
+    /// Inode of the object (for a creation: of its directory).
+    pub ino: u64,
+    /// The object's dentry (for a creation: the new, still negative, one);
+    /// null for an open until [`Access::dentry`] reads it from `file`, as
+    /// only the slower paths need it.
+    pub dentry: *const u8,
+    /// The opened file (null for a creation).
+    pub file: *const u8,
+    /// Whether the object exists (it does not yet for a creation).
+    pub exists: bool,
+}
+
+impl Access {
+    /// An access that could not be identified: every field defined, so no
+    /// path through the program copies a register the compiler left unset.
+    #[inline(always)]
+    pub fn unidentified() -> Access {
+        Access {
+            hook: 0,
+            ops: 0,
+            dev: 0,
+            ino: 0,
+            dentry: core::ptr::null(),
+            file: core::ptr::null(),
+            exists: false,
+        }
+    }
+
+    /// An access to an open file, needing what `ops` makes of its `f_mode`
+    /// and `f_flags` (one of the `for_*` functions below).
+    #[inline(always)]
+    pub fn opened(hook: u32, file: *const u8, ops: fn(u32, u32) -> u32) -> Result<Access, Failure> {
+        kernel::loaded()?;
+        let off = kernel::off();
+        let mode: u32 = kernel::read(file, off.file_f_mode)?;
+        let flags: u32 = kernel::read(file, off.file_f_flags)?;
+        let inode: *const u8 = kernel::read(file, off.file_f_inode)?;
+        let (dev, ino) = kernel::identity(off, inode)?;
+        Ok(Access {
+            hook,
+            ops: ops(mode, flags),
+            dev,
+            ino,
+            dentry: core::ptr::null(),
+            file,
+            exists: true,
+        })
+    }
+
+    /// An access needing `ops` on the existing object named by `dentry`.
+    #[inline(always)]
+    pub fn existing(hook: u32, ops: u32, dentry: *const u8) -> Result<Access, Failure> {
+        kernel::loaded()?;
+        let off = kernel::off();
+        let inode = kernel::dentry_inode(off, dentry)?;
+        let identity = kernel::identity(off, inode)?;
+        Ok(Access::named(hook, ops, identity, dentry, true))
+    }
+
+    /// An access needing `ops` to make the new name (the negative dentry
+    /// `name`) in `dir`.
+    #[inline(always)]
+    pub fn new_name(
+        hook: u32,
+        ops: u32,
+        dir: *const u8,
+        name: *const u8,
+    ) -> Result<Access, Failure> {
+        kernel::loaded()?;
+        let identity = kernel::identity(kernel::off(), dir)?;
+        Ok(Access::named(hook, ops, identity, name, false))
+    }
+
+    /// The destination end of a rename: `create` for a new name in
+    /// `new_dir`, or `delete` of the object it replaces. One constructor for
+    /// both keeps every field defined on every path.
+    #[inline(always)]
+    pub fn rename_target(
+        hook: u32,
+        new_dir: *const u8,
+        new_dentry: *const u8,
+    ) -> Result<Access, Failure> {
+        kernel::loaded()?;
+        let off = kernel::off();
+        let replaced = kernel::dentry_inode(off, new_dentry)?;
+        let exists = !replaced.is_null();
+        let identity = kernel::identity(off, if exists { replaced } else { new_dir })?;
+        let ops = if exists { ops::DELETE } else { ops::CREATE };
+        Ok(Access::named(hook, ops, identity, new_dentry, exists))
+    }
+
+    /// An access to the object named by `dentry`, or to the name itself when
+    /// the object does not exist (then `identity` is its directory's).
+    #[inline(always)]
+    fn named(hook: u32, ops: u32, identity: (u64, u64), dentry: *const u8, exists: bool) -> Access {
+        let (dev, ino) = identity;
+        Access {
+            hook,
+            ops,
+            dev,
+            ino,
+            dentry,
+            file: core::ptr::null(),
+            exists,
+        }
+    }
+
+    /// The object's dentry.
+    #[inline(always)]
+    pub fn dentry(&self) -> Result<*const u8, ReadFailed> {
+        if self.dentry.is_null() {
+            kernel::read(self.file, kernel::off().file_f_path_dentry)
+        } else {
+            Ok(self.dentry)
+        }
+    }
+
+    /// Fills the per-CPU scratch key with (slot, directory, name) of the
+    /// object; `None` for an object with no parent.
+    #[inline(always)]
+    pub fn name_key(&self, slot: u32) -> Result<Option<&'static mut NameGrantKey>, ReadFailed> {
+        let off = kernel::off();
+        let Some(scratch) = SCRATCH.get_ptr_mut(0) else {
+            return Ok(None);
+        };
+        // SAFETY: per-CPU scratch, used by one program at a time on this CPU.
+        let key = unsafe { &mut *scratch };
+        let dentry = self.dentry()?;
+        let Some(parent) = kernel::parent(off, dentry)? else {
+            return Ok(None);
+        };
+        key.slot = slot;
+        key.parent_dev = self.dev;
+        key.parent_ino = if self.exists {
+            kernel::dentry_ino(off, parent)?
+        } else {
+            self.ino
+        };
+        // Keys compare whole: clear what an earlier, longer name left behind.
+        let words = key.name.as_mut_ptr().cast::<u64>();
+        for i in 0..NAME_LEN / 8 {
+            unsafe { words.add(i).write_unaligned(0) };
+        }
+        let name = kernel::name(off, dentry)?;
+        let len = unsafe { bpf_probe_read_kernel_str_bytes(name, &mut key.name) }
+            .map_err(|_| ReadFailed)?
+            .len();
+        key.name_len = len as u32;
+        Ok(Some(key))
+    }
+}
+
+/// The operations an open with `f_mode` and `f_flags` asks for
+/// (`file_open`).
+#[inline(always)]
+pub fn for_open(f_mode: u32, f_flags: u32) -> u32 {
+    if f_mode & fmode::CREATED != 0 {
+        return 0;
+    }
+    if f_flags & fmode::EXEC != 0 {
+        return ops::EXEC;
+    }
+    // An open with neither mode (`O_WRONLY|O_RDWR`, ioctl-only) still hands
+    // out a descriptor to the object: treat it as a read.
+    for_mode(f_mode)
+}
+
+/// The operations a descriptor with `f_mode` gives (read when it gives
+/// neither, as for `O_PATH`: it still names the object).
+#[inline(always)]
+pub fn for_mode(f_mode: u32) -> u32 {
+    let mut need = 0;
+    if f_mode & fmode::READ != 0 {
+        need |= ops::READ;
+    }
+    if f_mode & fmode::WRITE != 0 {
+        need |= ops::WRITE;
+    }
+    if need == 0 { ops::READ } else { need }
+}
+
+/// The operations a received descriptor asks for (`file_receive`): what it
+/// gives, whatever flags it was opened with.
+#[inline(always)]
+pub fn for_received(f_mode: u32, _f_flags: u32) -> u32 {
+    for_mode(f_mode)
+}
+
+/// The operations a change of attributes asks for (`inode_setattr`); zero
+/// for a change the task did not ask for itself.
+#[inline(always)]
+pub fn for_setattr(valid: u32) -> u32 {
+    if valid & (attr::OPEN | attr::FORCE) != 0 {
+        return 0;
+    }
+    let mut need = 0;
+    if valid & (attr::MODE | attr::UID | attr::GID) != 0 {
+        need |= ops::SETATTR;
+    }
+    if valid & attr::SIZE != 0 {
+        need |= ops::WRITE;
+    }
+    // Times alone (`touch`, `utimes`) are what a write does to them; with a
+    // mode or owner change the ctime update is part of that change.
+    if need == 0 && valid & attr::TIMES != 0 {
+        need = ops::WRITE;
+    }
+    need
+}

@@ -1,0 +1,266 @@
+//! The file hooks: each builds the [`Access`] its operation needs and has it
+//! decided against the agent's grants ([`decide`]). What is not granted is
+//! refused with `EACCES` (enforce), allowed and reported (audit), or parked
+//! for the twin (ask, see [`crate::park`]).
+//!
+//! The tables below are for a task in an agent cgroup whose access could be
+//! identified; [`super`] says what comes before and after.
+
+use aya_ebpf::programs::LsmContext;
+use pincer_common::{event_flags, file_type, ops};
+
+use super::{agent, fixed_arg, guard};
+use crate::{
+    access::{self, Access},
+    decide::{self, decide},
+    kernel::{self, Failure},
+    maps,
+};
+
+/// `security_file_open(struct file *file)`: an existing object is opened,
+/// including by `execve` (the program and its interpreter).
+///
+/// | the open                                           | enforce            | audit          | ask                |
+/// |----------------------------------------------------|--------------------|----------------|--------------------|
+/// | the grants cover what its mode asks for            | allow              | allow          | allow              |
+/// | they do not                                        | `EACCES`           | allow + report | park               |
+/// | a `/proc/<pid>` entry of one of pincer's processes | `EACCES` (guarded) | allow + report | `EACCES` (guarded) |
+///
+/// What the mode asks for ([`access::for_open`]): opened for exec
+/// (`__FMODE_EXEC` in `f_flags`: `execve`, `execveat`, a memfd, an
+/// interpreter) needs `exec` only, the kernel's read for exec being part of
+/// it; otherwise read and/or write as the open mode says. The open that has
+/// just created its file needs nothing more: `inode_create` decided the
+/// creation, and a new empty file holds nothing to protect. `/proc/<pid>`
+/// entries of pincer's processes are refused whatever the grants (the
+/// `/proc` baseline grants reads there).
+#[inline(always)]
+pub fn file_open<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    let agent = agent::<HOOK>(ctx)?;
+    let file: *const u8 = ctx.arg(0);
+    let access = Access::opened(HOOK, file, access::for_open);
+    if matches!(&access, Ok(a) if a.dev == u64::from(kernel::off().proc_dev))
+        && guard::is_guarded_proc(file)
+    {
+        return Ok(decide::refuse(&agent, access, event_flags::GUARD));
+    }
+    Ok(decide(&agent, access))
+}
+
+/// The hooks that make a new name, needing `ops` for it (the programs'
+/// list says which): `security_inode_create(struct inode *dir, struct dentry
+/// *dentry, umode_t mode)`, a regular file (`create`);
+/// `security_inode_mkdir(...)` with the same arguments, a directory
+/// (`mkdir`); `security_inode_symlink(struct inode *dir, struct dentry
+/// *dentry, const char *old_name)`, a symbolic link (`create`).
+///
+/// | the creation                                   | enforce  | audit          | ask   |
+/// |------------------------------------------------|----------|----------------|-------|
+/// | `ops` granted for the name, or by a tree above | allow    | allow          | allow |
+/// | not granted                                    | `EACCES` | allow + report | park  |
+///
+/// Files are created (and parked) here rather than in `file_open`, so
+/// `O_CREAT|O_EXCL` works once approved. What a link points to needs
+/// nothing: following it later is decided on the object it reaches.
+#[inline(always)]
+pub fn new_name<const HOOK: u32>(ctx: &LsmContext, ops: u32) -> Result<i32, i32> {
+    let agent = agent::<HOOK>(ctx)?;
+    Ok(decide(
+        &agent,
+        Access::new_name(HOOK, ops, ctx.arg(0), ctx.arg(1)),
+    ))
+}
+
+/// `security_inode_unlink(struct inode *dir, struct dentry *dentry)`: a name
+/// is removed.
+///
+/// | the removal                    | enforce  | audit          | ask   |
+/// |--------------------------------|----------|----------------|-------|
+/// | `delete` granted on the object | allow    | allow          | allow |
+/// | not granted                    | `EACCES` | allow + report | park  |
+///
+/// Whoever removes it, agent or not: when the object keeps other names
+/// (or its link count cannot be read), cached walks that found a tree grant
+/// through this name become stale, like after a rename.
+#[inline(always)]
+pub fn inode_unlink<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    let dentry: *const u8 = ctx.arg(1);
+    let shared = kernel::loaded().is_err() || {
+        let off = kernel::off();
+        match kernel::dentry_inode(off, dentry) {
+            Ok(inode) => kernel::read::<u32>(inode, off.inode_i_nlink).map_or(true, |n| n > 1),
+            Err(_) => true,
+        }
+    };
+    if shared {
+        maps::bump_epoch();
+    }
+    let agent = agent::<HOOK>(ctx)?;
+    Ok(decide(&agent, Access::existing(HOOK, ops::DELETE, dentry)))
+}
+
+/// `security_inode_mknod(struct inode *dir, struct dentry *dentry, umode_t mode, dev_t dev)`:
+/// a named pipe, a socket or a device node is created.
+///
+/// | the creation                                                 | enforce                | audit          | ask                    |
+/// |--------------------------------------------------------------|------------------------|----------------|------------------------|
+/// | a pipe or socket, `create` granted for the name or by a tree | allow                  | allow          | allow                  |
+/// | a pipe or socket, not granted                                | `EACCES`               | allow + report | park                   |
+/// | a character or block device, whatever the grants             | `EACCES` (device node) | allow + report | `EACCES` (device node) |
+///
+/// A device node would open the raw device behind every grant.
+#[inline(always)]
+pub fn inode_mknod<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    let agent = agent::<HOOK>(ctx)?;
+    let access = Access::new_name(HOOK, ops::CREATE, ctx.arg(0), ctx.arg(1));
+    let mode: u64 = ctx.arg(2);
+    let kind = mode as u32 & file_type::MASK;
+    if kind == file_type::CHAR || kind == file_type::BLOCK {
+        return Ok(decide::refuse(&agent, access, event_flags::DEVICE_NODE));
+    }
+    Ok(decide(&agent, access))
+}
+
+/// The hooks that need `ops` on the existing object of their dentry
+/// (argument 1; the programs' list says which ops):
+/// `security_inode_rmdir(struct inode *dir, struct dentry *dentry)`, a
+/// directory is removed (`delete`); `security_inode_setxattr(idmap, struct
+/// dentry *dentry, name, value, size, flags)`,
+/// `security_inode_removexattr(idmap, struct dentry *dentry, name)` and,
+/// since 6.2 (before, ACLs are extended attributes),
+/// `security_inode_set_acl(idmap, struct dentry *dentry, acl_name, kacl)`,
+/// `security_inode_remove_acl(idmap, struct dentry *dentry, acl_name)`, an
+/// extended attribute or a POSIX ACL is set or removed (`setattr`).
+///
+/// | the access                  | enforce  | audit          | ask   |
+/// |-----------------------------|----------|----------------|-------|
+/// | `ops` granted on the object | allow    | allow          | allow |
+/// | not granted                 | `EACCES` | allow + report | park  |
+#[inline(always)]
+pub fn object<const HOOK: u32>(ctx: &LsmContext, ops: u32) -> Result<i32, i32> {
+    let agent = agent::<HOOK>(ctx)?;
+    Ok(decide(&agent, Access::existing(HOOK, ops, ctx.arg(1))))
+}
+
+/// `security_inode_link(struct dentry *old_dentry, struct inode *dir, struct dentry *new_dentry)`:
+/// a hard link needs `link` on the object and `create` for the new name, so
+/// a protected file is never given a name inside a granted tree.
+///
+/// | the two ends    | enforce  | audit                           | ask                  |
+/// |-----------------|----------|---------------------------------|----------------------|
+/// | both granted    | allow    | allow                           | allow                |
+/// | one granted     | `EACCES` | allow + report the other        | park the other       |
+/// | neither granted | `EACCES` | allow + report the object's end | `EACCES` (both ends) |
+#[inline(always)]
+pub fn inode_link<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    two_ends::<HOOK>(ctx, |ctx| {
+        (
+            Access::existing(HOOK, ops::LINK, ctx.arg(0)),
+            Access::new_name(HOOK, ops::CREATE, ctx.arg(1), ctx.arg(2)),
+        )
+    })
+}
+
+/// `security_inode_setattr([struct mnt_idmap *idmap,] struct dentry *dentry, struct iattr *attr)`:
+/// mode and owner need `setattr`; size (truncate by path or descriptor) and
+/// times need `write` ([`access::for_setattr`]).
+///
+/// | the change                                                | enforce  | audit          | ask   |
+/// |-----------------------------------------------------------|----------|----------------|-------|
+/// | made by the kernel itself, or the truncation of `O_TRUNC` | allow    | allow          | allow |
+/// | what it needs is granted on the object                    | allow    | allow          | allow |
+/// | not granted                                               | `EACCES` | allow + report | park  |
+///
+/// The truncation of `open(O_TRUNC)` was decided by the open, and changes
+/// the kernel forces itself (dropping set-id bits on a write) need nothing
+/// more. The signature gained `idmap` in 6.8, so the loader tells which one
+/// this kernel has; the earlier programs' verdict is not read here, as its
+/// position moves with it (the trampoline stops at the first program that
+/// refuses, so this program never runs after a refusal anyway).
+#[inline(always)]
+pub fn inode_setattr<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    let agent = agent::<HOOK>(ctx)?;
+    let access = kernel::loaded().and_then(|()| {
+        let off = kernel::off();
+        // Every slot is read, then the values are chosen (slot 2 is the
+        // verdict slot on kernels whose hook has two arguments).
+        let (first, second, third) = (
+            fixed_arg::<0>(ctx),
+            fixed_arg::<1>(ctx),
+            fixed_arg::<2>(ctx),
+        );
+        let (dentry, attr) = if off.setattr_has_idmap != 0 {
+            (second, third)
+        } else {
+            (first, second)
+        };
+        let valid: u32 = kernel::read(attr, off.iattr_ia_valid)?;
+        Ok((dentry, valid))
+    });
+    let access = match access {
+        Ok((dentry, valid)) => {
+            let ops = access::for_setattr(valid);
+            if ops == 0 {
+                return Ok(0);
+            }
+            Access::existing(HOOK, ops, dentry)
+        }
+        Err(failure) => Err(failure),
+    };
+    Ok(decide(&agent, access))
+}
+
+/// `security_inode_rename(old_dir, old_dentry, new_dir, new_dentry)`: needs
+/// `rename` on the object moved, and at the destination `create` for a new
+/// name or `delete` of the object it replaces ([`Access::rename_target`]).
+/// `RENAME_EXCHANGE` calls the hook once for each direction, so both objects
+/// need `rename` and `delete`.
+///
+/// | the two ends    | enforce  | audit                           | ask                  |
+/// |-----------------|----------|---------------------------------|----------------------|
+/// | both granted    | allow    | allow                           | allow                |
+/// | one granted     | `EACCES` | allow + report the other        | park the other       |
+/// | neither granted | `EACCES` | allow + report the object's end | `EACCES` (both ends) |
+#[inline(always)]
+pub fn inode_rename<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    two_ends::<HOOK>(ctx, |ctx| {
+        (
+            Access::existing(HOOK, ops::RENAME, ctx.arg(1)),
+            Access::rename_target(HOOK, ctx.arg(2), ctx.arg(3)),
+        )
+    })
+}
+
+/// `security_file_receive(struct file *file)`: a descriptor arrives over a
+/// Unix socket (`SCM_RIGHTS`) or `pidfd_getfd`; needs what opening it would
+/// ([`access::for_received`]).
+///
+/// | the descriptor                       | enforce  | audit          | ask                        |
+/// |--------------------------------------|----------|----------------|----------------------------|
+/// | the grants cover what its mode gives | allow    | allow          | allow                      |
+/// | they do not                          | `EACCES` | allow + report | `EACCES` (not restartable) |
+///
+/// The message is already consumed when the hook runs, so the syscall cannot
+/// be restarted: an ungranted descriptor is dropped (`recvmsg` reports
+/// `MSG_CTRUNC`, `pidfd_getfd` fails with `EACCES`), never parked.
+#[inline(always)]
+pub fn file_receive<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    let agent = agent::<HOOK>(ctx)?;
+    let access = Access::opened(HOOK, ctx.arg(0), access::for_received);
+    Ok(decide::decide_unrestartable(&agent, access))
+}
+
+/// Decides an operation with two ends, the object and its new name, which
+/// `ends` reads from the context (a hard link, a rename; see
+/// [`decide::decide_pair`]). Either changes which trees an object is below:
+/// cached walks become stale, whoever makes the change.
+#[inline(always)]
+fn two_ends<const HOOK: u32>(
+    ctx: &LsmContext,
+    ends: impl FnOnce(&LsmContext) -> (Result<Access, Failure>, Result<Access, Failure>),
+) -> Result<i32, i32> {
+    maps::bump_epoch();
+    let agent = agent::<HOOK>(ctx)?;
+    let (object, name) = ends(ctx);
+    Ok(decide::decide_pair(&agent, object, name))
+}
