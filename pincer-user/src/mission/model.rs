@@ -6,7 +6,7 @@ use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::located::FieldPrefix;
+use crate::toml_file::TomlError;
 use crate::vote::{Lifetime, Scope};
 use crate::voters::mission::Rule;
 
@@ -24,19 +24,8 @@ pub enum MissionError {
     },
     /// The file is not a valid mission: bad TOML, an unknown key, a wrong type
     /// or a value out of range.
-    #[error("{}:{line}:{column}: {}{message}", .path.display(), FieldPrefix(.field.as_deref()))]
-    Invalid {
-        /// The mission file.
-        path: PathBuf,
-        /// 1-based line of the offending text.
-        line: usize,
-        /// 1-based column (in characters) of the offending text.
-        column: usize,
-        /// The field, such as `grant[2].ops`, when the error is about one.
-        field: Option<String>,
-        /// What is wrong.
-        message: String,
-    },
+    #[error(transparent)]
+    Invalid(#[from] TomlError),
     /// A grant's path could not be looked up.
     #[error("{}:{line}: {field}: cannot resolve {}", .mission.display(), .path.display())]
     Unresolvable {

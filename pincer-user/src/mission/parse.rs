@@ -1,30 +1,27 @@
 //! Reading a mission from TOML: strict, and every error names the file, the
 //! line and column, and the field.
 
-use std::fmt;
 use std::fs;
-use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use pincer_common::ops;
 use serde::Deserialize;
-use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use toml::Spanned;
 
 use super::model::{
     Baseline, DEFAULT_CLOCK_SKEW, DefaultVerdict, Extent, GrantSpec, MAX_CLOCK_SKEW,
     MAX_VOTE_TIMEOUT, Mission, MissionError, OnUnknown, VotePolicy, VoterKind, WebhookSpec,
 };
-use crate::located::{line_column, or_list};
+use crate::toml_file::{Document, TomlError, or_list};
 use crate::vote::{Lifetime, Scope};
 use crate::voters::mission::{Rule, RuleVerdict};
 
 // The file as written. Every value is optional and spanned so that pincer,
 // not serde, reports a missing or invalid value, with its position and field.
-// serde still reports unknown keys and wrong types; `field_at` names the
+// serde still reports unknown keys and wrong types; the document names the
 // field from the error's position. A new key is a new field here plus its
-// check in `Mission::parse_with_home`.
+// check in `parse` below.
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table")]
@@ -93,365 +90,6 @@ struct RawRule {
     reason: Option<Spanned<String>>,
 }
 
-/// The text being parsed, to turn byte offsets into positioned errors.
-struct Doc<'a> {
-    text: &'a str,
-    source: &'a Path,
-}
-
-impl Doc<'_> {
-    fn invalid(&self, offset: usize, field: Option<String>, message: String) -> MissionError {
-        let (line, column) = line_column(self.text, offset);
-        MissionError::Invalid {
-            path: self.source.to_owned(),
-            line,
-            column,
-            field,
-            message,
-        }
-    }
-
-    fn field_error(&self, offset: usize, field: &str, message: impl Into<String>) -> MissionError {
-        self.invalid(offset, Some(field.to_owned()), message.into())
-    }
-
-    fn toml_error(&self, error: &toml::de::Error) -> MissionError {
-        let offset = error.span().map_or(0, |span| span.start);
-        // Errors such as "invalid basic string" carry only the first line.
-        let mut message = error.message().trim_end().replace('\n', ": ");
-        let field = field_at(self.text, offset);
-        // Datetimes reach serde as maps; say what the user wrote.
-        if message.starts_with("invalid type: map")
-            && self
-                .text
-                .get(offset..)
-                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
-        {
-            message = message.replacen("invalid type: map", "invalid type: datetime", 1);
-        }
-        if message.ends_with("expected a sequence") {
-            match field.as_deref() {
-                Some("grant") => message.push_str(" (write each grant as a [[grant]] table)"),
-                Some("vote.rule") => {
-                    message.push_str(" (write each rule as a [[vote.rule]] table)");
-                }
-                _ => {}
-            }
-        }
-        self.invalid(offset, field, message)
-    }
-
-    /// A duration longer than zero and at most `max`.
-    fn duration(
-        &self,
-        value: &Spanned<String>,
-        field: &str,
-        max: Option<Duration>,
-    ) -> Result<Duration, MissionError> {
-        let error = |message: String| self.field_error(value.span().start, field, message);
-        let duration = humantime::parse_duration(value.get_ref()).map_err(|_| {
-            error(format!(
-                "invalid duration {:?} (write it like \"30s\", \"10m\" or \"1h30m\")",
-                value.get_ref()
-            ))
-        })?;
-        if duration.is_zero() {
-            return Err(error("must be longer than zero".to_owned()));
-        }
-        if let Some(max) = max.filter(|max| duration > *max) {
-            return Err(error(format!(
-                "must be at most {} (not {})",
-                humantime::format_duration(max),
-                humantime::format_duration(duration)
-            )));
-        }
-        Ok(duration)
-    }
-
-    /// The duration of a `ttl` lifetime, which is recorded in whole seconds.
-    fn ttl(&self, value: &Spanned<String>, field: &str) -> Result<Duration, MissionError> {
-        let duration = self.duration(value, field, None)?;
-        if duration.subsec_nanos() != 0 {
-            return Err(self.field_error(
-                value.span().start,
-                field,
-                "must be a whole number of seconds",
-            ));
-        }
-        Ok(duration)
-    }
-
-    /// Looks `value` up in `choices`, the accepted spellings of a setting.
-    fn choice<T: Copy>(
-        &self,
-        value: &Spanned<String>,
-        field: &str,
-        what: &str,
-        choices: &[(&str, T)],
-    ) -> Result<T, MissionError> {
-        choices
-            .iter()
-            .find(|(name, _)| *name == value.get_ref())
-            .map(|(_, choice)| *choice)
-            .ok_or_else(|| {
-                let expected: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
-                self.field_error(
-                    value.span().start,
-                    field,
-                    format!(
-                        "unknown {what} {:?} (expected {})",
-                        value.get_ref(),
-                        or_list(&expected)
-                    ),
-                )
-            })
-    }
-}
-
-/// The document as a tree of spans, only to name the field at an offset.
-enum Node {
-    Scalar,
-    Array(Vec<Located<Node>>),
-    Table(Vec<NodeEntry>),
-}
-
-/// A key of a table and its value.
-type NodeEntry = (Located<String>, Located<Node>);
-
-/// A key or value and its span when the document has one: a table that
-/// exists only through a dotted header (`[[vote.rule]]` with no `[vote]`)
-/// has none, and `toml::Spanned` refuses such a table outright.
-struct Located<T> {
-    span: Option<Range<usize>>,
-    value: T,
-}
-
-// The protocol by which `toml::Spanned` asks the TOML deserializer for a
-// span (serde_spanned's): a struct with these names, answered with a map of
-// these three fields when there is a span and with the plain value when
-// there is none. `Located` speaks it to accept both.
-const SPANNED_NAME: &str = "$__serde_spanned_private_Spanned";
-const SPANNED_START: &str = "$__serde_spanned_private_start";
-const SPANNED_END: &str = "$__serde_spanned_private_end";
-const SPANNED_VALUE: &str = "$__serde_spanned_private_value";
-const SPANNED_FIELDS: &[&str] = &[SPANNED_START, SPANNED_END, SPANNED_VALUE];
-
-impl Located<Node> {
-    /// Whether the value covers `offset`. A table's span may leave out
-    /// parts of it (`[vote]` ends where `[vote.webhook]` begins) or be
-    /// missing, so its entries are asked too.
-    fn contains(&self, offset: usize) -> bool {
-        self.span
-            .as_ref()
-            .is_some_and(|span| span.contains(&offset))
-            || match &self.value {
-                Node::Scalar => false,
-                Node::Array(items) => items.iter().any(|item| item.contains(offset)),
-                Node::Table(entries) => entries
-                    .iter()
-                    .any(|(key, value)| key.contains(offset) || value.contains(offset)),
-            }
-    }
-}
-
-impl Located<String> {
-    fn contains(&self, offset: usize) -> bool {
-        self.span
-            .as_ref()
-            .is_some_and(|span| span.contains(&offset))
-    }
-}
-
-/// Reads the rest of a span map whose start key has been read; `T` is the
-/// spanned value.
-fn rest_of_span<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
-    mut map: A,
-) -> Result<Located<T>, A::Error> {
-    let start: usize = map.next_value()?;
-    let end = match map.next_key::<String>()? {
-        Some(key) if key == SPANNED_END => map.next_value::<usize>()?,
-        _ => return Err(serde::de::Error::custom("span without an end")),
-    };
-    match map.next_key::<String>()? {
-        Some(key) if key == SPANNED_VALUE => Ok(Located {
-            span: Some(start..end),
-            value: map.next_value()?,
-        }),
-        _ => Err(serde::de::Error::custom("span without a value")),
-    }
-}
-
-impl<'de> Deserialize<'de> for Located<String> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Located<String>;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a key")
-            }
-
-            fn visit_str<E>(self, key: &str) -> Result<Located<String>, E> {
-                Ok(Located {
-                    span: None,
-                    value: key.to_owned(),
-                })
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Located<String>, A::Error> {
-                match map.next_key::<String>()? {
-                    Some(key) if key == SPANNED_START => rest_of_span(map),
-                    _ => Err(serde::de::Error::custom("expected a spanned key")),
-                }
-            }
-        }
-
-        deserializer.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, KeyVisitor)
-    }
-}
-
-impl<'de> Deserialize<'de> for Located<Node> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct LocatedVisitor;
-
-        impl<'de> Visitor<'de> for LocatedVisitor {
-            type Value = Located<Node>;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a TOML value")
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Located<Node>, A::Error> {
-                let Some(first) = map.next_key::<Located<String>>()? else {
-                    return Ok(Located {
-                        span: None,
-                        value: Node::Table(Vec::new()),
-                    });
-                };
-                // The start of a span is given without a span of its own; a
-                // key of the document always has one.
-                if first.span.is_none() && first.value == SPANNED_START {
-                    return rest_of_span(map);
-                }
-                let value = map.next_value()?;
-                Ok(Located {
-                    span: None,
-                    value: Node::Table(table_entries(Some((first, value)), map)?),
-                })
-            }
-        }
-
-        deserializer.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, LocatedVisitor)
-    }
-}
-
-/// The entries of a table, after `first` when it was already read.
-fn table_entries<'de, A: MapAccess<'de>>(
-    first: Option<NodeEntry>,
-    mut map: A,
-) -> Result<Vec<NodeEntry>, A::Error> {
-    let mut entries: Vec<_> = first.into_iter().collect();
-    while let Some(entry) = map.next_entry()? {
-        entries.push(entry);
-    }
-    Ok(entries)
-}
-
-impl<'de> Deserialize<'de> for Node {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct NodeVisitor;
-
-        impl<'de> Visitor<'de> for NodeVisitor {
-            type Value = Node;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a TOML value")
-            }
-
-            fn visit_bool<E>(self, _: bool) -> Result<Node, E> {
-                Ok(Node::Scalar)
-            }
-
-            fn visit_i64<E>(self, _: i64) -> Result<Node, E> {
-                Ok(Node::Scalar)
-            }
-
-            fn visit_u64<E>(self, _: u64) -> Result<Node, E> {
-                Ok(Node::Scalar)
-            }
-
-            fn visit_f64<E>(self, _: f64) -> Result<Node, E> {
-                Ok(Node::Scalar)
-            }
-
-            fn visit_str<E>(self, _: &str) -> Result<Node, E> {
-                Ok(Node::Scalar)
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
-                let mut items = Vec::new();
-                while let Some(item) = seq.next_element()? {
-                    items.push(item);
-                }
-                Ok(Node::Array(items))
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Node, A::Error> {
-                Ok(Node::Table(table_entries(None, map)?))
-            }
-        }
-
-        deserializer.deserialize_any(NodeVisitor)
-    }
-}
-
-/// The dotted name (`grant[2].ops`) of the key or value at `offset`, if the
-/// text is valid TOML. Array elements are counted from 1.
-fn field_at(text: &str, offset: usize) -> Option<String> {
-    // Datetimes cannot be spanned; such a file gets messages without a field.
-    let root: Node = toml::from_str(text).ok()?;
-    let mut path = String::new();
-    let mut node = &root;
-    loop {
-        match node {
-            Node::Scalar => break,
-            Node::Array(items) => {
-                let Some((index, item)) = items
-                    .iter()
-                    .enumerate()
-                    .find(|(_, item)| item.contains(offset))
-                else {
-                    break;
-                };
-                path.push_str(&format!("[{}]", index + 1));
-                node = &item.value;
-            }
-            Node::Table(entries) => {
-                let mut next = None;
-                for (key, value) in entries {
-                    let on_key = key.contains(offset);
-                    if on_key || value.contains(offset) {
-                        if !path.is_empty() {
-                            path.push('.');
-                        }
-                        path.push_str(&key.value);
-                        if !on_key {
-                            next = Some(&value.value);
-                        }
-                        break;
-                    }
-                }
-                match next {
-                    Some(value) => node = value,
-                    None => break,
-                }
-            }
-        }
-    }
-    (!path.is_empty()).then_some(path)
-}
-
 impl Mission {
     /// Reads and parses a mission file; `~` expands to `$HOME`.
     pub fn from_file(path: &Path) -> Result<Mission, MissionError> {
@@ -477,87 +115,173 @@ impl Mission {
         source: &Path,
         home: Option<&Path>,
     ) -> Result<Mission, MissionError> {
-        let doc = Doc { text, source };
-        let raw: RawFile = toml::from_str(text).map_err(|error| doc.toml_error(&error))?;
-
-        let mission = raw
-            .mission
-            .ok_or_else(|| doc.field_error(0, "mission", "missing section"))?;
-        let name = mission.get_ref().name.as_ref().ok_or_else(|| {
-            doc.field_error(mission.span().start, "mission.name", "missing field")
-        })?;
-        if name.get_ref().trim().is_empty() {
-            return Err(doc.field_error(name.span().start, "mission.name", "must not be empty"));
-        }
-
-        let grants = raw
-            .grant
-            .iter()
-            .enumerate()
-            .map(|(index, grant)| parse_grant(&doc, index + 1, grant, home))
-            .collect::<Result<Vec<_>, _>>()?;
-
-        let mut baseline = Baseline::default();
-        let mut on_unknown = OnUnknown::default();
-        if let Some(defaults) = &raw.defaults {
-            if let Some(value) = &defaults.get_ref().baseline {
-                baseline = doc.choice(
-                    value,
-                    "defaults.baseline",
-                    "baseline",
-                    &[("runtime", Baseline::Runtime), ("none", Baseline::None)],
-                )?;
-            }
-            if let Some(value) = &defaults.get_ref().on_unknown {
-                on_unknown = doc.choice(
-                    value,
-                    "defaults.on_unknown",
-                    "value",
-                    &[
-                        ("deny", OnUnknown::Deny),
-                        ("audit", OnUnknown::Audit),
-                        ("ask", OnUnknown::Ask),
-                    ],
-                )?;
-            }
-        }
-
-        let vote = match &raw.vote {
-            Some(vote) => parse_vote(&doc, vote, home)?,
-            None => VotePolicy::default(),
-        };
-
-        Ok(Mission {
-            name: name.get_ref().clone(),
-            source: source.to_owned(),
-            grants,
-            baseline,
-            on_unknown,
-            vote,
-        })
+        Ok(parse(&Document::new(text, source), home)?)
     }
 }
 
+fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> {
+    let raw: RawFile = doc.deserialize().map_err(with_hint)?;
+
+    let mission = doc.required(raw.mission.as_ref(), 0, "mission", "missing section")?;
+    let name = required(doc, &mission.get_ref().name, mission, "mission.name")?;
+    if name.get_ref().trim().is_empty() {
+        return Err(doc.field_error(name.span().start, "mission.name", "must not be empty"));
+    }
+
+    let grants = raw
+        .grant
+        .iter()
+        .enumerate()
+        .map(|(index, grant)| parse_grant(doc, index + 1, grant, home))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let mut baseline = Baseline::default();
+    let mut on_unknown = OnUnknown::default();
+    if let Some(defaults) = &raw.defaults {
+        if let Some(value) = &defaults.get_ref().baseline {
+            baseline = choice(
+                doc,
+                value,
+                "defaults.baseline",
+                "baseline",
+                &[("runtime", Baseline::Runtime), ("none", Baseline::None)],
+            )?;
+        }
+        if let Some(value) = &defaults.get_ref().on_unknown {
+            on_unknown = choice(
+                doc,
+                value,
+                "defaults.on_unknown",
+                "value",
+                &[
+                    ("deny", OnUnknown::Deny),
+                    ("audit", OnUnknown::Audit),
+                    ("ask", OnUnknown::Ask),
+                ],
+            )?;
+        }
+    }
+
+    let vote = match &raw.vote {
+        Some(vote) => parse_vote(doc, vote, home)?,
+        None => VotePolicy::default(),
+    };
+
+    Ok(Mission {
+        name: name.get_ref().clone(),
+        source: doc.path().to_owned(),
+        grants,
+        baseline,
+        on_unknown,
+        vote,
+    })
+}
+
+/// Says how to write an array of tables when a single table was written.
+fn with_hint(mut error: TomlError) -> TomlError {
+    if error.message.ends_with("expected a sequence") {
+        match error.field.as_deref() {
+            Some("grant") => error
+                .message
+                .push_str(" (write each grant as a [[grant]] table)"),
+            Some("vote.rule") => error
+                .message
+                .push_str(" (write each rule as a [[vote.rule]] table)"),
+            _ => {}
+        }
+    }
+    error
+}
+
+/// A key of `table` that must be there: "missing field" points at the
+/// table otherwise.
+fn required<'a, T, U>(
+    doc: &Document<'_>,
+    value: &'a Option<Spanned<T>>,
+    table: &Spanned<U>,
+    field: &str,
+) -> Result<&'a Spanned<T>, TomlError> {
+    doc.required(value.as_ref(), table.span().start, field, "missing field")
+}
+
+/// A duration longer than zero and at most `max`.
+fn duration(
+    doc: &Document<'_>,
+    value: &Spanned<String>,
+    field: &str,
+    max: Option<Duration>,
+) -> Result<Duration, TomlError> {
+    let error = |message: String| doc.field_error(value.span().start, field, message);
+    let duration = humantime::parse_duration(value.get_ref()).map_err(|_| {
+        error(format!(
+            "invalid duration {:?} (write it like \"30s\", \"10m\" or \"1h30m\")",
+            value.get_ref()
+        ))
+    })?;
+    if duration.is_zero() {
+        return Err(error("must be longer than zero".to_owned()));
+    }
+    if let Some(max) = max.filter(|max| duration > *max) {
+        return Err(error(format!(
+            "must be at most {} (not {})",
+            humantime::format_duration(max),
+            humantime::format_duration(duration)
+        )));
+    }
+    Ok(duration)
+}
+
+/// The duration of a `ttl` lifetime, which is recorded in whole seconds.
+fn ttl(doc: &Document<'_>, value: &Spanned<String>, field: &str) -> Result<Duration, TomlError> {
+    let duration = duration(doc, value, field, None)?;
+    if duration.subsec_nanos() != 0 {
+        return Err(doc.field_error(
+            value.span().start,
+            field,
+            "must be a whole number of seconds",
+        ));
+    }
+    Ok(duration)
+}
+
+/// Looks `value` up in `choices`, the accepted spellings of a setting.
+fn choice<T: Copy>(
+    doc: &Document<'_>,
+    value: &Spanned<String>,
+    field: &str,
+    what: &str,
+    choices: &[(&str, T)],
+) -> Result<T, TomlError> {
+    choices
+        .iter()
+        .find(|(name, _)| *name == value.get_ref())
+        .map(|(_, choice)| *choice)
+        .ok_or_else(|| {
+            let expected: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+            doc.field_error(
+                value.span().start,
+                field,
+                format!(
+                    "unknown {what} {:?} (expected {})",
+                    value.get_ref(),
+                    or_list(&expected)
+                ),
+            )
+        })
+}
+
 fn parse_grant(
-    doc: &Doc<'_>,
+    doc: &Document<'_>,
     number: usize,
     grant: &Spanned<RawGrant>,
     home: Option<&Path>,
-) -> Result<GrantSpec, MissionError> {
+) -> Result<GrantSpec, TomlError> {
     let field = |name: &str| format!("grant[{number}].{name}");
     let raw = grant.get_ref();
-    let start = grant.span().start;
 
-    let path = raw
-        .path
-        .as_ref()
-        .ok_or_else(|| doc.field_error(start, &field("path"), "missing field"))?;
+    let path = required(doc, &raw.path, grant, &field("path"))?;
     let expanded = absolute_path(doc, path, &field("path"), home)?;
-
-    let ops_list = raw
-        .ops
-        .as_ref()
-        .ok_or_else(|| doc.field_error(start, &field("ops"), "missing field"))?;
+    let ops_list = required(doc, &raw.ops, grant, &field("ops"))?;
     let bits = parse_ops(doc, ops_list, &field("ops"))?;
     let extent = parse_extent(doc, raw.extent.as_ref(), &field("extent"))?;
 
@@ -565,17 +289,17 @@ fn parse_grant(
         path: expanded,
         ops: bits,
         extent,
-        line: line_column(doc.text, path.span().start).0,
+        line: doc.line(path.span().start),
     })
 }
 
 /// A path written in the mission: absolute, or starting with `~` (`home`).
 fn absolute_path(
-    doc: &Doc<'_>,
+    doc: &Document<'_>,
     path: &Spanned<String>,
     field: &str,
     home: Option<&Path>,
-) -> Result<PathBuf, MissionError> {
+) -> Result<PathBuf, TomlError> {
     let path_error = |message: String| doc.field_error(path.span().start, field, message);
     let written = path.get_ref();
     if written.contains('\0') {
@@ -602,16 +326,17 @@ fn absolute_path(
 
 /// A non-empty list of operation names, as bits of [`ops`].
 fn parse_ops(
-    doc: &Doc<'_>,
+    doc: &Document<'_>,
     list: &Spanned<Vec<Spanned<String>>>,
     field: &str,
-) -> Result<u32, MissionError> {
+) -> Result<u32, TomlError> {
     if list.get_ref().is_empty() {
         return Err(doc.field_error(list.span().start, field, "must list at least one operation"));
     }
     let mut bits = 0;
     for op in list.get_ref() {
-        bits |= doc.choice(
+        bits |= choice(
+            doc,
             op,
             field,
             "operation",
@@ -622,12 +347,13 @@ fn parse_ops(
 }
 
 fn parse_extent(
-    doc: &Doc<'_>,
+    doc: &Document<'_>,
     value: Option<&Spanned<String>>,
     field: &str,
-) -> Result<Extent, MissionError> {
+) -> Result<Extent, TomlError> {
     match value {
-        Some(value) => doc.choice(
+        Some(value) => choice(
+            doc,
             value,
             field,
             "extent",
@@ -652,10 +378,10 @@ const LIFETIMES: [(&str, LifetimeKind); 3] = [
 ];
 
 fn parse_vote(
-    doc: &Doc<'_>,
+    doc: &Document<'_>,
     raw: &RawVote,
     home: Option<&Path>,
-) -> Result<VotePolicy, MissionError> {
+) -> Result<VotePolicy, TomlError> {
     let mut policy = VotePolicy::default();
 
     if let Some(list) = &raw.voters {
@@ -670,7 +396,7 @@ fn parse_vote(
         let mut voters = Vec::new();
         for (index, value) in list.get_ref().iter().enumerate() {
             let field = format!("vote.voters[{}]", index + 1);
-            let voter = doc.choice(value, &field, "voter", &choices)?;
+            let voter = choice(doc, value, &field, "voter", &choices)?;
             if voters.contains(&voter) {
                 return Err(doc.field_error(
                     value.span().start,
@@ -684,11 +410,12 @@ fn parse_vote(
     }
 
     if let Some(value) = &raw.timeout {
-        policy.timeout = doc.duration(value, "vote.timeout", Some(MAX_VOTE_TIMEOUT))?;
+        policy.timeout = duration(doc, value, "vote.timeout", Some(MAX_VOTE_TIMEOUT))?;
     }
 
     if let Some(value) = &raw.default {
-        policy.default = doc.choice(
+        policy.default = choice(
+            doc,
             value,
             "vote.default",
             "default verdict",
@@ -703,13 +430,13 @@ fn parse_vote(
     let cap = match &raw.max_lifetime {
         Some(value) => Some((
             value,
-            doc.choice(value, "vote.max_lifetime", "lifetime", &LIFETIMES)?,
+            choice(doc, value, "vote.max_lifetime", "lifetime", &LIFETIMES)?,
         )),
         None => None,
     };
     policy.max_lifetime = match (cap, &raw.max_ttl) {
         (Some((_, LifetimeKind::Ttl)), Some(value)) => {
-            Lifetime::Ttl(doc.ttl(value, "vote.max_ttl")?)
+            Lifetime::Ttl(ttl(doc, value, "vote.max_ttl")?)
         }
         (Some((cap, LifetimeKind::Ttl)), None) => {
             return Err(doc.field_error(
@@ -730,7 +457,8 @@ fn parse_vote(
     };
 
     if let Some(value) = &raw.max_extent {
-        policy.max_extent = doc.choice(
+        policy.max_extent = choice(
+            doc,
             value,
             "vote.max_extent",
             "extent",
@@ -769,17 +497,13 @@ fn parse_vote(
 }
 
 fn parse_webhook(
-    doc: &Doc<'_>,
+    doc: &Document<'_>,
     webhook: &Spanned<RawWebhook>,
     home: Option<&Path>,
-) -> Result<WebhookSpec, MissionError> {
+) -> Result<WebhookSpec, TomlError> {
     let raw = webhook.get_ref();
-    let start = webhook.span().start;
 
-    let url = raw
-        .url
-        .as_ref()
-        .ok_or_else(|| doc.field_error(start, "vote.webhook.url", "missing field"))?;
+    let url = required(doc, &raw.url, webhook, "vote.webhook.url")?;
     // The URL may carry a token: messages describe it without repeating it.
     let url_error =
         |message: String| doc.field_error(url.span().start, "vote.webhook.url", message);
@@ -795,14 +519,11 @@ fn parse_webhook(
         return Err(url_error("must name a host".to_owned()));
     }
 
-    let secret_file = raw
-        .secret_file
-        .as_ref()
-        .ok_or_else(|| doc.field_error(start, "vote.webhook.secret_file", "missing field"))?;
+    let secret_file = required(doc, &raw.secret_file, webhook, "vote.webhook.secret_file")?;
     let secret_file = absolute_path(doc, secret_file, "vote.webhook.secret_file", home)?;
 
     let clock_skew = match &raw.clock_skew {
-        Some(value) => doc.duration(value, "vote.webhook.clock_skew", Some(MAX_CLOCK_SKEW))?,
+        Some(value) => duration(doc, value, "vote.webhook.clock_skew", Some(MAX_CLOCK_SKEW))?,
         None => DEFAULT_CLOCK_SKEW,
     };
 
@@ -810,24 +531,20 @@ fn parse_webhook(
         url: url.get_ref().clone(),
         secret_file,
         clock_skew,
-        line: line_column(doc.text, start).0,
+        line: doc.line(webhook.span().start),
     })
 }
 
 fn parse_rule(
-    doc: &Doc<'_>,
+    doc: &Document<'_>,
     number: usize,
     rule: &Spanned<RawRule>,
     home: Option<&Path>,
-) -> Result<Rule, MissionError> {
+) -> Result<Rule, TomlError> {
     let field = |name: &str| format!("vote.rule[{number}].{name}");
     let raw = rule.get_ref();
-    let start = rule.span().start;
 
-    let path = raw
-        .path
-        .as_ref()
-        .ok_or_else(|| doc.field_error(start, &field("path"), "missing field"))?;
+    let path = required(doc, &raw.path, rule, &field("path"))?;
     let expanded = absolute_path(doc, path, &field("path"), home)?;
     // Rules compare paths without resolving them, so `..` would never match
     // the path of a request: a deny rule with it would protect nothing.
@@ -848,11 +565,9 @@ fn parse_rule(
         None => ops::ALL,
     };
 
-    let verdict = raw
-        .verdict
-        .as_ref()
-        .ok_or_else(|| doc.field_error(start, &field("verdict"), "missing field"))?;
-    let allow = doc.choice(
+    let verdict = required(doc, &raw.verdict, rule, &field("verdict"))?;
+    let allow = choice(
+        doc,
         verdict,
         &field("verdict"),
         "verdict",
@@ -866,16 +581,16 @@ fn parse_rule(
                 "only allowed with verdict = \"allow\"",
             ));
         }
-        Some(value) => doc.choice(value, &field("lifetime"), "lifetime", &LIFETIMES)?,
+        Some(value) => choice(doc, value, &field("lifetime"), "lifetime", &LIFETIMES)?,
         None => LifetimeKind::Once,
     };
     let verdict = match (lifetime, &raw.ttl) {
         (LifetimeKind::Ttl, Some(value)) => {
-            RuleVerdict::Allow(Lifetime::Ttl(doc.ttl(value, &field("ttl"))?))
+            RuleVerdict::Allow(Lifetime::Ttl(ttl(doc, value, &field("ttl"))?))
         }
         (LifetimeKind::Ttl, None) => {
             return Err(doc.field_error(
-                start,
+                rule.span().start,
                 &field("ttl"),
                 "missing field (lifetime = \"ttl\" needs it)",
             ));
@@ -906,34 +621,25 @@ fn parse_rule(
         ops: bits,
         verdict,
         reason,
-        line: line_column(doc.text, path.span().start).0,
+        line: doc.line(path.span().start),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::toml_file::test_support::{Parts, field, parts as error};
 
     fn parse(text: &str) -> Result<Mission, MissionError> {
         Mission::parse_with_home(text, Path::new("m.toml"), Some(Path::new("/home/me")))
     }
 
     /// The position, field and message of an `Invalid` error.
-    fn invalid(text: &str) -> (usize, usize, Option<String>, String) {
+    fn invalid(text: &str) -> Parts {
         match parse(text) {
-            Err(MissionError::Invalid {
-                line,
-                column,
-                field,
-                message,
-                ..
-            }) => (line, column, field, message),
+            Err(MissionError::Invalid(error)) => error.parts(),
             other => panic!("expected an invalid mission, got {other:?}"),
         }
-    }
-
-    fn field(name: &str) -> Option<String> {
-        Some(name.to_owned())
     }
 
     const GOOD: &str = r#"# What the agent may do.
@@ -1369,15 +1075,21 @@ ops = ["write", "raed"]
     }
 
     #[test]
-    fn line_and_column_of_offsets() {
-        let text = "ab\nçd\n\nx";
-        assert_eq!(line_column(text, 0), (1, 1));
-        assert_eq!(line_column(text, 2), (1, 3));
-        assert_eq!(line_column(text, 3), (2, 1));
-        // After the two bytes of "ç": column 2.
-        assert_eq!(line_column(text, 5), (2, 2));
-        assert_eq!(line_column(text, 8), (4, 1));
-        assert_eq!(line_column(text, 100), (4, 2));
+    fn forty_thousand_grants() {
+        // Each grant's line is looked up in the line index: a scan of the
+        // text per grant made this quadratic.
+        let mut text = String::from("[mission]\nname = \"many\"\n");
+        for index in 0..40_000 {
+            text.push_str(&format!(
+                "[[grant]]\npath = \"/g/{index}\"\nops = [\"read\"]\n"
+            ));
+        }
+        let mission = parse(&text).unwrap();
+        assert_eq!(mission.grants.len(), 40_000);
+        let last = &mission.grants[39_999];
+        assert_eq!(last.path, Path::new("/g/39999"));
+        // `[mission]` and its name, then three lines a grant.
+        assert_eq!(last.line, 2 + 3 * 39_999 + 2);
     }
 
     #[test]
@@ -1411,15 +1123,9 @@ ops = ["write", "raed"]
     // Parked requests and votes.
 
     /// The error of a mission whose text after `[mission]` starts on line 3.
-    fn vote_invalid(rest: &str) -> (usize, usize, Option<String>, String) {
+    fn vote_invalid(rest: &str) -> Parts {
         invalid(&format!("[mission]\nname = \"m\"\n{rest}"))
     }
-
-    fn error(line: usize, column: usize, name: &str, message: &str) -> Invalid {
-        (line, column, field(name), message.to_owned())
-    }
-
-    type Invalid = (usize, usize, Option<String>, String);
 
     /// A webhook section whose `url` is on line 6 and `secret_file` on 7.
     fn webhook(url: &str, secret_file: &str) -> String {
@@ -1905,7 +1611,7 @@ verdict = "allow"
     }
 
     /// A mission whose only rule starts on line 3, its first key on line 4.
-    fn rule_invalid(keys: &str) -> Invalid {
+    fn rule_invalid(keys: &str) -> Parts {
         vote_invalid(&format!("[[vote.rule]]\n{keys}"))
     }
 

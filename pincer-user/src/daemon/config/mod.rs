@@ -93,16 +93,12 @@ use std::fmt;
 use std::fs;
 use std::io;
 use std::net::SocketAddr;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
-use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
-
 use crate::audit::default_key_path;
-use crate::located::{FieldPrefix, line_column, or_list};
 pub use crate::mission::Mode;
+use crate::toml_file::{Document, Field, Node, TomlError, or_list, toml_string};
 pub use pattern::CgroupPattern;
 
 mod pattern;
@@ -139,19 +135,8 @@ pub enum ConfigError {
     },
     /// The file is not a valid configuration: bad TOML, an unknown key, a
     /// wrong type or a bad value.
-    #[error("{}:{line}:{column}: {}{message}", .path.display(), FieldPrefix(.field.as_deref()))]
-    Invalid {
-        /// The configuration file.
-        path: PathBuf,
-        /// 1-based line of the offending text.
-        line: usize,
-        /// 1-based column (in characters) of the offending text.
-        column: usize,
-        /// The field, such as `agent[2].cgroup`, when the error is about one.
-        field: Option<String>,
-        /// What is wrong.
-        message: String,
-    },
+    #[error(transparent)]
+    Invalid(#[from] TomlError),
 }
 
 /// The daemon's configuration.
@@ -309,7 +294,7 @@ impl Config {
     /// relative mission paths are relative to its directory (itself taken
     /// relative to the working directory when `path` is relative).
     pub fn from_str(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        parse(&Doc { text, path })
+        Ok(parse(&Document::new(text, path))?)
     }
 
     /// The configuration of a file with every default and no agents.
@@ -397,420 +382,15 @@ fn path_string(path: &Path) -> String {
     toml_string(&path.to_string_lossy())
 }
 
-/// `text` as a TOML basic string.
-fn toml_string(text: &str) -> String {
-    let mut quoted = String::with_capacity(text.len() + 2);
-    quoted.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => quoted.push_str("\\\""),
-            '\\' => quoted.push_str("\\\\"),
-            '\n' => quoted.push_str("\\n"),
-            '\t' => quoted.push_str("\\t"),
-            c if c.is_control() => quoted.push_str(&format!("\\u{:04X}", u32::from(c))),
-            c => quoted.push(c),
-        }
-    }
-    quoted.push('"');
-    quoted
-}
-
 // The file is read into a tree of values that keep their spans, and checked
 // by hand rather than by serde's derive: every unknown key, wrong type and
 // bad value is then reported by this module, with its position and its
 // field. A new key is a name in one of the `fields` calls below plus its
 // check.
 
-/// A TOML value and where it was written. Tables that exist only through a
-/// dotted key or header (`daemon.socket = …`, `[daemon.x]` without
-/// `[daemon]`) have no span.
-struct Node {
-    span: Option<Range<usize>>,
-    value: Value,
-}
-
-enum Value {
-    String(String),
-    Integer(i64),
-    Float(f64),
-    Boolean(bool),
-    Datetime(String),
-    Array(Vec<Node>),
-    Table(Vec<(Key, Node)>),
-}
-
-impl Value {
-    /// What the value is, for messages.
-    fn describe(&self) -> String {
-        match self {
-            Value::String(text) => format!("string {}", toml_string(text)),
-            Value::Integer(n) => format!("integer {n}"),
-            Value::Float(x) => format!("float {x}"),
-            Value::Boolean(b) => format!("boolean {b}"),
-            Value::Datetime(text) => format!("datetime {text}"),
-            Value::Array(_) => "array".to_owned(),
-            Value::Table(_) => "table".to_owned(),
-        }
-    }
-}
-
-struct Key {
-    span: Option<Range<usize>>,
-    name: String,
-}
-
-// How `toml::Spanned` asks the TOML deserializer for a span (serde_spanned's
-// protocol): a struct with these names, answered with a map of these three
-// fields when the value has a span and with the plain value when it has
-// none. `Node` and `Key` speak it so that a missing span is not an error.
-const SPANNED_NAME: &str = "$__serde_spanned_private_Spanned";
-const SPANNED_START: &str = "$__serde_spanned_private_start";
-const SPANNED_END: &str = "$__serde_spanned_private_end";
-const SPANNED_VALUE: &str = "$__serde_spanned_private_value";
-const SPANNED_FIELDS: &[&str] = &[SPANNED_START, SPANNED_END, SPANNED_VALUE];
-// How the TOML deserializer hands over a datetime: a map of this one key.
-const DATETIME_FIELD: &str = "$__toml_private_datetime";
-
-/// Reads the rest of a span map whose start key has been read.
-fn rest_of_span<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
-    mut map: A,
-) -> Result<(Range<usize>, T), A::Error> {
-    let start: usize = map.next_value()?;
-    let end = match map.next_key::<String>()? {
-        Some(key) if key == SPANNED_END => map.next_value::<usize>()?,
-        _ => return Err(serde::de::Error::custom("span without an end")),
-    };
-    match map.next_key::<String>()? {
-        Some(key) if key == SPANNED_VALUE => Ok((start..end, map.next_value()?)),
-        _ => Err(serde::de::Error::custom("span without a value")),
-    }
-}
-
-impl<'de> Deserialize<'de> for Key {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a key")
-            }
-
-            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Key, E> {
-                Ok(Key {
-                    span: None,
-                    name: name.to_owned(),
-                })
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Key, A::Error> {
-                match map.next_key::<String>()? {
-                    Some(key) if key == SPANNED_START => {
-                        let (span, name) = rest_of_span(map)?;
-                        Ok(Key {
-                            span: Some(span),
-                            name,
-                        })
-                    }
-                    _ => Err(serde::de::Error::custom("expected a spanned key")),
-                }
-            }
-        }
-
-        deserializer.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, KeyVisitor)
-    }
-}
-
-/// Reads the values of the TOML data model.
-struct ValueVisitor;
-
-impl<'de> Visitor<'de> for ValueVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a TOML value")
-    }
-
-    fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Value, E> {
-        Ok(Value::Boolean(b))
-    }
-
-    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Value, E> {
-        Ok(Value::Integer(n))
-    }
-
-    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Value, E> {
-        i64::try_from(n)
-            .map(Value::Integer)
-            .map_err(|_| E::custom(format!("integer {n} is too large")))
-    }
-
-    fn visit_f64<E: serde::de::Error>(self, x: f64) -> Result<Value, E> {
-        Ok(Value::Float(x))
-    }
-
-    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Value, E> {
-        Ok(Value::String(text.to_owned()))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let Some(first) = map.next_key::<Key>()? else {
-            return Ok(Value::Table(Vec::new()));
-        };
-        // A key of the document always has a span: this one is the
-        // deserializer's.
-        if first.span.is_none() && first.name == DATETIME_FIELD {
-            return Ok(Value::Datetime(map.next_value()?));
-        }
-        let value = map.next_value()?;
-        table_rest((first, value), map)
-    }
-}
-
-/// A table's entries after its first one.
-fn table_rest<'de, A: MapAccess<'de>>(first: (Key, Node), mut map: A) -> Result<Value, A::Error> {
-    let mut entries = vec![first];
-    while let Some(entry) = map.next_entry()? {
-        entries.push(entry);
-    }
-    Ok(Value::Table(entries))
-}
-
-impl<'de> Deserialize<'de> for Value {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ValueVisitor)
-    }
-}
-
-impl<'de> Deserialize<'de> for Node {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        /// Reads a value with its span, or without one when it has none.
-        struct NodeVisitor;
-
-        fn unspanned<E>(value: Result<Value, E>) -> Result<Node, E> {
-            value.map(|value| Node { span: None, value })
-        }
-
-        impl<'de> Visitor<'de> for NodeVisitor {
-            type Value = Node;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a TOML value")
-            }
-
-            fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Node, E> {
-                unspanned(ValueVisitor.visit_bool(b))
-            }
-
-            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Node, E> {
-                unspanned(ValueVisitor.visit_i64(n))
-            }
-
-            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Node, E> {
-                unspanned(ValueVisitor.visit_u64(n))
-            }
-
-            fn visit_f64<E: serde::de::Error>(self, x: f64) -> Result<Node, E> {
-                unspanned(ValueVisitor.visit_f64(x))
-            }
-
-            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Node, E> {
-                unspanned(ValueVisitor.visit_str(text))
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Node, A::Error> {
-                unspanned(ValueVisitor.visit_seq(seq))
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
-                let Some(first) = map.next_key::<Key>()? else {
-                    return unspanned(Ok(Value::Table(Vec::new())));
-                };
-                if first.span.is_none() && first.name == SPANNED_START {
-                    let (span, value) = rest_of_span(map)?;
-                    return Ok(Node {
-                        span: Some(span),
-                        value,
-                    });
-                }
-                // A table without a span: `first` is its first key.
-                let value = map.next_value()?;
-                unspanned(table_rest((first, value), map))
-            }
-        }
-
-        deserializer.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, NodeVisitor)
-    }
-}
-
-/// A value found in the file, with its dotted name (`agent[2].cgroup`) and
-/// where to point at it.
-struct Field<'a> {
-    name: String,
-    offset: usize,
-    node: &'a Node,
-}
-
-/// The text being parsed, to turn offsets into positioned errors.
-struct Doc<'a> {
-    text: &'a str,
-    path: &'a Path,
-}
-
-impl Doc<'_> {
-    fn invalid(&self, offset: usize, field: Option<String>, message: String) -> ConfigError {
-        let (line, column) = line_column(self.text, offset);
-        ConfigError::Invalid {
-            path: self.path.to_owned(),
-            line,
-            column,
-            field,
-            message,
-        }
-    }
-
-    fn error(&self, field: &Field<'_>, message: impl Into<String>) -> ConfigError {
-        self.invalid(field.offset, Some(field.name.clone()), message.into())
-    }
-
-    fn toml_error(&self, error: &toml::de::Error) -> ConfigError {
-        let offset = error.span().map_or(0, |span| span.start);
-        // Errors such as "invalid basic string" carry only the first line.
-        let message = error.message().trim_end().replace('\n', ": ");
-        self.invalid(offset, None, message)
-    }
-
-    fn wrong_type(&self, field: &Field<'_>, expected: &str) -> ConfigError {
-        self.error(
-            field,
-            format!(
-                "invalid type: {}, expected {expected}",
-                field.node.value.describe()
-            ),
-        )
-    }
-
-    /// The entries of `known`, in that order, of a table: any other key is
-    /// an error.
-    fn fields<'a, const N: usize>(
-        &self,
-        table: &Field<'a>,
-        known: [&str; N],
-    ) -> Result<[Option<Field<'a>>; N], ConfigError> {
-        let Value::Table(entries) = &table.node.value else {
-            return Err(self.wrong_type(table, "a table"));
-        };
-        let mut found = [const { None }; N];
-        for (key, node) in entries {
-            let name = if table.name.is_empty() {
-                key.name.clone()
-            } else {
-                format!("{}.{}", table.name, key.name)
-            };
-            let key_offset = key.span.as_ref().map_or(table.offset, |span| span.start);
-            let Some(index) = known.iter().position(|known| *known == key.name) else {
-                let field = Field {
-                    name,
-                    offset: key_offset,
-                    node,
-                };
-                return Err(self.error(
-                    &field,
-                    format!("unknown field `{}`, expected {}", key.name, one_of(&known)),
-                ));
-            };
-            found[index] = Some(Field {
-                name,
-                offset: node.span.as_ref().map_or(key_offset, |span| span.start),
-                node,
-            });
-        }
-        Ok(found)
-    }
-
-    fn string<'a>(&self, field: &Field<'a>) -> Result<&'a str, ConfigError> {
-        match &field.node.value {
-            Value::String(text) => Ok(text),
-            _ => Err(self.wrong_type(field, "a string")),
-        }
-    }
-
-    /// Looks a string up in `choices`, the accepted spellings of a setting.
-    fn choice<T: Copy>(&self, field: &Field<'_>, choices: &[(&str, T)]) -> Result<T, ConfigError> {
-        let text = self.string(field)?;
-        choices
-            .iter()
-            .find(|(name, _)| *name == text)
-            .map(|(_, choice)| *choice)
-            .ok_or_else(|| {
-                let names: Vec<String> =
-                    choices.iter().map(|(name, _)| toml_string(name)).collect();
-                self.error(
-                    field,
-                    format!(
-                        "unknown value {} (expected {})",
-                        toml_string(text),
-                        or_list(&names)
-                    ),
-                )
-            })
-    }
-
-    /// A path: not empty and without NUL bytes.
-    fn path(&self, field: &Field<'_>) -> Result<PathBuf, ConfigError> {
-        let text = self.string(field)?;
-        if text.is_empty() {
-            return Err(self.error(field, "must not be empty"));
-        }
-        if text.contains('\0') {
-            return Err(self.error(field, "must not contain a NUL byte"));
-        }
-        Ok(PathBuf::from(text))
-    }
-
-    fn absolute_path(&self, field: &Field<'_>) -> Result<PathBuf, ConfigError> {
-        let path = self.path(field)?;
-        if !path.is_absolute() {
-            return Err(self.error(
-                field,
-                format!(
-                    "must be an absolute path (not {})",
-                    toml_string(&path.to_string_lossy())
-                ),
-            ));
-        }
-        Ok(path)
-    }
-}
-
-/// How serde lists expected keys: `` `a` ``, `` `a` or `b` `` or
-/// `` one of `a`, `b`, `c` ``.
-fn one_of(names: &[&str]) -> String {
-    let quoted: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
-    match quoted.as_slice() {
-        [] => "nothing".to_owned(),
-        [one] => one.clone(),
-        [a, b] => format!("{a} or {b}"),
-        _ => format!("one of {}", quoted.join(", ")),
-    }
-}
-
-fn parse(doc: &Doc<'_>) -> Result<Config, ConfigError> {
-    let root: Node = toml::from_str(doc.text).map_err(|error| doc.toml_error(&error))?;
-    let root = Field {
-        name: String::new(),
-        offset: 0,
-        node: &root,
-    };
+fn parse(doc: &Document<'_>) -> Result<Config, TomlError> {
+    let root: Node = doc.deserialize()?;
+    let root = Field::root(&root);
     let [daemon, agents] = doc.fields(&root, ["daemon", "agent"])?;
     let daemon = match daemon {
         Some(table) => parse_daemon(doc, &table)?,
@@ -823,11 +403,11 @@ fn parse(doc: &Doc<'_>) -> Result<Config, ConfigError> {
     Ok(Config {
         daemon,
         agents,
-        path: doc.path.to_owned(),
+        path: doc.path().to_owned(),
     })
 }
 
-fn parse_daemon(doc: &Doc<'_>, table: &Field<'_>) -> Result<DaemonConfig, ConfigError> {
+fn parse_daemon(doc: &Document<'_>, table: &Field<'_>) -> Result<DaemonConfig, TomlError> {
     let [
         socket,
         pin_dir,
@@ -856,19 +436,19 @@ fn parse_daemon(doc: &Doc<'_>, table: &Field<'_>) -> Result<DaemonConfig, Config
     )?;
     let mut config = DaemonConfig::default();
     if let Some(field) = socket {
-        config.socket = doc.absolute_path(&field)?;
+        config.socket = absolute_path(doc, &field)?;
     }
     if let Some(field) = pin_dir {
-        config.pin_dir = doc.absolute_path(&field)?;
+        config.pin_dir = absolute_path(doc, &field)?;
     }
     if let Some(field) = on_stop {
-        config.on_stop = doc.choice(&field, &OnStop::CHOICES)?;
+        config.on_stop = choice(doc, &field, &OnStop::CHOICES)?;
     }
     if let Some(field) = audit {
-        config.audit = doc.absolute_path(&field)?;
+        config.audit = absolute_path(doc, &field)?;
     }
     if let Some(field) = audit_key {
-        let key = doc.absolute_path(&field)?;
+        let key = absolute_path(doc, &field)?;
         // The key would be read back as the log's first line, and lost.
         if key == config.audit {
             return Err(doc.error(&field, "must not be the audit log itself"));
@@ -890,18 +470,16 @@ fn parse_daemon(doc: &Doc<'_>, table: &Field<'_>) -> Result<DaemonConfig, Config
         config.metrics = Some(address);
     }
     if let Some(field) = log_format {
-        config.log_format = doc.choice(&field, &LogFormat::CHOICES)?;
+        config.log_format = choice(doc, &field, &LogFormat::CHOICES)?;
     }
     if let Some(field) = cgroup_root {
-        config.cgroup_root = doc.absolute_path(&field)?;
+        config.cgroup_root = absolute_path(doc, &field)?;
     }
     if let Some(field) = scan_every {
         config.scan_every = parse_scan_every(doc, &field)?;
     }
     if let Some(field) = ring_bytes {
-        let Value::Integer(n) = field.node.value else {
-            return Err(doc.wrong_type(&field, "an integer"));
-        };
+        let n = doc.integer(&field)?;
         config.ring_bytes = u32::try_from(n)
             .ok()
             .filter(|bytes| bytes.is_power_of_two() && *bytes >= MIN_RING_BYTES)
@@ -918,7 +496,7 @@ fn parse_daemon(doc: &Doc<'_>, table: &Field<'_>) -> Result<DaemonConfig, Config
     Ok(config)
 }
 
-fn parse_scan_every(doc: &Doc<'_>, field: &Field<'_>) -> Result<Duration, ConfigError> {
+fn parse_scan_every(doc: &Document<'_>, field: &Field<'_>) -> Result<Duration, TomlError> {
     let text = doc.string(field)?;
     let duration = humantime::parse_duration(text).map_err(|_| {
         doc.error(
@@ -943,36 +521,24 @@ fn parse_scan_every(doc: &Doc<'_>, field: &Field<'_>) -> Result<Duration, Config
     Ok(duration)
 }
 
-fn parse_agents(doc: &Doc<'_>, list: &Field<'_>) -> Result<Vec<AgentConfig>, ConfigError> {
-    let Value::Array(items) = &list.node.value else {
+fn parse_agents(doc: &Document<'_>, list: &Field<'_>) -> Result<Vec<AgentConfig>, TomlError> {
+    let Some(items) = list.items() else {
         let mut error = doc.wrong_type(list, "an array of tables");
-        if let ConfigError::Invalid { message, .. } = &mut error {
-            message.push_str(" (write each agent as an [[agent]] table)");
-        }
+        error
+            .message
+            .push_str(" (write each agent as an [[agent]] table)");
         return Err(error);
     };
     let mut agents: Vec<AgentConfig> = Vec::new();
     // Names and patterns seen so far, to the agent (from 1) that has them.
     let mut names = HashMap::new();
     let mut patterns = HashMap::new();
-    for (index, item) in items.iter().enumerate() {
+    for (index, table) in items.enumerate() {
         let number = index + 1;
-        let table = Field {
-            name: format!("{}[{number}]", list.name),
-            offset: item.span.as_ref().map_or(list.offset, |span| span.start),
-            node: item,
-        };
         let [name, cgroup, mission, mode] =
             doc.fields(&table, ["name", "cgroup", "mission", "mode"])?;
-        let missing = |key: &str| {
-            doc.invalid(
-                table.offset,
-                Some(format!("{}.{key}", table.name)),
-                "missing field".to_owned(),
-            )
-        };
 
-        let name = name.ok_or_else(|| missing("name"))?;
+        let name = doc.required_in(&table, "name", name)?;
         let name_text = doc.string(&name)?;
         check_agent_name(name_text).map_err(|message| doc.error(&name, message))?;
         if let Some(first) = names.insert(name_text, number) {
@@ -985,7 +551,7 @@ fn parse_agents(doc: &Doc<'_>, list: &Field<'_>) -> Result<Vec<AgentConfig>, Con
             ));
         }
 
-        let cgroup = cgroup.ok_or_else(|| missing("cgroup"))?;
+        let cgroup = doc.required_in(&table, "cgroup", cgroup)?;
         let pattern = CgroupPattern::parse(doc.string(&cgroup)?)
             .map_err(|message| doc.error(&cgroup, message))?;
         if let Some(first) = patterns.insert(pattern.as_str().to_owned(), number) {
@@ -998,11 +564,11 @@ fn parse_agents(doc: &Doc<'_>, list: &Field<'_>) -> Result<Vec<AgentConfig>, Con
             ));
         }
 
-        let mission = mission.ok_or_else(|| missing("mission"))?;
+        let mission = doc.required_in(&table, "mission", mission)?;
         let mission = resolve_mission(doc, &mission)?;
 
         let mode = mode
-            .map(|mode| doc.choice(&mode, &Mode::CHOICES))
+            .map(|mode| choice(doc, &mode, &Mode::CHOICES))
             .transpose()?;
 
         agents.push(AgentConfig {
@@ -1010,7 +576,7 @@ fn parse_agents(doc: &Doc<'_>, list: &Field<'_>) -> Result<Vec<AgentConfig>, Con
             cgroup: pattern,
             mission,
             mode,
-            line: line_column(doc.text, table.offset).0,
+            line: doc.line(table.offset),
         });
     }
     Ok(agents)
@@ -1045,15 +611,15 @@ fn check_agent_name(name: &str) -> Result<(), String> {
 /// The mission's path, absolute: a relative one is taken from the
 /// configuration file's directory, so that the file means the same whatever
 /// directory the daemon starts in.
-fn resolve_mission(doc: &Doc<'_>, field: &Field<'_>) -> Result<PathBuf, ConfigError> {
-    let path = doc.path(field)?;
+fn resolve_mission(doc: &Document<'_>, field: &Field<'_>) -> Result<PathBuf, TomlError> {
+    let path = path(doc, field)?;
     if path.starts_with("~") {
         return Err(doc.error(
             field,
             "\"~\" is not expanded (whose home would it be?): write the path in full",
         ));
     }
-    let directory = doc.path.parent().unwrap_or(Path::new(""));
+    let directory = doc.path().parent().unwrap_or(Path::new(""));
     std::path::absolute(directory.join(&path)).map_err(|error| {
         doc.error(
             field,
@@ -1062,10 +628,61 @@ fn resolve_mission(doc: &Doc<'_>, field: &Field<'_>) -> Result<PathBuf, ConfigEr
     })
 }
 
+/// Looks a string up in `choices`, the accepted spellings of a setting.
+fn choice<T: Copy>(
+    doc: &Document<'_>,
+    field: &Field<'_>,
+    choices: &[(&str, T)],
+) -> Result<T, TomlError> {
+    let text = doc.string(field)?;
+    choices
+        .iter()
+        .find(|(name, _)| *name == text)
+        .map(|(_, choice)| *choice)
+        .ok_or_else(|| {
+            let names: Vec<String> = choices.iter().map(|(name, _)| toml_string(name)).collect();
+            doc.error(
+                field,
+                format!(
+                    "unknown value {} (expected {})",
+                    toml_string(text),
+                    or_list(&names)
+                ),
+            )
+        })
+}
+
+/// A path: not empty and without NUL bytes.
+fn path(doc: &Document<'_>, field: &Field<'_>) -> Result<PathBuf, TomlError> {
+    let text = doc.string(field)?;
+    if text.is_empty() {
+        return Err(doc.error(field, "must not be empty"));
+    }
+    if text.contains('\0') {
+        return Err(doc.error(field, "must not contain a NUL byte"));
+    }
+    Ok(PathBuf::from(text))
+}
+
+fn absolute_path(doc: &Document<'_>, field: &Field<'_>) -> Result<PathBuf, TomlError> {
+    let path = path(doc, field)?;
+    if !path.is_absolute() {
+        return Err(doc.error(
+            field,
+            format!(
+                "must be an absolute path (not {})",
+                toml_string(&path.to_string_lossy())
+            ),
+        ));
+    }
+    Ok(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::mission::OnUnknown;
+    use crate::toml_file::test_support::{Parts, field};
 
     const CONFIG: &str = "/etc/pincer/daemon.toml";
 
@@ -1074,21 +691,11 @@ mod tests {
     }
 
     /// The position, field and message of an `Invalid` error.
-    fn invalid(text: &str) -> (usize, usize, Option<String>, String) {
+    fn invalid(text: &str) -> Parts {
         match parse(text) {
-            Err(ConfigError::Invalid {
-                line,
-                column,
-                field,
-                message,
-                ..
-            }) => (line, column, field, message),
+            Err(ConfigError::Invalid(error)) => error.parts(),
             other => panic!("expected an invalid configuration, got {other:?}"),
         }
-    }
-
-    fn field(name: &str) -> Option<String> {
-        Some(name.to_owned())
     }
 
     /// An agent entry whose `cgroup` is on line 3 of the text it starts.
