@@ -1,12 +1,11 @@
 //! What a mission says: its grants, its defaults and how parked requests are
 //! voted on, as read from the file (before any path is resolved).
 
-use std::fmt;
 use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::toml_file::TomlError;
+use crate::toml_file::{Named, TomlError, named};
 use crate::vote::{Lifetime, Scope};
 use crate::voters::mission::Rule;
 
@@ -106,14 +105,7 @@ pub enum Extent {
     Tree,
 }
 
-impl fmt::Display for Extent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Extent::File => "file",
-            Extent::Tree => "tree",
-        })
-    }
-}
+named!(Extent: "file" => File, "tree" => Tree);
 
 /// Grants every mission gets besides its own.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -126,14 +118,7 @@ pub enum Baseline {
     None,
 }
 
-impl fmt::Display for Baseline {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Baseline::Runtime => "runtime",
-            Baseline::None => "none",
-        })
-    }
-}
+named!(Baseline: "runtime" => Runtime, "none" => None);
 
 /// What an access that no grant covers does.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -148,15 +133,7 @@ pub enum OnUnknown {
     Ask,
 }
 
-impl fmt::Display for OnUnknown {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            OnUnknown::Deny => "deny",
-            OnUnknown::Audit => "audit",
-            OnUnknown::Ask => "ask",
-        })
-    }
-}
+named!(OnUnknown: "deny" => Deny, "audit" => Audit, "ask" => Ask);
 
 /// How a run or an agent overrides its mission's `defaults.on_unknown`
 /// (`pincer run --mode`, `mode` in the daemon's configuration, the control
@@ -173,18 +150,11 @@ pub enum Mode {
 
 impl Mode {
     /// The names modes are written with, in files and on the socket.
-    pub const CHOICES: [(&'static str, Mode); 3] = [
-        ("enforce", Mode::Enforce),
-        ("audit", Mode::Audit),
-        ("ask", Mode::Ask),
-    ];
+    pub const CHOICES: &'static [(&'static str, Mode)] = <Self as Named>::NAMES;
 
     /// The mode written `name`.
     pub fn from_name(name: &str) -> Option<Mode> {
-        Self::CHOICES
-            .iter()
-            .find(|(written, _)| *written == name)
-            .map(|(_, mode)| *mode)
+        <Self as Named>::from_name(name)
     }
 
     /// The mission setting this mode stands for.
@@ -198,12 +168,11 @@ impl Mode {
 
     /// The name it is written with.
     pub fn name(self) -> &'static str {
-        Self::CHOICES
-            .iter()
-            .find(|(_, mode)| *mode == self)
-            .map_or("?", |(name, _)| name)
+        <Self as Named>::name(self)
     }
 }
+
+named!(Mode: "enforce" => Enforce, "audit" => Audit, "ask" => Ask);
 
 impl From<OnUnknown> for Mode {
     fn from(on_unknown: OnUnknown) -> Mode {
@@ -212,12 +181,6 @@ impl From<OnUnknown> for Mode {
             OnUnknown::Audit => Mode::Audit,
             OnUnknown::Ask => Mode::Ask,
         }
-    }
-}
-
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -249,19 +212,11 @@ impl VoterKind {
 
     /// The voter's name in missions and audit lines.
     pub fn name(self) -> &'static str {
-        match self {
-            VoterKind::Mission => "mission",
-            VoterKind::Prompt => "prompt",
-            VoterKind::Webhook => "webhook",
-        }
+        <Self as Named>::name(self)
     }
 }
 
-impl fmt::Display for VoterKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+named!(VoterKind: "mission" => Mission, "prompt" => Prompt, "webhook" => Webhook);
 
 /// The verdict on a parked request when no voter allows it in time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -273,14 +228,7 @@ pub enum DefaultVerdict {
     AllowOnce,
 }
 
-impl fmt::Display for DefaultVerdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            DefaultVerdict::Deny => "deny",
-            DefaultVerdict::AllowOnce => "allow-once",
-        })
-    }
-}
+named!(DefaultVerdict: "deny" => Deny, "allow-once" => AllowOnce);
 
 /// `[vote.webhook]`: where the webhook voter sends parked requests.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use super::model::{
     Baseline, DEFAULT_CLOCK_SKEW, DefaultVerdict, Extent, GrantSpec, MAX_CLOCK_SKEW,
     MAX_VOTE_TIMEOUT, Mission, MissionError, OnUnknown, VotePolicy, VoterKind, WebhookSpec,
 };
-use crate::toml_file::{Document, TomlError, or_list};
+use crate::toml_file::{Document, Named, TomlError, or_list};
 use crate::vote::{Lifetime, Scope};
 use crate::voters::mission::{Rule, RuleVerdict};
 
@@ -139,26 +139,10 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
     let mut on_unknown = OnUnknown::default();
     if let Some(defaults) = &raw.defaults {
         if let Some(value) = &defaults.get_ref().baseline {
-            baseline = choice(
-                doc,
-                value,
-                "defaults.baseline",
-                "baseline",
-                &[("runtime", Baseline::Runtime), ("none", Baseline::None)],
-            )?;
+            baseline = choice(doc, value, "defaults.baseline", "baseline", Baseline::NAMES)?;
         }
         if let Some(value) = &defaults.get_ref().on_unknown {
-            on_unknown = choice(
-                doc,
-                value,
-                "defaults.on_unknown",
-                "value",
-                &[
-                    ("deny", OnUnknown::Deny),
-                    ("audit", OnUnknown::Audit),
-                    ("ask", OnUnknown::Ask),
-                ],
-            )?;
+            on_unknown = choice(doc, value, "defaults.on_unknown", "value", OnUnknown::NAMES)?;
         }
     }
 
@@ -352,13 +336,7 @@ fn parse_extent(
     field: &str,
 ) -> Result<Extent, TomlError> {
     match value {
-        Some(value) => choice(
-            doc,
-            value,
-            field,
-            "extent",
-            &[("file", Extent::File), ("tree", Extent::Tree)],
-        ),
+        Some(value) => choice(doc, value, field, "extent", Extent::NAMES),
         None => Ok(Extent::default()),
     }
 }
@@ -392,11 +370,10 @@ fn parse_vote(
                 "must list at least one voter",
             ));
         }
-        let choices = VoterKind::ALL.map(|voter| (voter.name(), voter));
         let mut voters = Vec::new();
         for (index, value) in list.get_ref().iter().enumerate() {
             let field = format!("vote.voters[{}]", index + 1);
-            let voter = choice(doc, value, &field, "voter", &choices)?;
+            let voter = choice(doc, value, &field, "voter", VoterKind::NAMES)?;
             if voters.contains(&voter) {
                 return Err(doc.field_error(
                     value.span().start,
@@ -419,10 +396,7 @@ fn parse_vote(
             value,
             "vote.default",
             "default verdict",
-            &[
-                ("deny", DefaultVerdict::Deny),
-                ("allow-once", DefaultVerdict::AllowOnce),
-            ],
+            DefaultVerdict::NAMES,
         )?;
     }
 

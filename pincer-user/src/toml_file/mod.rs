@@ -9,6 +9,8 @@
 //! - `tree` reads the file into values that keep their spans, to be checked
 //!   by hand (`Field`, `Document::fields`) or only to name the field at a
 //!   position.
+//! - `Named` settings (`"deny"`, `"tree"`, `"keep"`, ...) list their names
+//!   once, for parsing, messages and `Display`.
 
 mod tree;
 
@@ -154,6 +156,47 @@ impl<'a> Document<'a> {
         self.error_at(offset, tree::field_at(self.text, offset), message)
     }
 }
+
+/// A setting written as one of a few names (`"deny"`, `"tree"`, `"keep"`):
+/// the names are listed once, and serve parsing, messages and `Display`
+/// ([`named`]).
+pub(crate) trait Named: Copy + PartialEq + 'static {
+    /// Each name with what it stands for, in the order messages list them.
+    const NAMES: &'static [(&'static str, Self)];
+
+    /// The value written `name`.
+    fn from_name(name: &str) -> Option<Self> {
+        Self::NAMES
+            .iter()
+            .find(|(written, _)| *written == name)
+            .map(|(_, value)| *value)
+    }
+
+    /// The name the value is written with.
+    fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(_, value)| *value == self)
+            .map_or("?", |(name, _)| name)
+    }
+}
+
+/// [`Named`] and `Display` (the name) for an enum, from its names:
+/// `named!(OnStop: "keep" => Keep, "remove" => Remove);`.
+macro_rules! named {
+    ($named:ident: $($name:literal => $variant:ident),+ $(,)?) => {
+        impl $crate::toml_file::Named for $named {
+            const NAMES: &'static [(&'static str, Self)] = &[$(($name, Self::$variant)),+];
+        }
+
+        impl std::fmt::Display for $named {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str($crate::toml_file::Named::name(*self))
+            }
+        }
+    };
+}
+pub(crate) use named;
 
 /// `a, b or c`.
 pub(crate) fn or_list<S: AsRef<str>>(items: &[S]) -> String {

@@ -89,7 +89,6 @@
 //! order they are written).
 
 use std::collections::HashMap;
-use std::fmt;
 use std::fs;
 use std::io;
 use std::net::SocketAddr;
@@ -98,7 +97,7 @@ use std::time::Duration;
 
 use crate::audit::default_key_path;
 pub use crate::mission::Mode;
-use crate::toml_file::{Document, Field, Node, TomlError, or_list, toml_string};
+use crate::toml_file::{Document, Field, Named, Node, TomlError, named, or_list, toml_string};
 pub use pattern::CgroupPattern;
 
 mod pattern;
@@ -213,16 +212,7 @@ pub enum OnStop {
     Remove,
 }
 
-impl OnStop {
-    const CHOICES: [(&'static str, OnStop); 2] =
-        [("keep", OnStop::Keep), ("remove", OnStop::Remove)];
-}
-
-impl fmt::Display for OnStop {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(name_of(&Self::CHOICES, *self))
-    }
-}
+named!(OnStop: "keep" => Keep, "remove" => Remove);
 
 /// How the daemon writes its own log lines.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -234,16 +224,7 @@ pub enum LogFormat {
     Json,
 }
 
-impl LogFormat {
-    const CHOICES: [(&'static str, LogFormat); 2] =
-        [("text", LogFormat::Text), ("json", LogFormat::Json)];
-}
-
-impl fmt::Display for LogFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(name_of(&Self::CHOICES, *self))
-    }
-}
+named!(LogFormat: "text" => Text, "json" => Json);
 
 /// One `[[agent]]` entry.
 ///
@@ -270,14 +251,6 @@ impl PartialEq for AgentConfig {
             && self.mission == other.mission
             && self.mode == other.mode
     }
-}
-
-/// The name a setting is written with.
-fn name_of<T: Copy + PartialEq>(choices: &[(&'static str, T)], value: T) -> &'static str {
-    choices
-        .iter()
-        .find(|(_, choice)| *choice == value)
-        .map_or("?", |(name, _)| name)
 }
 
 impl Config {
@@ -442,7 +415,7 @@ fn parse_daemon(doc: &Document<'_>, table: &Field<'_>) -> Result<DaemonConfig, T
         config.pin_dir = absolute_path(doc, &field)?;
     }
     if let Some(field) = on_stop {
-        config.on_stop = choice(doc, &field, &OnStop::CHOICES)?;
+        config.on_stop = choice(doc, &field, OnStop::NAMES)?;
     }
     if let Some(field) = audit {
         config.audit = absolute_path(doc, &field)?;
@@ -470,7 +443,7 @@ fn parse_daemon(doc: &Document<'_>, table: &Field<'_>) -> Result<DaemonConfig, T
         config.metrics = Some(address);
     }
     if let Some(field) = log_format {
-        config.log_format = choice(doc, &field, &LogFormat::CHOICES)?;
+        config.log_format = choice(doc, &field, LogFormat::NAMES)?;
     }
     if let Some(field) = cgroup_root {
         config.cgroup_root = absolute_path(doc, &field)?;
@@ -568,7 +541,7 @@ fn parse_agents(doc: &Document<'_>, list: &Field<'_>) -> Result<Vec<AgentConfig>
         let mission = resolve_mission(doc, &mission)?;
 
         let mode = mode
-            .map(|mode| choice(doc, &mode, &Mode::CHOICES))
+            .map(|mode| choice(doc, &mode, Mode::NAMES))
             .transpose()?;
 
         agents.push(AgentConfig {
