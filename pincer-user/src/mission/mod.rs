@@ -48,7 +48,7 @@
 //! Parsing is strict: unknown keys, wrong types and unknown values are errors
 //! that name the file, the line and column, and the field (`grant[2].ops`,
 //! `vote.rule[1].ttl`; grants and rules are counted from 1 in the order they
-//! are written).
+//! are written). A file that is not UTF-8 is refused at its first bad byte.
 //!
 //! The model (what a mission says) is in `model`, reading it from TOML in
 //! `parse`, turning grants into kernel map entries in `resolve`, and the

@@ -1,10 +1,10 @@
 //! Reading a mission from TOML: strict, and every error names the file, the
 //! line and column, and the field.
 
-use std::fs;
 use std::path::{Component, Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use humantime::DurationError;
 use pincer_common::ops;
 use serde::Deserialize;
 use toml::Spanned;
@@ -13,7 +13,7 @@ use super::model::{
     Baseline, DEFAULT_CLOCK_SKEW, DefaultVerdict, Extent, GrantSpec, MAX_CLOCK_SKEW,
     MAX_VOTE_TIMEOUT, Mission, MissionError, OnUnknown, VotePolicy, VoterKind, WebhookSpec,
 };
-use crate::toml_file::{Document, Named, TomlError, or_list};
+use crate::toml_file::{self, Document, Named, TomlError, or_list};
 use crate::vote::{Lifetime, Scope};
 use crate::voters::mission::{Rule, RuleVerdict};
 
@@ -93,11 +93,11 @@ struct RawRule {
 impl Mission {
     /// Reads and parses a mission file; `~` expands to `$HOME`.
     pub fn from_file(path: &Path) -> Result<Mission, MissionError> {
-        let text = fs::read_to_string(path).map_err(|source| MissionError::Io {
+        let cannot_read = |source| MissionError::Io {
             path: path.to_owned(),
             source,
-        })?;
-        Self::parse(&text, path)
+        };
+        toml_file::read_file(path, cannot_read, |text| Self::parse(text, path))
     }
 
     /// Parses a mission; `source` names the file in messages and `~`
@@ -196,11 +196,14 @@ fn duration(
     max: Option<Duration>,
 ) -> Result<Duration, TomlError> {
     let error = |message: String| doc.field_error(value.span().start, field, message);
-    let duration = humantime::parse_duration(value.get_ref()).map_err(|_| {
-        error(format!(
-            "invalid duration {:?} (write it like \"30s\", \"10m\" or \"1h30m\")",
-            value.get_ref()
-        ))
+    let duration = humantime::parse_duration(value.get_ref()).map_err(|cause| {
+        error(match cause {
+            DurationError::NumberOverflow => format!("duration {:?} is too large", value.get_ref()),
+            _ => format!(
+                "invalid duration {:?} (write it like \"30s\", \"10m\" or \"1h30m\")",
+                value.get_ref()
+            ),
+        })
     })?;
     if duration.is_zero() {
         return Err(error("must be longer than zero".to_owned()));
@@ -215,15 +218,19 @@ fn duration(
     Ok(duration)
 }
 
-/// The duration of a `ttl` lifetime, which is recorded in whole seconds.
+/// The duration of a `ttl` lifetime, which is recorded in whole seconds and
+/// must end on the clock that times it.
 fn ttl(doc: &Document<'_>, value: &Spanned<String>, field: &str) -> Result<Duration, TomlError> {
     let duration = duration(doc, value, field, None)?;
+    let error = |message: String| doc.field_error(value.span().start, field, message);
     if duration.subsec_nanos() != 0 {
-        return Err(doc.field_error(
-            value.span().start,
-            field,
-            "must be a whole number of seconds",
-        ));
+        return Err(error("must be a whole number of seconds".to_owned()));
+    }
+    if Instant::now().checked_add(duration).is_none() {
+        return Err(error(format!(
+            "duration {:?} is too large",
+            value.get_ref()
+        )));
     }
     Ok(duration)
 }
@@ -601,6 +608,8 @@ fn parse_rule(
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
     use crate::toml_file::test_support::{Parts, field, parts as error};
 
@@ -1067,6 +1076,55 @@ ops = ["write", "raed"]
     }
 
     #[test]
+    fn integers_too_large_for_toml_name_their_field() {
+        assert_eq!(
+            invalid("[mission]\nname = 99999999999999999999\n"),
+            error(
+                2,
+                8,
+                "mission.name",
+                "integer 99999999999999999999 does not fit in 64 bits"
+            )
+        );
+        let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\n\
+                    ops = [\"read\", -9_223_372_036_854_775_809]\n";
+        assert_eq!(
+            invalid(text),
+            error(
+                5,
+                16,
+                "grant[1].ops[2]",
+                "integer -9_223_372_036_854_775_809 does not fit in 64 bits"
+            )
+        );
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.toml");
+        // "café" in Latin-1.
+        fs::write(&path, b"[mission]\nname = \"caf\xe9\"\n").unwrap();
+        let error = Mission::from_file(&path).unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                MissionError::Invalid(TomlError {
+                    line: 2,
+                    column: 12,
+                    field: None,
+                    ..
+                })
+            ),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!("{}:2:12: invalid UTF-8 (byte 0xe9)", path.display())
+        );
+    }
+
+    #[test]
     fn reads_files() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.toml");
@@ -1415,6 +1473,49 @@ verdict = "allow"
                 "vote.timeout",
                 "invalid type: integer `30`, expected a string"
             )
+        );
+    }
+
+    #[test]
+    fn durations_too_large() {
+        assert_eq!(
+            vote_invalid("[vote]\ntimeout = \"99999999999999999999s\"\n"),
+            error(
+                4,
+                11,
+                "vote.timeout",
+                "duration \"99999999999999999999s\" is too large"
+            )
+        );
+        // More seconds than a duration holds.
+        assert_eq!(
+            vote_invalid("[vote]\nmax_lifetime = \"ttl\"\nmax_ttl = \"600000000000y\"\n"),
+            error(
+                5,
+                11,
+                "vote.max_ttl",
+                "duration \"600000000000y\" is too large"
+            )
+        );
+        // A duration, but no clock counts that far from now.
+        assert_eq!(
+            rule_invalid(
+                "path = \"/a\"\nverdict = \"allow\"\nlifetime = \"ttl\"\nttl = \"300000000000y\"\n"
+            ),
+            error(
+                7,
+                7,
+                "vote.rule[1].ttl",
+                "duration \"300000000000y\" is too large"
+            )
+        );
+        // Long ones that the clock can count are fine.
+        let mission =
+            parse("[mission]\nname = \"m\"\n[vote]\nmax_lifetime = \"ttl\"\nmax_ttl = \"1000y\"\n")
+                .unwrap();
+        assert_eq!(
+            mission.vote.max_lifetime,
+            Lifetime::Ttl(Duration::from_secs(1000 * 31_557_600))
         );
     }
 

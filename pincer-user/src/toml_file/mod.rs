@@ -15,6 +15,8 @@
 mod tree;
 
 use std::fmt;
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
@@ -50,6 +52,18 @@ impl fmt::Display for FieldPrefix<'_> {
     }
 }
 
+/// Reads the file at `path` and hands its text to `parse`. What cannot be
+/// read is `cannot_read`'s error; text that is not UTF-8 is an error at its
+/// first bad byte.
+pub(crate) fn read_file<T, E: From<TomlError>>(
+    path: &Path,
+    cannot_read: impl FnOnce(io::Error) -> E,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<T, E> {
+    let bytes = fs::read(path).map_err(cannot_read)?;
+    parse(Document::text_of(&bytes, path)?)
+}
+
 /// The text of a TOML file, and where each of its lines starts.
 pub(crate) struct Document<'a> {
     text: &'a str,
@@ -69,6 +83,21 @@ impl<'a> Document<'a> {
             path,
             line_starts,
         }
+    }
+
+    /// The text of a file read as bytes: an error at the first byte that is
+    /// not UTF-8 otherwise.
+    fn text_of(bytes: &'a [u8], path: &Path) -> Result<&'a str, TomlError> {
+        std::str::from_utf8(bytes).map_err(|error| {
+            let valid = error.valid_up_to();
+            // The bytes before the bad one are text, and locate it.
+            let before = std::str::from_utf8(&bytes[..valid]).unwrap_or_default();
+            let message = match error.error_len() {
+                Some(_) => format!("invalid UTF-8 (byte {:#04x})", bytes[valid]),
+                None => "invalid UTF-8 (the file ends inside a character)".to_owned(),
+            };
+            Document::new(before, path).error_at(valid, None, message)
+        })
     }
 
     /// The file the text was read from.
@@ -153,8 +182,58 @@ impl<'a> Document<'a> {
         {
             message = message.replacen("invalid type: map", "invalid type: datetime", 1);
         }
-        self.error_at(offset, tree::field_at(self.text, offset), message)
+        let field = match integer_out_of_range(self.text, offset) {
+            Some(literal) => {
+                message = format!("integer {literal} does not fit in 64 bits");
+                // The parser gave up on the whole file: the field is found in
+                // the file with a zero in the integer's place.
+                let mut patched = self.text.to_owned();
+                patched.replace_range(
+                    offset..offset + literal.len(),
+                    &format!("{:<1$}", "0", literal.len()),
+                );
+                tree::field_at(&patched, offset)
+            }
+            None => tree::field_at(self.text, offset),
+        };
+        self.error_at(offset, field, message)
     }
+}
+
+/// The integer written at `offset`, when it is one TOML cannot hold (its
+/// integers are 64-bit).
+fn integer_out_of_range(text: &str, offset: usize) -> Option<&str> {
+    let rest = text.get(offset..)?;
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '+' | '-')))
+        .unwrap_or(rest.len());
+    let literal = &rest[..end];
+    if rest[end..].starts_with('.') {
+        // A float.
+        return None;
+    }
+    let (negative, unsigned) = match literal.strip_prefix('-') {
+        Some(unsigned) => (true, unsigned),
+        None => (false, literal.strip_prefix('+').unwrap_or(literal)),
+    };
+    // Only decimal integers have a sign.
+    let signed = unsigned.len() < literal.len();
+    let (radix, digits) = match unsigned.get(..2) {
+        Some("0x") if !signed => (16, &unsigned[2..]),
+        Some("0o") if !signed => (8, &unsigned[2..]),
+        Some("0b") if !signed => (2, &unsigned[2..]),
+        _ => (10, unsigned),
+    };
+    let digits = digits.replace('_', "");
+    if digits.starts_with(['+', '-']) {
+        return None;
+    }
+    let limit = u128::from(i64::MAX.unsigned_abs()) + u128::from(negative);
+    let out_of_range = match u128::from_str_radix(&digits, radix) {
+        Ok(value) => value > limit,
+        Err(error) => *error.kind() == std::num::IntErrorKind::PosOverflow,
+    };
+    out_of_range.then_some(literal)
 }
 
 /// A setting written as one of a few names (`"deny"`, `"tree"`, `"keep"`):
@@ -324,6 +403,54 @@ mod tests {
             "f.toml:2:1: c: missing field"
         );
         assert_eq!(doc.required(Some(1), 6, "c", "missing field"), Ok(1));
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_an_error_at_its_first_bad_byte() {
+        let path = Path::new("f.toml");
+        assert_eq!(Document::text_of(b"a = 1\n", path), Ok("a = 1\n"));
+        let error = Document::text_of(b"a = 1\nb = \"\xc3\xa9\xff\"\n", path).unwrap_err();
+        assert_eq!(error.to_string(), "f.toml:2:7: invalid UTF-8 (byte 0xff)");
+        let error = Document::text_of(b"\xe2\x82", path).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "f.toml:1:1: invalid UTF-8 (the file ends inside a character)"
+        );
+    }
+
+    #[test]
+    fn integers_out_of_range() {
+        let out_of_range =
+            |literal: &str| integer_out_of_range(&format!("a = {literal}\n"), 4).map(str::to_owned);
+        for literal in [
+            "99999999999999999999",
+            "9223372036854775808",
+            "+9223372036854775808",
+            "-9223372036854775809",
+            "9_223_372_036_854_775_808",
+            "0x8000000000000000",
+            "0o1000000000000000000000",
+            "0b1000000000000000000000000000000000000000000000000000000000000000",
+            "1000000000000000000000000000000000000000000",
+        ] {
+            assert_eq!(out_of_range(literal).as_deref(), Some(literal), "{literal}");
+        }
+        for literal in [
+            "9223372036854775807",
+            "-9223372036854775808",
+            "0x7fffffffffffffff",
+            "0123",
+            "1_000",
+            "-0x8000000000000000",
+            "\"99999999999999999999\"",
+            "99999999999999999999.5",
+            "1e400",
+            "abc",
+            "",
+        ] {
+            assert_eq!(out_of_range(literal), None, "{literal}");
+        }
+        assert_eq!(integer_out_of_range("a", 9), None);
     }
 
     #[test]

@@ -86,18 +86,22 @@
 //! Parsing is strict, like missions': unknown keys, wrong types and bad
 //! values are errors that name the file, the line and column, and the field
 //! (`daemon.scan_every`, `agent[2].cgroup`; agents are counted from 1 in the
-//! order they are written).
+//! order they are written). A file that is not UTF-8 is refused at its first
+//! bad byte.
 
 use std::collections::HashMap;
-use std::fs;
 use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use humantime::DurationError;
+
 use crate::audit::default_key_path;
 pub use crate::mission::Mode;
-use crate::toml_file::{Document, Field, Named, Node, TomlError, named, or_list, toml_string};
+use crate::toml_file::{
+    self, Document, Field, Named, Node, TomlError, named, or_list, toml_string,
+};
 pub use pattern::CgroupPattern;
 
 mod pattern;
@@ -256,11 +260,11 @@ impl PartialEq for AgentConfig {
 impl Config {
     /// Reads and parses a configuration file.
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
-        let text = fs::read_to_string(path).map_err(|source| ConfigError::Io {
+        let cannot_read = |source| ConfigError::Io {
             path: path.to_owned(),
             source,
-        })?;
-        Self::from_str(&text, path)
+        };
+        toml_file::read_file(path, cannot_read, |text| Self::from_str(text, path))
     }
 
     /// Parses a configuration; `path` names the file in messages, and
@@ -471,13 +475,18 @@ fn parse_daemon(doc: &Document<'_>, table: &Field<'_>) -> Result<DaemonConfig, T
 
 fn parse_scan_every(doc: &Document<'_>, field: &Field<'_>) -> Result<Duration, TomlError> {
     let text = doc.string(field)?;
-    let duration = humantime::parse_duration(text).map_err(|_| {
+    let duration = humantime::parse_duration(text).map_err(|cause| {
         doc.error(
             field,
-            format!(
-                "invalid duration {} (write it like \"500ms\", \"1s\" or \"1m\")",
-                toml_string(text)
-            ),
+            match cause {
+                DurationError::NumberOverflow => {
+                    format!("duration {} is too large", toml_string(text))
+                }
+                _ => format!(
+                    "invalid duration {} (write it like \"500ms\", \"1s\" or \"1m\")",
+                    toml_string(text)
+                ),
+            },
         )
     })?;
     if !(MIN_SCAN_EVERY..=MAX_SCAN_EVERY).contains(&duration) {
@@ -653,6 +662,8 @@ fn absolute_path(doc: &Document<'_>, field: &Field<'_>) -> Result<PathBuf, TomlE
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
     use crate::mission::OnUnknown;
     use crate::toml_file::test_support::{Parts, field};
@@ -1141,6 +1152,78 @@ mission = "missions/codex.toml"
             let config = parse(&format!("[daemon]\nring_bytes = {good}\n")).unwrap();
             assert_eq!(config.daemon.ring_bytes, good);
         }
+    }
+
+    #[test]
+    fn integers_too_large_for_toml_name_their_field() {
+        for (literal, column) in [
+            ("99999999999999999999", 14),
+            ("-9223372036854775809", 14),
+            ("0x1_0000_0000_0000_0000", 14),
+        ] {
+            assert_eq!(
+                invalid(&format!("[daemon]\nring_bytes = {literal}\n")),
+                (
+                    2,
+                    column,
+                    field("daemon.ring_bytes"),
+                    format!("integer {literal} does not fit in 64 bits")
+                ),
+            );
+        }
+        // The largest integer TOML holds is only out of the setting's range.
+        assert_eq!(
+            invalid("[daemon]\nring_bytes = 9223372036854775807\n").3,
+            "must be a power of two from 4096 to 2147483648 (not 9223372036854775807)"
+        );
+        let text = "agent = [{ name = \"a\", cgroup = \"a\", mission = \"/m\", \
+                    mode = 18446744073709551616 }]\n";
+        assert_eq!(
+            invalid(text),
+            (
+                1,
+                61,
+                field("agent[1].mode"),
+                "integer 18446744073709551616 does not fit in 64 bits".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn scan_every_too_large() {
+        assert_eq!(
+            invalid("[daemon]\nscan_every = \"99999999999999999999s\"\n"),
+            (
+                2,
+                14,
+                field("daemon.scan_every"),
+                "duration \"99999999999999999999s\" is too large".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("daemon.toml");
+        fs::write(&path, b"[daemon]\nsocket = \"/s\xff\"\n").unwrap();
+        let error = Config::from_file(&path).unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                ConfigError::Invalid(TomlError {
+                    line: 2,
+                    column: 13,
+                    field: None,
+                    ..
+                })
+            ),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!("{}:2:13: invalid UTF-8 (byte 0xff)", path.display())
+        );
     }
 
     #[test]
