@@ -2,13 +2,59 @@
 //! wins; no match abstains. Rules are decided on the canonical path the
 //! kernel reported, never on anything the agent wrote.
 
-use std::{path::Path, sync::Arc};
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 
 use crate::{
-    mission::{Rule, RuleVerdict},
+    mission::Extent,
     request::Request,
-    vote::{Scope, Vote, VoteFuture, Voter},
+    vote::{Lifetime, Scope, Vote, VoteFuture, Voter},
 };
+
+/// What a `[[vote.rule]]` entry answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleVerdict {
+    /// Allow, for this long (still capped by `vote.max_lifetime`).
+    Allow(Lifetime),
+    /// Refuse.
+    Deny,
+}
+
+/// One `[[vote.rule]]` entry: how the mission voter answers requests for a
+/// path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// Absolute path, with a leading `~` expanded, otherwise as written. It
+    /// is compared with the path of a request, which names the real object:
+    /// a rule on a symbolic link does not cover what the link points to.
+    pub path: PathBuf,
+    /// Whether the rule covers `path` only or everything below it too.
+    pub extent: Extent,
+    /// Bits of [`pincer_common::ops`] the rule covers.
+    pub ops: u32,
+    /// The answer.
+    pub verdict: RuleVerdict,
+    /// Why, for the audit log and whoever reads the verdict.
+    pub reason: Option<String>,
+    /// 1-based line of the entry's `path` in the mission file.
+    pub line: usize,
+}
+
+impl Rule {
+    /// Whether the rule decides a request for `ops` on `path`: the path is
+    /// the rule's (or, for a tree, below it, compared component by component
+    /// so that `/a/bc` is not below `/a/b`) and the rule covers at least one
+    /// of the operations.
+    pub fn matches(&self, path: &Path, ops: u32) -> bool {
+        let covered = match self.extent {
+            Extent::File => path == self.path,
+            Extent::Tree => path.starts_with(&self.path),
+        };
+        covered && self.ops & ops != 0
+    }
+}
 
 /// Votes by the mission's rules.
 pub struct MissionVoter {
@@ -53,5 +99,51 @@ impl Voter for MissionVoter {
     fn vote(&self, request: Arc<Request>) -> VoteFuture {
         let vote = self.decide(&request);
         Box::pin(async move { vote })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pincer_common::ops;
+
+    use super::*;
+
+    fn rule(path: &str, extent: Extent, bits: u32) -> Rule {
+        Rule {
+            path: PathBuf::from(path),
+            extent,
+            ops: bits,
+            verdict: RuleVerdict::Deny,
+            reason: None,
+            line: 1,
+        }
+    }
+
+    #[test]
+    fn rules_match_files() {
+        let file = rule("/home/me/.netrc", Extent::File, ops::READ | ops::WRITE);
+        assert!(file.matches(Path::new("/home/me/.netrc"), ops::READ));
+        assert!(file.matches(Path::new("/home/me/.netrc/"), ops::WRITE));
+        // One covered operation is enough.
+        assert!(file.matches(Path::new("/home/me/.netrc"), ops::WRITE | ops::EXEC));
+        assert!(!file.matches(Path::new("/home/me/.netrc"), ops::EXEC));
+        assert!(!file.matches(Path::new("/home/me/.netrc"), 0));
+        assert!(!file.matches(Path::new("/home/me/.netrc2"), ops::READ));
+        assert!(!file.matches(Path::new("/home/me/.netrc/x"), ops::READ));
+        assert!(!file.matches(Path::new("/home/me"), ops::READ));
+    }
+
+    #[test]
+    fn rules_match_trees() {
+        let tree = rule("/home/me/.ssh", Extent::Tree, ops::READ);
+        assert!(tree.matches(Path::new("/home/me/.ssh"), ops::READ));
+        assert!(tree.matches(Path::new("/home/me/.ssh/id_ed25519"), ops::READ));
+        assert!(tree.matches(Path::new("/home/me/.ssh/a/b/c"), ops::READ | ops::CREATE));
+        // Component by component: a longer name is not below the tree.
+        assert!(!tree.matches(Path::new("/home/me/.ssh2/key"), ops::READ));
+        assert!(!tree.matches(Path::new("/home/me"), ops::READ));
+        assert!(!tree.matches(Path::new("/home/me/.ssh/id_ed25519"), ops::WRITE));
+        let everything = rule("/", Extent::Tree, ops::ALL);
+        assert!(everything.matches(Path::new("/etc/shadow"), ops::EXEC));
     }
 }

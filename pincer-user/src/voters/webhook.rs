@@ -66,6 +66,7 @@ use sha2::Sha256;
 
 use crate::{
     escape::escape,
+    mission::DEFAULT_CLOCK_SKEW,
     request::Request,
     vote::{Lifetime, Scope, Vote, VoteFuture, Voter},
 };
@@ -76,9 +77,6 @@ pub const TIMESTAMP_HEADER: &str = "X-Pincer-Timestamp";
 pub const NONCE_HEADER: &str = "X-Pincer-Nonce";
 /// Header carrying `sha256=<hex HMAC>` of a request or an answer.
 pub const SIGNATURE_HEADER: &str = "X-Pincer-Signature";
-/// How far an answer's timestamp may be from pincer's clock unless
-/// configured otherwise.
-pub const DEFAULT_CLOCK_SKEW: Duration = Duration::from_secs(30);
 /// Shortest secret accepted: shorter ones are guessable offline from one
 /// signed request.
 pub const MIN_SECRET_BYTES: usize = 16;

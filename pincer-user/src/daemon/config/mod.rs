@@ -86,24 +86,25 @@
 //! Parsing is strict, like missions': unknown keys, wrong types and bad
 //! values are errors that name the file, the line and column, and the field
 //! (`daemon.scan_every`, `agent[2].cgroup`; agents are counted from 1 in the
-//! order they are written).
+//! order they are written). A file that is not UTF-8 is refused at its first
+//! bad byte.
 
 use std::collections::HashMap;
-use std::fmt;
-use std::fs;
 use std::io;
 use std::net::SocketAddr;
-use std::ops::Range;
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
-use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
+use humantime::DurationError;
 
 use crate::audit::default_key_path;
-use crate::located::{FieldPrefix, line_column, or_list};
 pub use crate::mission::Mode;
+use crate::toml_file::{
+    self, Document, Field, Named, Node, TomlError, named, or_list, toml_string,
+};
+pub use pattern::CgroupPattern;
+
+mod pattern;
 
 /// The control socket when `daemon.socket` is not set.
 pub const DEFAULT_SOCKET: &str = crate::paths::DEFAULT_SOCKET;
@@ -137,19 +138,8 @@ pub enum ConfigError {
     },
     /// The file is not a valid configuration: bad TOML, an unknown key, a
     /// wrong type or a bad value.
-    #[error("{}:{line}:{column}: {}{message}", .path.display(), FieldPrefix(.field.as_deref()))]
-    Invalid {
-        /// The configuration file.
-        path: PathBuf,
-        /// 1-based line of the offending text.
-        line: usize,
-        /// 1-based column (in characters) of the offending text.
-        column: usize,
-        /// The field, such as `agent[2].cgroup`, when the error is about one.
-        field: Option<String>,
-        /// What is wrong.
-        message: String,
-    },
+    #[error(transparent)]
+    Invalid(#[from] TomlError),
 }
 
 /// The daemon's configuration.
@@ -226,16 +216,7 @@ pub enum OnStop {
     Remove,
 }
 
-impl OnStop {
-    const CHOICES: [(&'static str, OnStop); 2] =
-        [("keep", OnStop::Keep), ("remove", OnStop::Remove)];
-}
-
-impl fmt::Display for OnStop {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(name_of(&Self::CHOICES, *self))
-    }
-}
+named!(OnStop: "keep" => Keep, "remove" => Remove);
 
 /// How the daemon writes its own log lines.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -247,16 +228,7 @@ pub enum LogFormat {
     Json,
 }
 
-impl LogFormat {
-    const CHOICES: [(&'static str, LogFormat); 2] =
-        [("text", LogFormat::Text), ("json", LogFormat::Json)];
-}
-
-impl fmt::Display for LogFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(name_of(&Self::CHOICES, *self))
-    }
-}
+named!(LogFormat: "text" => Text, "json" => Json);
 
 /// One `[[agent]]` entry.
 ///
@@ -285,206 +257,21 @@ impl PartialEq for AgentConfig {
     }
 }
 
-/// The name a setting is written with.
-fn name_of<T: Copy + PartialEq>(choices: &[(&'static str, T)], value: T) -> &'static str {
-    choices
-        .iter()
-        .find(|(_, choice)| *choice == value)
-        .map_or("?", |(name, _)| name)
-}
-
-/// A pattern of cgroup paths relative to the cgroup root; see the
-/// [module documentation](self#cgroup-patterns) for the syntax.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CgroupPattern {
-    text: String,
-    parts: Vec<Part>,
-}
-
-/// One `/`-separated component of a pattern.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Part {
-    /// `**`: any number of components.
-    AnyDepth,
-    /// A glob matching one component.
-    Glob(Vec<Token>),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Token {
-    /// `*`
-    Star,
-    /// `?`
-    One,
-    Literal(char),
-}
-
-/// One character of a cgroup's name, or one byte of it that is not UTF-8,
-/// kept apart from every character (cgroup names are bytes, patterns text).
-type Unit = u32;
-
-const NOT_UTF8: Unit = char::MAX as Unit + 1;
-
-impl CgroupPattern {
-    /// Parses a pattern; the error says what is wrong with it.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        if text.is_empty() {
-            return Err("must not be empty".to_owned());
-        }
-        if text.contains('\0') {
-            return Err("must not contain a NUL byte".to_owned());
-        }
-        if text.starts_with('/') {
-            return Err(format!(
-                "must not start with \"/\": it is relative to cgroup_root ({text:?})"
-            ));
-        }
-        let parts = text
-            .split('/')
-            .map(|component| match component {
-                "" => Err(format!("must not contain empty components ({text:?})")),
-                "." | ".." => Err(format!(
-                    "must not contain {component:?} components ({text:?})"
-                )),
-                "**" => Ok(Part::AnyDepth),
-                _ if component.contains("**") => Err(format!(
-                    "\"**\" must be a whole component ({component:?} in {text:?})"
-                )),
-                _ => Ok(Part::Glob(
-                    component
-                        .chars()
-                        .map(|c| match c {
-                            '*' => Token::Star,
-                            '?' => Token::One,
-                            c => Token::Literal(c),
-                        })
-                        .collect(),
-                )),
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(Self {
-            text: text.to_owned(),
-            parts,
-        })
-    }
-
-    /// The pattern as written.
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
-    /// Whether a cgroup, by its path relative to the cgroup root, matches.
-    ///
-    /// A leading `/` is ignored, so a path as `/proc/PID/cgroup` shows it
-    /// (`/agents.slice/a.scope`) works too; a path with a `..` component
-    /// matches nothing, since where it leads is not known.
-    pub fn matches(&self, relative: &Path) -> bool {
-        let mut names = Vec::new();
-        for component in relative.components() {
-            match component {
-                Component::Normal(name) => names.push(units(name.as_bytes())),
-                Component::RootDir | Component::CurDir => {}
-                Component::ParentDir | Component::Prefix(_) => return false,
-            }
-        }
-        wildcard(
-            &self.parts,
-            &names,
-            |part| *part == Part::AnyDepth,
-            |part, name| match part {
-                Part::AnyDepth => false,
-                Part::Glob(tokens) => wildcard(
-                    tokens,
-                    name,
-                    |token| *token == Token::Star,
-                    |token, unit| match token {
-                        Token::Star => false,
-                        Token::One => true,
-                        Token::Literal(c) => *c as Unit == *unit,
-                    },
-                ),
-            },
-        )
-    }
-}
-
-impl fmt::Display for CgroupPattern {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
-    }
-}
-
-/// The characters of a name, with bytes that are not UTF-8 as units no
-/// character equals.
-fn units(bytes: &[u8]) -> Vec<Unit> {
-    let mut units = Vec::with_capacity(bytes.len());
-    for chunk in bytes.utf8_chunks() {
-        units.extend(chunk.valid().chars().map(|c| c as Unit));
-        units.extend(
-            chunk
-                .invalid()
-                .iter()
-                .map(|byte| NOT_UTF8 + Unit::from(*byte)),
-        );
-    }
-    units
-}
-
-/// Whether `items` match `pattern`, in which stars match any run of items
-/// and every other element exactly one item that `one` accepts.
-///
-/// Greedy with a single backtracking point: when a later element fails, only
-/// the last star needs to take one more item, because everything before it
-/// already matched as early as it could. Linear in practice, unlike trying
-/// every split.
-fn wildcard<P, I>(
-    pattern: &[P],
-    items: &[I],
-    is_star: impl Fn(&P) -> bool,
-    one: impl Fn(&P, &I) -> bool,
-) -> bool {
-    let (mut p, mut i) = (0, 0);
-    // Where to resume after the last star: its next element, and the first
-    // item the star has not taken.
-    let mut resume: Option<(usize, usize)> = None;
-    while i < items.len() {
-        match pattern.get(p) {
-            Some(element) if is_star(element) => {
-                p += 1;
-                resume = Some((p, i));
-            }
-            Some(element) if one(element, &items[i]) => {
-                p += 1;
-                i += 1;
-            }
-            _ => match resume {
-                Some((after_star, taken)) => {
-                    p = after_star;
-                    i = taken + 1;
-                    resume = Some((after_star, taken + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    pattern[p..].iter().all(is_star)
-}
-
 impl Config {
     /// Reads and parses a configuration file.
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
-        let text = fs::read_to_string(path).map_err(|source| ConfigError::Io {
+        let cannot_read = |source| ConfigError::Io {
             path: path.to_owned(),
             source,
-        })?;
-        Self::from_str(&text, path)
+        };
+        toml_file::read_file(path, cannot_read, |text| Self::from_str(text, path))
     }
 
     /// Parses a configuration; `path` names the file in messages, and
     /// relative mission paths are relative to its directory (itself taken
     /// relative to the working directory when `path` is relative).
     pub fn from_str(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        parse(&Doc { text, path })
+        Ok(parse(&Document::new(text, path))?)
     }
 
     /// The configuration of a file with every default and no agents.
@@ -572,420 +359,15 @@ fn path_string(path: &Path) -> String {
     toml_string(&path.to_string_lossy())
 }
 
-/// `text` as a TOML basic string.
-fn toml_string(text: &str) -> String {
-    let mut quoted = String::with_capacity(text.len() + 2);
-    quoted.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => quoted.push_str("\\\""),
-            '\\' => quoted.push_str("\\\\"),
-            '\n' => quoted.push_str("\\n"),
-            '\t' => quoted.push_str("\\t"),
-            c if c.is_control() => quoted.push_str(&format!("\\u{:04X}", u32::from(c))),
-            c => quoted.push(c),
-        }
-    }
-    quoted.push('"');
-    quoted
-}
-
 // The file is read into a tree of values that keep their spans, and checked
 // by hand rather than by serde's derive: every unknown key, wrong type and
 // bad value is then reported by this module, with its position and its
 // field. A new key is a name in one of the `fields` calls below plus its
 // check.
 
-/// A TOML value and where it was written. Tables that exist only through a
-/// dotted key or header (`daemon.socket = …`, `[daemon.x]` without
-/// `[daemon]`) have no span.
-struct Node {
-    span: Option<Range<usize>>,
-    value: Value,
-}
-
-enum Value {
-    String(String),
-    Integer(i64),
-    Float(f64),
-    Boolean(bool),
-    Datetime(String),
-    Array(Vec<Node>),
-    Table(Vec<(Key, Node)>),
-}
-
-impl Value {
-    /// What the value is, for messages.
-    fn describe(&self) -> String {
-        match self {
-            Value::String(text) => format!("string {}", toml_string(text)),
-            Value::Integer(n) => format!("integer {n}"),
-            Value::Float(x) => format!("float {x}"),
-            Value::Boolean(b) => format!("boolean {b}"),
-            Value::Datetime(text) => format!("datetime {text}"),
-            Value::Array(_) => "array".to_owned(),
-            Value::Table(_) => "table".to_owned(),
-        }
-    }
-}
-
-struct Key {
-    span: Option<Range<usize>>,
-    name: String,
-}
-
-// How `toml::Spanned` asks the TOML deserializer for a span (serde_spanned's
-// protocol): a struct with these names, answered with a map of these three
-// fields when the value has a span and with the plain value when it has
-// none. `Node` and `Key` speak it so that a missing span is not an error.
-const SPANNED_NAME: &str = "$__serde_spanned_private_Spanned";
-const SPANNED_START: &str = "$__serde_spanned_private_start";
-const SPANNED_END: &str = "$__serde_spanned_private_end";
-const SPANNED_VALUE: &str = "$__serde_spanned_private_value";
-const SPANNED_FIELDS: &[&str] = &[SPANNED_START, SPANNED_END, SPANNED_VALUE];
-// How the TOML deserializer hands over a datetime: a map of this one key.
-const DATETIME_FIELD: &str = "$__toml_private_datetime";
-
-/// Reads the rest of a span map whose start key has been read.
-fn rest_of_span<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
-    mut map: A,
-) -> Result<(Range<usize>, T), A::Error> {
-    let start: usize = map.next_value()?;
-    let end = match map.next_key::<String>()? {
-        Some(key) if key == SPANNED_END => map.next_value::<usize>()?,
-        _ => return Err(serde::de::Error::custom("span without an end")),
-    };
-    match map.next_key::<String>()? {
-        Some(key) if key == SPANNED_VALUE => Ok((start..end, map.next_value()?)),
-        _ => Err(serde::de::Error::custom("span without a value")),
-    }
-}
-
-impl<'de> Deserialize<'de> for Key {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a key")
-            }
-
-            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Key, E> {
-                Ok(Key {
-                    span: None,
-                    name: name.to_owned(),
-                })
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Key, A::Error> {
-                match map.next_key::<String>()? {
-                    Some(key) if key == SPANNED_START => {
-                        let (span, name) = rest_of_span(map)?;
-                        Ok(Key {
-                            span: Some(span),
-                            name,
-                        })
-                    }
-                    _ => Err(serde::de::Error::custom("expected a spanned key")),
-                }
-            }
-        }
-
-        deserializer.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, KeyVisitor)
-    }
-}
-
-/// Reads the values of the TOML data model.
-struct ValueVisitor;
-
-impl<'de> Visitor<'de> for ValueVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a TOML value")
-    }
-
-    fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Value, E> {
-        Ok(Value::Boolean(b))
-    }
-
-    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Value, E> {
-        Ok(Value::Integer(n))
-    }
-
-    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Value, E> {
-        i64::try_from(n)
-            .map(Value::Integer)
-            .map_err(|_| E::custom(format!("integer {n} is too large")))
-    }
-
-    fn visit_f64<E: serde::de::Error>(self, x: f64) -> Result<Value, E> {
-        Ok(Value::Float(x))
-    }
-
-    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Value, E> {
-        Ok(Value::String(text.to_owned()))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let Some(first) = map.next_key::<Key>()? else {
-            return Ok(Value::Table(Vec::new()));
-        };
-        // A key of the document always has a span: this one is the
-        // deserializer's.
-        if first.span.is_none() && first.name == DATETIME_FIELD {
-            return Ok(Value::Datetime(map.next_value()?));
-        }
-        let value = map.next_value()?;
-        table_rest((first, value), map)
-    }
-}
-
-/// A table's entries after its first one.
-fn table_rest<'de, A: MapAccess<'de>>(first: (Key, Node), mut map: A) -> Result<Value, A::Error> {
-    let mut entries = vec![first];
-    while let Some(entry) = map.next_entry()? {
-        entries.push(entry);
-    }
-    Ok(Value::Table(entries))
-}
-
-impl<'de> Deserialize<'de> for Value {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ValueVisitor)
-    }
-}
-
-impl<'de> Deserialize<'de> for Node {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        /// Reads a value with its span, or without one when it has none.
-        struct NodeVisitor;
-
-        fn unspanned<E>(value: Result<Value, E>) -> Result<Node, E> {
-            value.map(|value| Node { span: None, value })
-        }
-
-        impl<'de> Visitor<'de> for NodeVisitor {
-            type Value = Node;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a TOML value")
-            }
-
-            fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Node, E> {
-                unspanned(ValueVisitor.visit_bool(b))
-            }
-
-            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Node, E> {
-                unspanned(ValueVisitor.visit_i64(n))
-            }
-
-            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Node, E> {
-                unspanned(ValueVisitor.visit_u64(n))
-            }
-
-            fn visit_f64<E: serde::de::Error>(self, x: f64) -> Result<Node, E> {
-                unspanned(ValueVisitor.visit_f64(x))
-            }
-
-            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Node, E> {
-                unspanned(ValueVisitor.visit_str(text))
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Node, A::Error> {
-                unspanned(ValueVisitor.visit_seq(seq))
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
-                let Some(first) = map.next_key::<Key>()? else {
-                    return unspanned(Ok(Value::Table(Vec::new())));
-                };
-                if first.span.is_none() && first.name == SPANNED_START {
-                    let (span, value) = rest_of_span(map)?;
-                    return Ok(Node {
-                        span: Some(span),
-                        value,
-                    });
-                }
-                // A table without a span: `first` is its first key.
-                let value = map.next_value()?;
-                unspanned(table_rest((first, value), map))
-            }
-        }
-
-        deserializer.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, NodeVisitor)
-    }
-}
-
-/// A value found in the file, with its dotted name (`agent[2].cgroup`) and
-/// where to point at it.
-struct Field<'a> {
-    name: String,
-    offset: usize,
-    node: &'a Node,
-}
-
-/// The text being parsed, to turn offsets into positioned errors.
-struct Doc<'a> {
-    text: &'a str,
-    path: &'a Path,
-}
-
-impl Doc<'_> {
-    fn invalid(&self, offset: usize, field: Option<String>, message: String) -> ConfigError {
-        let (line, column) = line_column(self.text, offset);
-        ConfigError::Invalid {
-            path: self.path.to_owned(),
-            line,
-            column,
-            field,
-            message,
-        }
-    }
-
-    fn error(&self, field: &Field<'_>, message: impl Into<String>) -> ConfigError {
-        self.invalid(field.offset, Some(field.name.clone()), message.into())
-    }
-
-    fn toml_error(&self, error: &toml::de::Error) -> ConfigError {
-        let offset = error.span().map_or(0, |span| span.start);
-        // Errors such as "invalid basic string" carry only the first line.
-        let message = error.message().trim_end().replace('\n', ": ");
-        self.invalid(offset, None, message)
-    }
-
-    fn wrong_type(&self, field: &Field<'_>, expected: &str) -> ConfigError {
-        self.error(
-            field,
-            format!(
-                "invalid type: {}, expected {expected}",
-                field.node.value.describe()
-            ),
-        )
-    }
-
-    /// The entries of `known`, in that order, of a table: any other key is
-    /// an error.
-    fn fields<'a, const N: usize>(
-        &self,
-        table: &Field<'a>,
-        known: [&str; N],
-    ) -> Result<[Option<Field<'a>>; N], ConfigError> {
-        let Value::Table(entries) = &table.node.value else {
-            return Err(self.wrong_type(table, "a table"));
-        };
-        let mut found = [const { None }; N];
-        for (key, node) in entries {
-            let name = if table.name.is_empty() {
-                key.name.clone()
-            } else {
-                format!("{}.{}", table.name, key.name)
-            };
-            let key_offset = key.span.as_ref().map_or(table.offset, |span| span.start);
-            let Some(index) = known.iter().position(|known| *known == key.name) else {
-                let field = Field {
-                    name,
-                    offset: key_offset,
-                    node,
-                };
-                return Err(self.error(
-                    &field,
-                    format!("unknown field `{}`, expected {}", key.name, one_of(&known)),
-                ));
-            };
-            found[index] = Some(Field {
-                name,
-                offset: node.span.as_ref().map_or(key_offset, |span| span.start),
-                node,
-            });
-        }
-        Ok(found)
-    }
-
-    fn string<'a>(&self, field: &Field<'a>) -> Result<&'a str, ConfigError> {
-        match &field.node.value {
-            Value::String(text) => Ok(text),
-            _ => Err(self.wrong_type(field, "a string")),
-        }
-    }
-
-    /// Looks a string up in `choices`, the accepted spellings of a setting.
-    fn choice<T: Copy>(&self, field: &Field<'_>, choices: &[(&str, T)]) -> Result<T, ConfigError> {
-        let text = self.string(field)?;
-        choices
-            .iter()
-            .find(|(name, _)| *name == text)
-            .map(|(_, choice)| *choice)
-            .ok_or_else(|| {
-                let names: Vec<String> =
-                    choices.iter().map(|(name, _)| toml_string(name)).collect();
-                self.error(
-                    field,
-                    format!(
-                        "unknown value {} (expected {})",
-                        toml_string(text),
-                        or_list(&names)
-                    ),
-                )
-            })
-    }
-
-    /// A path: not empty and without NUL bytes.
-    fn path(&self, field: &Field<'_>) -> Result<PathBuf, ConfigError> {
-        let text = self.string(field)?;
-        if text.is_empty() {
-            return Err(self.error(field, "must not be empty"));
-        }
-        if text.contains('\0') {
-            return Err(self.error(field, "must not contain a NUL byte"));
-        }
-        Ok(PathBuf::from(text))
-    }
-
-    fn absolute_path(&self, field: &Field<'_>) -> Result<PathBuf, ConfigError> {
-        let path = self.path(field)?;
-        if !path.is_absolute() {
-            return Err(self.error(
-                field,
-                format!(
-                    "must be an absolute path (not {})",
-                    toml_string(&path.to_string_lossy())
-                ),
-            ));
-        }
-        Ok(path)
-    }
-}
-
-/// How serde lists expected keys: `` `a` ``, `` `a` or `b` `` or
-/// `` one of `a`, `b`, `c` ``.
-fn one_of(names: &[&str]) -> String {
-    let quoted: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
-    match quoted.as_slice() {
-        [] => "nothing".to_owned(),
-        [one] => one.clone(),
-        [a, b] => format!("{a} or {b}"),
-        _ => format!("one of {}", quoted.join(", ")),
-    }
-}
-
-fn parse(doc: &Doc<'_>) -> Result<Config, ConfigError> {
-    let root: Node = toml::from_str(doc.text).map_err(|error| doc.toml_error(&error))?;
-    let root = Field {
-        name: String::new(),
-        offset: 0,
-        node: &root,
-    };
+fn parse(doc: &Document<'_>) -> Result<Config, TomlError> {
+    let root: Node = doc.deserialize()?;
+    let root = Field::root(&root);
     let [daemon, agents] = doc.fields(&root, ["daemon", "agent"])?;
     let daemon = match daemon {
         Some(table) => parse_daemon(doc, &table)?,
@@ -998,11 +380,11 @@ fn parse(doc: &Doc<'_>) -> Result<Config, ConfigError> {
     Ok(Config {
         daemon,
         agents,
-        path: doc.path.to_owned(),
+        path: doc.path().to_owned(),
     })
 }
 
-fn parse_daemon(doc: &Doc<'_>, table: &Field<'_>) -> Result<DaemonConfig, ConfigError> {
+fn parse_daemon(doc: &Document<'_>, table: &Field<'_>) -> Result<DaemonConfig, TomlError> {
     let [
         socket,
         pin_dir,
@@ -1031,19 +413,19 @@ fn parse_daemon(doc: &Doc<'_>, table: &Field<'_>) -> Result<DaemonConfig, Config
     )?;
     let mut config = DaemonConfig::default();
     if let Some(field) = socket {
-        config.socket = doc.absolute_path(&field)?;
+        config.socket = absolute_path(doc, &field)?;
     }
     if let Some(field) = pin_dir {
-        config.pin_dir = doc.absolute_path(&field)?;
+        config.pin_dir = absolute_path(doc, &field)?;
     }
     if let Some(field) = on_stop {
-        config.on_stop = doc.choice(&field, &OnStop::CHOICES)?;
+        config.on_stop = choice(doc, &field, OnStop::NAMES)?;
     }
     if let Some(field) = audit {
-        config.audit = doc.absolute_path(&field)?;
+        config.audit = absolute_path(doc, &field)?;
     }
     if let Some(field) = audit_key {
-        let key = doc.absolute_path(&field)?;
+        let key = absolute_path(doc, &field)?;
         // The key would be read back as the log's first line, and lost.
         if key == config.audit {
             return Err(doc.error(&field, "must not be the audit log itself"));
@@ -1065,18 +447,16 @@ fn parse_daemon(doc: &Doc<'_>, table: &Field<'_>) -> Result<DaemonConfig, Config
         config.metrics = Some(address);
     }
     if let Some(field) = log_format {
-        config.log_format = doc.choice(&field, &LogFormat::CHOICES)?;
+        config.log_format = choice(doc, &field, LogFormat::NAMES)?;
     }
     if let Some(field) = cgroup_root {
-        config.cgroup_root = doc.absolute_path(&field)?;
+        config.cgroup_root = absolute_path(doc, &field)?;
     }
     if let Some(field) = scan_every {
         config.scan_every = parse_scan_every(doc, &field)?;
     }
     if let Some(field) = ring_bytes {
-        let Value::Integer(n) = field.node.value else {
-            return Err(doc.wrong_type(&field, "an integer"));
-        };
+        let n = doc.integer(&field)?;
         config.ring_bytes = u32::try_from(n)
             .ok()
             .filter(|bytes| bytes.is_power_of_two() && *bytes >= MIN_RING_BYTES)
@@ -1093,15 +473,20 @@ fn parse_daemon(doc: &Doc<'_>, table: &Field<'_>) -> Result<DaemonConfig, Config
     Ok(config)
 }
 
-fn parse_scan_every(doc: &Doc<'_>, field: &Field<'_>) -> Result<Duration, ConfigError> {
+fn parse_scan_every(doc: &Document<'_>, field: &Field<'_>) -> Result<Duration, TomlError> {
     let text = doc.string(field)?;
-    let duration = humantime::parse_duration(text).map_err(|_| {
+    let duration = humantime::parse_duration(text).map_err(|cause| {
         doc.error(
             field,
-            format!(
-                "invalid duration {} (write it like \"500ms\", \"1s\" or \"1m\")",
-                toml_string(text)
-            ),
+            match cause {
+                DurationError::NumberOverflow => {
+                    format!("duration {} is too large", toml_string(text))
+                }
+                _ => format!(
+                    "invalid duration {} (write it like \"500ms\", \"1s\" or \"1m\")",
+                    toml_string(text)
+                ),
+            },
         )
     })?;
     if !(MIN_SCAN_EVERY..=MAX_SCAN_EVERY).contains(&duration) {
@@ -1118,36 +503,24 @@ fn parse_scan_every(doc: &Doc<'_>, field: &Field<'_>) -> Result<Duration, Config
     Ok(duration)
 }
 
-fn parse_agents(doc: &Doc<'_>, list: &Field<'_>) -> Result<Vec<AgentConfig>, ConfigError> {
-    let Value::Array(items) = &list.node.value else {
+fn parse_agents(doc: &Document<'_>, list: &Field<'_>) -> Result<Vec<AgentConfig>, TomlError> {
+    let Some(items) = list.items() else {
         let mut error = doc.wrong_type(list, "an array of tables");
-        if let ConfigError::Invalid { message, .. } = &mut error {
-            message.push_str(" (write each agent as an [[agent]] table)");
-        }
+        error
+            .message
+            .push_str(" (write each agent as an [[agent]] table)");
         return Err(error);
     };
     let mut agents: Vec<AgentConfig> = Vec::new();
     // Names and patterns seen so far, to the agent (from 1) that has them.
     let mut names = HashMap::new();
     let mut patterns = HashMap::new();
-    for (index, item) in items.iter().enumerate() {
+    for (index, table) in items.enumerate() {
         let number = index + 1;
-        let table = Field {
-            name: format!("{}[{number}]", list.name),
-            offset: item.span.as_ref().map_or(list.offset, |span| span.start),
-            node: item,
-        };
         let [name, cgroup, mission, mode] =
             doc.fields(&table, ["name", "cgroup", "mission", "mode"])?;
-        let missing = |key: &str| {
-            doc.invalid(
-                table.offset,
-                Some(format!("{}.{key}", table.name)),
-                "missing field".to_owned(),
-            )
-        };
 
-        let name = name.ok_or_else(|| missing("name"))?;
+        let name = doc.required_in(&table, "name", name)?;
         let name_text = doc.string(&name)?;
         check_agent_name(name_text).map_err(|message| doc.error(&name, message))?;
         if let Some(first) = names.insert(name_text, number) {
@@ -1160,10 +533,10 @@ fn parse_agents(doc: &Doc<'_>, list: &Field<'_>) -> Result<Vec<AgentConfig>, Con
             ));
         }
 
-        let cgroup = cgroup.ok_or_else(|| missing("cgroup"))?;
+        let cgroup = doc.required_in(&table, "cgroup", cgroup)?;
         let pattern = CgroupPattern::parse(doc.string(&cgroup)?)
             .map_err(|message| doc.error(&cgroup, message))?;
-        if let Some(first) = patterns.insert(pattern.text.clone(), number) {
+        if let Some(first) = patterns.insert(pattern.as_str().to_owned(), number) {
             return Err(doc.error(
                 &cgroup,
                 format!(
@@ -1173,11 +546,11 @@ fn parse_agents(doc: &Doc<'_>, list: &Field<'_>) -> Result<Vec<AgentConfig>, Con
             ));
         }
 
-        let mission = mission.ok_or_else(|| missing("mission"))?;
+        let mission = doc.required_in(&table, "mission", mission)?;
         let mission = resolve_mission(doc, &mission)?;
 
         let mode = mode
-            .map(|mode| doc.choice(&mode, &Mode::CHOICES))
+            .map(|mode| choice(doc, &mode, Mode::NAMES))
             .transpose()?;
 
         agents.push(AgentConfig {
@@ -1185,7 +558,7 @@ fn parse_agents(doc: &Doc<'_>, list: &Field<'_>) -> Result<Vec<AgentConfig>, Con
             cgroup: pattern,
             mission,
             mode,
-            line: line_column(doc.text, table.offset).0,
+            line: doc.line(table.offset),
         });
     }
     Ok(agents)
@@ -1220,15 +593,15 @@ fn check_agent_name(name: &str) -> Result<(), String> {
 /// The mission's path, absolute: a relative one is taken from the
 /// configuration file's directory, so that the file means the same whatever
 /// directory the daemon starts in.
-fn resolve_mission(doc: &Doc<'_>, field: &Field<'_>) -> Result<PathBuf, ConfigError> {
-    let path = doc.path(field)?;
+fn resolve_mission(doc: &Document<'_>, field: &Field<'_>) -> Result<PathBuf, TomlError> {
+    let path = path(doc, field)?;
     if path.starts_with("~") {
         return Err(doc.error(
             field,
             "\"~\" is not expanded (whose home would it be?): write the path in full",
         ));
     }
-    let directory = doc.path.parent().unwrap_or(Path::new(""));
+    let directory = doc.path().parent().unwrap_or(Path::new(""));
     std::path::absolute(directory.join(&path)).map_err(|error| {
         doc.error(
             field,
@@ -1237,10 +610,63 @@ fn resolve_mission(doc: &Doc<'_>, field: &Field<'_>) -> Result<PathBuf, ConfigEr
     })
 }
 
+/// Looks a string up in `choices`, the accepted spellings of a setting.
+fn choice<T: Copy>(
+    doc: &Document<'_>,
+    field: &Field<'_>,
+    choices: &[(&str, T)],
+) -> Result<T, TomlError> {
+    let text = doc.string(field)?;
+    choices
+        .iter()
+        .find(|(name, _)| *name == text)
+        .map(|(_, choice)| *choice)
+        .ok_or_else(|| {
+            let names: Vec<String> = choices.iter().map(|(name, _)| toml_string(name)).collect();
+            doc.error(
+                field,
+                format!(
+                    "unknown value {} (expected {})",
+                    toml_string(text),
+                    or_list(&names)
+                ),
+            )
+        })
+}
+
+/// A path: not empty and without NUL bytes.
+fn path(doc: &Document<'_>, field: &Field<'_>) -> Result<PathBuf, TomlError> {
+    let text = doc.string(field)?;
+    if text.is_empty() {
+        return Err(doc.error(field, "must not be empty"));
+    }
+    if text.contains('\0') {
+        return Err(doc.error(field, "must not contain a NUL byte"));
+    }
+    Ok(PathBuf::from(text))
+}
+
+fn absolute_path(doc: &Document<'_>, field: &Field<'_>) -> Result<PathBuf, TomlError> {
+    let path = path(doc, field)?;
+    if !path.is_absolute() {
+        return Err(doc.error(
+            field,
+            format!(
+                "must be an absolute path (not {})",
+                toml_string(&path.to_string_lossy())
+            ),
+        ));
+    }
+    Ok(path)
+}
+
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
     use crate::mission::OnUnknown;
+    use crate::toml_file::test_support::{Parts, field};
 
     const CONFIG: &str = "/etc/pincer/daemon.toml";
 
@@ -1249,21 +675,11 @@ mod tests {
     }
 
     /// The position, field and message of an `Invalid` error.
-    fn invalid(text: &str) -> (usize, usize, Option<String>, String) {
+    fn invalid(text: &str) -> Parts {
         match parse(text) {
-            Err(ConfigError::Invalid {
-                line,
-                column,
-                field,
-                message,
-                ..
-            }) => (line, column, field, message),
+            Err(ConfigError::Invalid(error)) => error.parts(),
             other => panic!("expected an invalid configuration, got {other:?}"),
         }
-    }
-
-    fn field(name: &str) -> Option<String> {
-        Some(name.to_owned())
     }
 
     /// An agent entry whose `cgroup` is on line 3 of the text it starts.
@@ -1739,6 +1155,78 @@ mission = "missions/codex.toml"
     }
 
     #[test]
+    fn integers_too_large_for_toml_name_their_field() {
+        for (literal, column) in [
+            ("99999999999999999999", 14),
+            ("-9223372036854775809", 14),
+            ("0x1_0000_0000_0000_0000", 14),
+        ] {
+            assert_eq!(
+                invalid(&format!("[daemon]\nring_bytes = {literal}\n")),
+                (
+                    2,
+                    column,
+                    field("daemon.ring_bytes"),
+                    format!("integer {literal} does not fit in 64 bits")
+                ),
+            );
+        }
+        // The largest integer TOML holds is only out of the setting's range.
+        assert_eq!(
+            invalid("[daemon]\nring_bytes = 9223372036854775807\n").3,
+            "must be a power of two from 4096 to 2147483648 (not 9223372036854775807)"
+        );
+        let text = "agent = [{ name = \"a\", cgroup = \"a\", mission = \"/m\", \
+                    mode = 18446744073709551616 }]\n";
+        assert_eq!(
+            invalid(text),
+            (
+                1,
+                61,
+                field("agent[1].mode"),
+                "integer 18446744073709551616 does not fit in 64 bits".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn scan_every_too_large() {
+        assert_eq!(
+            invalid("[daemon]\nscan_every = \"99999999999999999999s\"\n"),
+            (
+                2,
+                14,
+                field("daemon.scan_every"),
+                "duration \"99999999999999999999s\" is too large".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("daemon.toml");
+        fs::write(&path, b"[daemon]\nsocket = \"/s\xff\"\n").unwrap();
+        let error = Config::from_file(&path).unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                ConfigError::Invalid(TomlError {
+                    line: 2,
+                    column: 13,
+                    field: None,
+                    ..
+                })
+            ),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!("{}:2:13: invalid UTF-8 (byte 0xff)", path.display())
+        );
+    }
+
+    #[test]
     fn metrics_is_an_ip_address_and_port() {
         let config = parse("[daemon]\nmetrics = \"127.0.0.1:9464\"\n").unwrap();
         assert_eq!(
@@ -1886,40 +1374,8 @@ mission = "missions/codex.toml"
     }
 
     #[test]
-    fn bad_patterns() {
-        let cases = [
-            ("", "must not be empty"),
-            (
-                "/agents.slice/*",
-                "must not start with \"/\": it is relative to cgroup_root (\"/agents.slice/*\")",
-            ),
-            (
-                "agents.slice/../system.slice",
-                "must not contain \"..\" components (\"agents.slice/../system.slice\")",
-            ),
-            (
-                "./agents.slice",
-                "must not contain \".\" components (\"./agents.slice\")",
-            ),
-            (
-                "agents.slice//a",
-                "must not contain empty components (\"agents.slice//a\")",
-            ),
-            (
-                "agents.slice/",
-                "must not contain empty components (\"agents.slice/\")",
-            ),
-            (
-                "agents.slice/a**",
-                "\"**\" must be a whole component (\"a**\" in \"agents.slice/a**\")",
-            ),
-        ];
-        for (text, message) in cases {
-            assert_eq!(
-                CgroupPattern::parse(text),
-                Err(message.to_owned()),
-                "{text}"
-            );
+    fn bad_patterns_point_at_the_cgroup() {
+        for (text, message) in pattern::tests::BAD_PATTERNS {
             let config = format!("[daemon]\n{}", agent_with_cgroup("a", text));
             assert_eq!(
                 invalid(&config),
@@ -1927,10 +1383,6 @@ mission = "missions/codex.toml"
                 "{text}"
             );
         }
-        assert_eq!(
-            CgroupPattern::parse("a\0b"),
-            Err("must not contain a NUL byte".to_owned())
-        );
     }
 
     #[test]
@@ -1974,188 +1426,6 @@ mission = "missions/codex.toml"
         );
         let config = parse(&with_mission("./m.toml")).unwrap();
         assert_eq!(config.agents[0].mission, Path::new("/etc/pincer/m.toml"));
-    }
-
-    #[test]
-    fn the_pattern_is_kept_as_written() {
-        let text = "agents.slice/claude-*.scope";
-        assert_eq!(pattern(text).to_string(), text);
-        assert_eq!(pattern(text).as_str(), text);
-    }
-
-    #[test]
-    fn pattern_matching() {
-        let table: &[(&str, &[&str], &[&str])] = &[
-            (
-                "agents.slice/*",
-                &[
-                    "agents.slice/a",
-                    "agents.slice/claude-1.scope",
-                    "agents.slice/*",
-                ],
-                &["agents.slice", "agents.slice/a/b", "other.slice/a", "", "a"],
-            ),
-            (
-                // `**` matches zero components too, so the slice itself.
-                "agents.slice/**",
-                &["agents.slice", "agents.slice/a", "agents.slice/a/b/c"],
-                &["other.slice/a", "agents.slice2/a", "agents", ""],
-            ),
-            (
-                "a/**/leaf-*",
-                &["a/leaf-1", "a/leaf-", "a/x/leaf-1", "a/x/y/z/leaf-abc"],
-                &[
-                    "a/leaf",
-                    "a/x/leaf-1/z",
-                    "b/leaf-1",
-                    "leaf-1",
-                    "a/x/notleaf-1",
-                ],
-            ),
-            (
-                "agents.slice/agent-?.scope",
-                &["agents.slice/agent-1.scope", "agents.slice/agent-é.scope"],
-                &[
-                    "agents.slice/agent-.scope",
-                    "agents.slice/agent-10.scope",
-                    "agents.slice/agent-1/x.scope",
-                ],
-            ),
-            (
-                // Literal names, dots and backslashes included.
-                "system.slice/system-getty.slice/getty@tty1.service",
-                &["system.slice/system-getty.slice/getty@tty1.service"],
-                &[
-                    "system.slice/system-getty.slice/getty@tty2.service",
-                    "system.slice/system-getty.slice",
-                    "system.slice/system-getty.slice/getty@tty1.service/x",
-                    "system.slice/system-getty.slice/getty@tty1xservice",
-                ],
-            ),
-            (
-                "user.slice/user-1000.slice/app\\x2dclaude.scope",
-                &["user.slice/user-1000.slice/app\\x2dclaude.scope"],
-                &["user.slice/user-1000.slice/app-claude.scope"],
-            ),
-            ("**", &["", "a", "a/b/c"], &[]),
-            ("*", &["a", "agents.slice"], &["", "a/b"]),
-            (
-                // Several stars in one component need backtracking.
-                "x/*a*b*c",
-                &["x/abc", "x/aXbYc", "x/aabbcc", "x/zzabcab-c"],
-                &["x/acb", "x/abcX", "x/ab"],
-            ),
-            (
-                "**/claude-*.scope/**",
-                &[
-                    "claude-1.scope",
-                    "a/b/claude-1.scope",
-                    "a/claude-1.scope/x/y",
-                ],
-                &["a/claude-1.scop", "a/b"],
-            ),
-        ];
-        for (text, matching, not_matching) in table {
-            let pattern = pattern(text);
-            for path in *matching {
-                assert!(
-                    pattern.matches(Path::new(path)),
-                    "{text} should match {path:?}"
-                );
-            }
-            for path in *not_matching {
-                assert!(
-                    !pattern.matches(Path::new(path)),
-                    "{text} should not match {path:?}"
-                );
-            }
-        }
-    }
-
-    /// Every way to match, tried one by one.
-    fn naive(pattern: &[Token], name: &[Unit]) -> bool {
-        match pattern.split_first() {
-            None => name.is_empty(),
-            Some((Token::Star, rest)) => (0..=name.len()).any(|taken| naive(rest, &name[taken..])),
-            Some((token, rest)) => name.split_first().is_some_and(|(unit, name)| {
-                (*token == Token::One || *token == Token::Literal(char::from_u32(*unit).unwrap()))
-                    && naive(rest, name)
-            }),
-        }
-    }
-
-    /// All sequences of up to `length` elements of `alphabet`.
-    fn sequences<T: Copy>(alphabet: &[T], length: usize) -> Vec<Vec<T>> {
-        let mut all = vec![Vec::new()];
-        let mut last = vec![Vec::new()];
-        for _ in 0..length {
-            last = last
-                .iter()
-                .flat_map(|prefix| {
-                    alphabet.iter().map(move |element| {
-                        let mut longer: Vec<T> = prefix.clone();
-                        longer.push(*element);
-                        longer
-                    })
-                })
-                .collect();
-            all.extend(last.iter().cloned());
-        }
-        all
-    }
-
-    #[test]
-    fn the_single_backtrack_agrees_with_trying_everything() {
-        // Backtracking only to the last star is the subtle part of matching;
-        // every short pattern against every short name settles it.
-        let patterns = sequences(
-            &[
-                Token::Star,
-                Token::One,
-                Token::Literal('a'),
-                Token::Literal('b'),
-            ],
-            5,
-        );
-        let names = sequences(&['a' as Unit, 'b' as Unit], 6);
-        for pattern in &patterns {
-            for name in &names {
-                let fast = wildcard(
-                    pattern,
-                    name,
-                    |token| *token == Token::Star,
-                    |token, unit| match token {
-                        Token::Star => false,
-                        Token::One => true,
-                        Token::Literal(c) => *c as Unit == *unit,
-                    },
-                );
-                assert_eq!(fast, naive(pattern, name), "{pattern:?} against {name:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn matched_paths_as_proc_shows_them() {
-        let slice = pattern("agents.slice/*");
-        assert!(slice.matches(Path::new("/agents.slice/a")));
-        assert!(slice.matches(Path::new("agents.slice/a/")));
-        assert!(slice.matches(Path::new("./agents.slice/a")));
-        // Where `..` leads depends on the tree, so it matches nothing.
-        assert!(!slice.matches(Path::new("agents.slice/b/../a")));
-        assert!(!pattern("**").matches(Path::new("..")));
-    }
-
-    #[test]
-    fn names_that_are_not_utf8_match_only_wildcards() {
-        use std::ffi::OsStr;
-        let name = |bytes: &[u8]| Path::new(OsStr::from_bytes(bytes)).to_owned();
-        let weird = name(b"agents.slice/a\xffb");
-        assert!(pattern("agents.slice/a*b").matches(&weird));
-        assert!(pattern("agents.slice/a?b").matches(&weird));
-        assert!(!pattern("agents.slice/a\u{ff}b").matches(&weird));
-        assert!(!pattern("agents.slice/a\u{fffd}b").matches(&weird));
-        assert!(!pattern("agents.slice/a??b").matches(&weird));
     }
 
     #[test]

@@ -1,0 +1,314 @@
+//! What a mission says: its grants, its defaults and how parked requests are
+//! voted on, as read from the file (before any path is resolved).
+
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::toml_file::{Named, TomlError, named};
+use crate::vote::{Lifetime, Scope};
+use crate::voters::mission::Rule;
+
+/// An error in a mission file or in resolving its grants.
+#[derive(Debug, thiserror::Error)]
+pub enum MissionError {
+    /// The mission file could not be read.
+    #[error("cannot read mission file {}", .path.display())]
+    Io {
+        /// The mission file.
+        path: PathBuf,
+        /// Why it could not be read.
+        #[source]
+        source: io::Error,
+    },
+    /// The file is not a valid mission: bad TOML, an unknown key, a wrong type
+    /// or a value out of range.
+    #[error(transparent)]
+    Invalid(#[from] TomlError),
+    /// A grant's path could not be looked up.
+    #[error("{}:{line}: {field}: cannot resolve {}", .mission.display(), .path.display())]
+    Unresolvable {
+        /// The mission file.
+        mission: PathBuf,
+        /// Line of the grant's path.
+        line: usize,
+        /// The field, such as `grant[2].path`.
+        field: String,
+        /// The path that failed to resolve (the grant's path or its parent).
+        path: PathBuf,
+        /// The lookup error.
+        #[source]
+        source: io::Error,
+    },
+    /// A grant names an object it cannot apply to.
+    #[error("{}:{line}: {field}: {message}", .mission.display())]
+    Rejected {
+        /// The mission file.
+        mission: PathBuf,
+        /// Line of the grant's path.
+        line: usize,
+        /// The field, such as `grant[2].extent`.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// An entry of the baseline exists but could not be looked up.
+    #[error("cannot resolve baseline entry {}", .path.display())]
+    Baseline {
+        /// The baseline entry.
+        path: PathBuf,
+        /// The lookup error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// A parsed mission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mission {
+    /// `[mission].name`.
+    pub name: String,
+    /// The file the mission was read from (used in messages).
+    pub source: PathBuf,
+    /// The `[[grant]]` entries, in file order.
+    pub grants: Vec<GrantSpec>,
+    /// `[defaults].baseline`.
+    pub baseline: Baseline,
+    /// `[defaults].on_unknown`.
+    pub on_unknown: OnUnknown,
+    /// `[vote]`: how parked requests are decided.
+    pub vote: VotePolicy,
+}
+
+/// One `[[grant]]` entry as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantSpec {
+    /// Absolute path, with a leading `~` expanded, otherwise as written:
+    /// symbolic links are followed only when the mission is resolved.
+    pub path: PathBuf,
+    /// Bits of [`pincer_common::ops`].
+    pub ops: u32,
+    /// What the grant covers.
+    pub extent: Extent,
+    /// 1-based line of the entry's `path` in the mission file.
+    pub line: usize,
+}
+
+/// What a grant covers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Extent {
+    /// The object itself: an existing file or directory, or a file the agent
+    /// will create.
+    #[default]
+    File,
+    /// An existing directory and everything below it.
+    Tree,
+}
+
+named!(Extent: "file" => File, "tree" => Tree);
+
+/// Grants every mission gets besides its own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Baseline {
+    /// What a program needs to start and run at all: see
+    /// [`RUNTIME_BASELINE`](super::RUNTIME_BASELINE).
+    #[default]
+    Runtime,
+    /// Nothing: the mission lists everything itself.
+    None,
+}
+
+named!(Baseline: "runtime" => Runtime, "none" => None);
+
+/// What an access that no grant covers does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum OnUnknown {
+    /// It is refused.
+    #[default]
+    Deny,
+    /// It is allowed and recorded in the audit log, to learn what a task
+    /// needs before confining it.
+    Audit,
+    /// It is parked until the voters of `[vote]` decide.
+    Ask,
+}
+
+named!(OnUnknown: "deny" => Deny, "audit" => Audit, "ask" => Ask);
+
+/// How a run or an agent overrides its mission's `defaults.on_unknown`
+/// (`pincer run --mode`, `mode` in the daemon's configuration, the control
+/// socket's `register`). The doc comments are the command line's help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Mode {
+    /// Deny with `EACCES` at once and audit (`on_unknown = "deny"`).
+    Enforce,
+    /// Allow, and audit what would have been denied.
+    Audit,
+    /// Park the task and ask the voters (`on_unknown = "ask"`).
+    Ask,
+}
+
+impl Mode {
+    /// The names modes are written with, in files and on the socket.
+    pub const CHOICES: &'static [(&'static str, Mode)] = <Self as Named>::NAMES;
+
+    /// The mode written `name`.
+    pub fn from_name(name: &str) -> Option<Mode> {
+        <Self as Named>::from_name(name)
+    }
+
+    /// The mission setting this mode stands for.
+    pub fn on_unknown(self) -> OnUnknown {
+        match self {
+            Mode::Enforce => OnUnknown::Deny,
+            Mode::Audit => OnUnknown::Audit,
+            Mode::Ask => OnUnknown::Ask,
+        }
+    }
+
+    /// The name it is written with.
+    pub fn name(self) -> &'static str {
+        <Self as Named>::name(self)
+    }
+}
+
+named!(Mode: "enforce" => Enforce, "audit" => Audit, "ask" => Ask);
+
+impl From<OnUnknown> for Mode {
+    fn from(on_unknown: OnUnknown) -> Mode {
+        match on_unknown {
+            OnUnknown::Deny => Mode::Enforce,
+            OnUnknown::Audit => Mode::Audit,
+            OnUnknown::Ask => Mode::Ask,
+        }
+    }
+}
+
+impl OnUnknown {
+    /// The agent entry's mode in the kernel ([`pincer_common::mode`]).
+    pub fn kernel_mode(self) -> u32 {
+        match self {
+            OnUnknown::Deny => pincer_common::mode::ENFORCE,
+            OnUnknown::Audit => pincer_common::mode::AUDIT,
+            OnUnknown::Ask => pincer_common::mode::ASK,
+        }
+    }
+}
+
+/// Something that votes on parked requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VoterKind {
+    /// The mission's own `[[vote.rule]]` entries.
+    Mission,
+    /// A person, asked interactively.
+    Prompt,
+    /// An HTTP endpoint, configured in `[vote.webhook]`.
+    Webhook,
+}
+
+impl VoterKind {
+    /// Every voter, in the order the mission file lists them as choices.
+    pub const ALL: [VoterKind; 3] = [VoterKind::Mission, VoterKind::Prompt, VoterKind::Webhook];
+
+    /// The voter's name in missions and audit lines.
+    pub fn name(self) -> &'static str {
+        <Self as Named>::name(self)
+    }
+}
+
+named!(VoterKind: "mission" => Mission, "prompt" => Prompt, "webhook" => Webhook);
+
+/// The verdict on a parked request when no voter allows it in time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum DefaultVerdict {
+    /// The access is refused.
+    #[default]
+    Deny,
+    /// This one access is allowed; the next one parks again.
+    AllowOnce,
+}
+
+named!(DefaultVerdict: "deny" => Deny, "allow-once" => AllowOnce);
+
+/// `[vote.webhook]`: where the webhook voter sends parked requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookSpec {
+    /// The endpoint: an `http` or `https` URL with a host.
+    pub url: String,
+    /// Absolute path of the file holding the shared secret, which is kept out
+    /// of the mission so that the mission can be shared and logged.
+    pub secret_file: PathBuf,
+    /// How far an answer's timestamp may be from pincer's clock.
+    pub clock_skew: Duration,
+    /// 1-based line of the `[vote.webhook]` table in the mission file.
+    pub line: usize,
+}
+
+/// Votes on parked requests are in by this long unless the mission says
+/// otherwise.
+pub const DEFAULT_VOTE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Longest `vote.timeout`: the agent's access waits that long, and a
+/// request nobody decides within an hour is better settled by the default.
+pub const MAX_VOTE_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// How far a webhook answer's timestamp may be from pincer's clock unless
+/// `vote.webhook.clock_skew` says otherwise.
+pub const DEFAULT_CLOCK_SKEW: Duration = Duration::from_secs(30);
+
+/// Largest `vote.webhook.clock_skew`: answers are checked for freshness
+/// against it, and a wider window lets a captured answer be replayed for
+/// longer.
+pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(3600);
+
+/// `[vote]`: who decides parked requests, how fast and how much they may
+/// grant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VotePolicy {
+    /// The voters, in the order written.
+    pub voters: Vec<VoterKind>,
+    /// Deadline for the votes on one request.
+    pub timeout: Duration,
+    /// The verdict when no voter allows in time.
+    pub default: DefaultVerdict,
+    /// The longest allow any voter may give: `Ttl(max_ttl)` for `"ttl"`.
+    pub max_lifetime: Lifetime,
+    /// The widest allow any voter may give.
+    pub max_extent: Scope,
+    /// `[vote.webhook]`, present whenever `voters` includes the webhook.
+    pub webhook: Option<WebhookSpec>,
+    /// The mission voter's rules, in file order: the first that matches
+    /// decides.
+    pub rules: Vec<Rule>,
+}
+
+impl Default for VotePolicy {
+    fn default() -> Self {
+        Self {
+            voters: vec![VoterKind::Mission, VoterKind::Prompt],
+            timeout: DEFAULT_VOTE_TIMEOUT,
+            default: DefaultVerdict::Deny,
+            max_lifetime: Lifetime::Session,
+            max_extent: Scope::File,
+            webhook: None,
+            rules: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vote_names_display_as_written() {
+        let names = [OnUnknown::Deny, OnUnknown::Audit, OnUnknown::Ask].map(|v| v.to_string());
+        assert_eq!(names, ["deny", "audit", "ask"]);
+        assert_eq!(
+            VoterKind::ALL.map(|v| v.to_string()),
+            ["mission", "prompt", "webhook"]
+        );
+        assert_eq!(DefaultVerdict::AllowOnce.to_string(), "allow-once");
+        assert_eq!(DefaultVerdict::Deny.to_string(), "deny");
+    }
+}

@@ -1,0 +1,1846 @@
+//! Reading a mission from TOML: strict, and every error names the file, the
+//! line and column, and the field.
+
+use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use humantime::DurationError;
+use pincer_common::ops;
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::model::{
+    Baseline, DEFAULT_CLOCK_SKEW, DefaultVerdict, Extent, GrantSpec, MAX_CLOCK_SKEW,
+    MAX_VOTE_TIMEOUT, Mission, MissionError, OnUnknown, VotePolicy, VoterKind, WebhookSpec,
+};
+use crate::toml_file::{self, Document, Named, TomlError, or_list};
+use crate::vote::{Lifetime, Scope};
+use crate::voters::mission::{Rule, RuleVerdict};
+
+// The file as written. Every value is optional and spanned so that pincer,
+// not serde, reports a missing or invalid value, with its position and field.
+// serde still reports unknown keys and wrong types; the document names the
+// field from the error's position. A new key is a new field here plus its
+// check in `parse` below.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawFile {
+    mission: Option<Spanned<RawMission>>,
+    #[serde(default)]
+    grant: Vec<Spanned<RawGrant>>,
+    defaults: Option<Spanned<RawDefaults>>,
+    // Not spanned: `[[vote.rule]]` or `[vote.webhook]` without `[vote]`
+    // makes a table without a span, which `Spanned` refuses.
+    vote: Option<RawVote>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawMission {
+    name: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawGrant {
+    path: Option<Spanned<String>>,
+    ops: Option<Spanned<Vec<Spanned<String>>>>,
+    extent: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawDefaults {
+    baseline: Option<Spanned<String>>,
+    on_unknown: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawVote {
+    voters: Option<Spanned<Vec<Spanned<String>>>>,
+    timeout: Option<Spanned<String>>,
+    default: Option<Spanned<String>>,
+    max_lifetime: Option<Spanned<String>>,
+    max_ttl: Option<Spanned<String>>,
+    max_extent: Option<Spanned<String>>,
+    webhook: Option<Spanned<RawWebhook>>,
+    #[serde(default)]
+    rule: Vec<Spanned<RawRule>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawWebhook {
+    url: Option<Spanned<String>>,
+    secret_file: Option<Spanned<String>>,
+    clock_skew: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawRule {
+    path: Option<Spanned<String>>,
+    extent: Option<Spanned<String>>,
+    ops: Option<Spanned<Vec<Spanned<String>>>>,
+    verdict: Option<Spanned<String>>,
+    lifetime: Option<Spanned<String>>,
+    ttl: Option<Spanned<String>>,
+    reason: Option<Spanned<String>>,
+}
+
+impl Mission {
+    /// Reads and parses a mission file; `~` expands to `$HOME`.
+    pub fn from_file(path: &Path) -> Result<Mission, MissionError> {
+        let cannot_read = |source| MissionError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        toml_file::read_file(path, cannot_read, |text| Self::parse(text, path))
+    }
+
+    /// Parses a mission; `source` names the file in messages and `~`
+    /// expands to `$HOME`.
+    pub fn parse(text: &str, source: &Path) -> Result<Mission, MissionError> {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        Self::parse_with_home(text, source, home.as_deref())
+    }
+
+    /// Parses a mission, expanding `~` to `home`: the caller decides whose
+    /// home that is (under `sudo`, `$HOME` may be root's). A `~` with no
+    /// home is an error.
+    pub fn parse_with_home(
+        text: &str,
+        source: &Path,
+        home: Option<&Path>,
+    ) -> Result<Mission, MissionError> {
+        Ok(parse(&Document::new(text, source), home)?)
+    }
+}
+
+fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> {
+    let raw: RawFile = doc.deserialize().map_err(with_hint)?;
+
+    let mission = doc.required(raw.mission.as_ref(), 0, "mission", "missing section")?;
+    let name = required(doc, &mission.get_ref().name, mission, "mission.name")?;
+    if name.get_ref().trim().is_empty() {
+        return Err(doc.field_error(name.span().start, "mission.name", "must not be empty"));
+    }
+
+    let grants = raw
+        .grant
+        .iter()
+        .enumerate()
+        .map(|(index, grant)| parse_grant(doc, index + 1, grant, home))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let mut baseline = Baseline::default();
+    let mut on_unknown = OnUnknown::default();
+    if let Some(defaults) = &raw.defaults {
+        if let Some(value) = &defaults.get_ref().baseline {
+            baseline = choice(doc, value, "defaults.baseline", "baseline", Baseline::NAMES)?;
+        }
+        if let Some(value) = &defaults.get_ref().on_unknown {
+            on_unknown = choice(doc, value, "defaults.on_unknown", "value", OnUnknown::NAMES)?;
+        }
+    }
+
+    let vote = match &raw.vote {
+        Some(vote) => parse_vote(doc, vote, home)?,
+        None => VotePolicy::default(),
+    };
+
+    Ok(Mission {
+        name: name.get_ref().clone(),
+        source: doc.path().to_owned(),
+        grants,
+        baseline,
+        on_unknown,
+        vote,
+    })
+}
+
+/// Says how to write an array of tables when a single table was written.
+fn with_hint(mut error: TomlError) -> TomlError {
+    if error.message.ends_with("expected a sequence") {
+        match error.field.as_deref() {
+            Some("grant") => error
+                .message
+                .push_str(" (write each grant as a [[grant]] table)"),
+            Some("vote.rule") => error
+                .message
+                .push_str(" (write each rule as a [[vote.rule]] table)"),
+            _ => {}
+        }
+    }
+    error
+}
+
+/// A key of `table` that must be there: "missing field" points at the
+/// table otherwise.
+fn required<'a, T, U>(
+    doc: &Document<'_>,
+    value: &'a Option<Spanned<T>>,
+    table: &Spanned<U>,
+    field: &str,
+) -> Result<&'a Spanned<T>, TomlError> {
+    doc.required(value.as_ref(), table.span().start, field, "missing field")
+}
+
+/// A duration longer than zero and at most `max`.
+fn duration(
+    doc: &Document<'_>,
+    value: &Spanned<String>,
+    field: &str,
+    max: Option<Duration>,
+) -> Result<Duration, TomlError> {
+    let error = |message: String| doc.field_error(value.span().start, field, message);
+    let duration = humantime::parse_duration(value.get_ref()).map_err(|cause| {
+        error(match cause {
+            DurationError::NumberOverflow => format!("duration {:?} is too large", value.get_ref()),
+            _ => format!(
+                "invalid duration {:?} (write it like \"30s\", \"10m\" or \"1h30m\")",
+                value.get_ref()
+            ),
+        })
+    })?;
+    if duration.is_zero() {
+        return Err(error("must be longer than zero".to_owned()));
+    }
+    if let Some(max) = max.filter(|max| duration > *max) {
+        return Err(error(format!(
+            "must be at most {} (not {})",
+            humantime::format_duration(max),
+            humantime::format_duration(duration)
+        )));
+    }
+    Ok(duration)
+}
+
+/// The duration of a `ttl` lifetime, which is recorded in whole seconds and
+/// must end on the clock that times it.
+fn ttl(doc: &Document<'_>, value: &Spanned<String>, field: &str) -> Result<Duration, TomlError> {
+    let duration = duration(doc, value, field, None)?;
+    let error = |message: String| doc.field_error(value.span().start, field, message);
+    if duration.subsec_nanos() != 0 {
+        return Err(error("must be a whole number of seconds".to_owned()));
+    }
+    if Instant::now().checked_add(duration).is_none() {
+        return Err(error(format!(
+            "duration {:?} is too large",
+            value.get_ref()
+        )));
+    }
+    Ok(duration)
+}
+
+/// Looks `value` up in `choices`, the accepted spellings of a setting.
+fn choice<T: Copy>(
+    doc: &Document<'_>,
+    value: &Spanned<String>,
+    field: &str,
+    what: &str,
+    choices: &[(&str, T)],
+) -> Result<T, TomlError> {
+    choices
+        .iter()
+        .find(|(name, _)| *name == value.get_ref())
+        .map(|(_, choice)| *choice)
+        .ok_or_else(|| {
+            let expected: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+            doc.field_error(
+                value.span().start,
+                field,
+                format!(
+                    "unknown {what} {:?} (expected {})",
+                    value.get_ref(),
+                    or_list(&expected)
+                ),
+            )
+        })
+}
+
+fn parse_grant(
+    doc: &Document<'_>,
+    number: usize,
+    grant: &Spanned<RawGrant>,
+    home: Option<&Path>,
+) -> Result<GrantSpec, TomlError> {
+    let field = |name: &str| format!("grant[{number}].{name}");
+    let raw = grant.get_ref();
+
+    let path = required(doc, &raw.path, grant, &field("path"))?;
+    let expanded = absolute_path(doc, path, &field("path"), home)?;
+    let ops_list = required(doc, &raw.ops, grant, &field("ops"))?;
+    let bits = parse_ops(doc, ops_list, &field("ops"))?;
+    let extent = parse_extent(doc, raw.extent.as_ref(), &field("extent"))?;
+
+    Ok(GrantSpec {
+        path: expanded,
+        ops: bits,
+        extent,
+        line: doc.line(path.span().start),
+    })
+}
+
+/// A path written in the mission: absolute, or starting with `~` (`home`).
+fn absolute_path(
+    doc: &Document<'_>,
+    path: &Spanned<String>,
+    field: &str,
+    home: Option<&Path>,
+) -> Result<PathBuf, TomlError> {
+    let path_error = |message: String| doc.field_error(path.span().start, field, message);
+    let written = path.get_ref();
+    if written.contains('\0') {
+        return Err(path_error("must not contain a NUL byte".to_owned()));
+    }
+    let expanded = match written.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+            let home = home.ok_or_else(|| path_error("cannot expand ~: HOME is not set".into()))?;
+            if !home.is_absolute() {
+                return Err(path_error(format!(
+                    "cannot expand ~: HOME is not absolute ({:?})",
+                    home.display().to_string()
+                )));
+            }
+            home.join(rest.trim_start_matches('/'))
+        }
+        _ => PathBuf::from(written),
+    };
+    if !expanded.is_absolute() {
+        return Err(path_error(format!("must be absolute ({written:?})")));
+    }
+    Ok(expanded)
+}
+
+/// A non-empty list of operation names, as bits of [`ops`].
+fn parse_ops(
+    doc: &Document<'_>,
+    list: &Spanned<Vec<Spanned<String>>>,
+    field: &str,
+) -> Result<u32, TomlError> {
+    if list.get_ref().is_empty() {
+        return Err(doc.field_error(list.span().start, field, "must list at least one operation"));
+    }
+    let mut bits = 0;
+    for op in list.get_ref() {
+        bits |= choice(
+            doc,
+            op,
+            field,
+            "operation",
+            &ops::NAMES.map(|(bit, name)| (name, bit)),
+        )?;
+    }
+    Ok(bits)
+}
+
+fn parse_extent(
+    doc: &Document<'_>,
+    value: Option<&Spanned<String>>,
+    field: &str,
+) -> Result<Extent, TomlError> {
+    match value {
+        Some(value) => choice(doc, value, field, "extent", Extent::NAMES),
+        None => Ok(Extent::default()),
+    }
+}
+
+/// A lifetime as written, before a `ttl` gets its duration.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LifetimeKind {
+    Once,
+    Ttl,
+    Session,
+}
+
+const LIFETIMES: [(&str, LifetimeKind); 3] = [
+    ("once", LifetimeKind::Once),
+    ("ttl", LifetimeKind::Ttl),
+    ("session", LifetimeKind::Session),
+];
+
+fn parse_vote(
+    doc: &Document<'_>,
+    raw: &RawVote,
+    home: Option<&Path>,
+) -> Result<VotePolicy, TomlError> {
+    let mut policy = VotePolicy::default();
+
+    if let Some(list) = &raw.voters {
+        if list.get_ref().is_empty() {
+            return Err(doc.field_error(
+                list.span().start,
+                "vote.voters",
+                "must list at least one voter",
+            ));
+        }
+        let mut voters = Vec::new();
+        for (index, value) in list.get_ref().iter().enumerate() {
+            let field = format!("vote.voters[{}]", index + 1);
+            let voter = choice(doc, value, &field, "voter", VoterKind::NAMES)?;
+            if voters.contains(&voter) {
+                return Err(doc.field_error(
+                    value.span().start,
+                    &field,
+                    format!("duplicate voter {:?}", value.get_ref()),
+                ));
+            }
+            voters.push(voter);
+        }
+        policy.voters = voters;
+    }
+
+    if let Some(value) = &raw.timeout {
+        policy.timeout = duration(doc, value, "vote.timeout", Some(MAX_VOTE_TIMEOUT))?;
+    }
+
+    if let Some(value) = &raw.default {
+        policy.default = choice(
+            doc,
+            value,
+            "vote.default",
+            "default verdict",
+            DefaultVerdict::NAMES,
+        )?;
+    }
+
+    // A max_ttl beside another cap would look like a limit yet limit nothing.
+    let cap = match &raw.max_lifetime {
+        Some(value) => Some((
+            value,
+            choice(doc, value, "vote.max_lifetime", "lifetime", &LIFETIMES)?,
+        )),
+        None => None,
+    };
+    policy.max_lifetime = match (cap, &raw.max_ttl) {
+        (Some((_, LifetimeKind::Ttl)), Some(value)) => {
+            Lifetime::Ttl(ttl(doc, value, "vote.max_ttl")?)
+        }
+        (Some((cap, LifetimeKind::Ttl)), None) => {
+            return Err(doc.field_error(
+                cap.span().start,
+                "vote.max_ttl",
+                "missing field (max_lifetime = \"ttl\" needs it)",
+            ));
+        }
+        (_, Some(value)) => {
+            return Err(doc.field_error(
+                value.span().start,
+                "vote.max_ttl",
+                "only allowed with max_lifetime = \"ttl\"",
+            ));
+        }
+        (Some((_, LifetimeKind::Once)), None) => Lifetime::Once,
+        (Some((_, LifetimeKind::Session)), None) | (None, None) => Lifetime::Session,
+    };
+
+    if let Some(value) = &raw.max_extent {
+        policy.max_extent = choice(
+            doc,
+            value,
+            "vote.max_extent",
+            "extent",
+            &[("file", Scope::File), ("tree", Scope::Tree)],
+        )?;
+    }
+
+    policy.webhook = raw
+        .webhook
+        .as_ref()
+        .map(|webhook| parse_webhook(doc, webhook, home))
+        .transpose()?;
+    if policy.webhook.is_none() {
+        let webhook_voter = raw
+            .voters
+            .iter()
+            .flat_map(|list| list.get_ref())
+            .find(|value| value.get_ref() == VoterKind::Webhook.name());
+        if let Some(value) = webhook_voter {
+            return Err(doc.field_error(
+                value.span().start,
+                "vote.voters",
+                "the webhook voter needs a [vote.webhook] table",
+            ));
+        }
+    }
+
+    policy.rules = raw
+        .rule
+        .iter()
+        .enumerate()
+        .map(|(index, rule)| parse_rule(doc, index + 1, rule, home))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    Ok(policy)
+}
+
+fn parse_webhook(
+    doc: &Document<'_>,
+    webhook: &Spanned<RawWebhook>,
+    home: Option<&Path>,
+) -> Result<WebhookSpec, TomlError> {
+    let raw = webhook.get_ref();
+
+    let url = required(doc, &raw.url, webhook, "vote.webhook.url")?;
+    // The URL may carry a token: messages describe it without repeating it.
+    let url_error =
+        |message: String| doc.field_error(url.span().start, "vote.webhook.url", message);
+    let parsed = reqwest::Url::parse(url.get_ref())
+        .map_err(|error| url_error(format!("not a valid URL ({error})")))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(url_error(format!(
+            "must use http or https, not {:?}",
+            parsed.scheme()
+        )));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(url_error("must name a host".to_owned()));
+    }
+
+    let secret_file = required(doc, &raw.secret_file, webhook, "vote.webhook.secret_file")?;
+    let secret_file = absolute_path(doc, secret_file, "vote.webhook.secret_file", home)?;
+
+    let clock_skew = match &raw.clock_skew {
+        Some(value) => duration(doc, value, "vote.webhook.clock_skew", Some(MAX_CLOCK_SKEW))?,
+        None => DEFAULT_CLOCK_SKEW,
+    };
+
+    Ok(WebhookSpec {
+        url: url.get_ref().clone(),
+        secret_file,
+        clock_skew,
+        line: doc.line(webhook.span().start),
+    })
+}
+
+fn parse_rule(
+    doc: &Document<'_>,
+    number: usize,
+    rule: &Spanned<RawRule>,
+    home: Option<&Path>,
+) -> Result<Rule, TomlError> {
+    let field = |name: &str| format!("vote.rule[{number}].{name}");
+    let raw = rule.get_ref();
+
+    let path = required(doc, &raw.path, rule, &field("path"))?;
+    let expanded = absolute_path(doc, path, &field("path"), home)?;
+    // Rules compare paths without resolving them, so `..` would never match
+    // the path of a request: a deny rule with it would protect nothing.
+    if expanded
+        .components()
+        .any(|part| part == Component::ParentDir)
+    {
+        return Err(doc.field_error(
+            path.span().start,
+            &field("path"),
+            format!("must not contain \"..\" ({:?})", path.get_ref()),
+        ));
+    }
+
+    let extent = parse_extent(doc, raw.extent.as_ref(), &field("extent"))?;
+    let bits = match &raw.ops {
+        Some(list) => parse_ops(doc, list, &field("ops"))?,
+        None => ops::ALL,
+    };
+
+    let verdict = required(doc, &raw.verdict, rule, &field("verdict"))?;
+    let allow = choice(
+        doc,
+        verdict,
+        &field("verdict"),
+        "verdict",
+        &[("deny", false), ("allow", true)],
+    )?;
+    let lifetime = match &raw.lifetime {
+        Some(value) if !allow => {
+            return Err(doc.field_error(
+                value.span().start,
+                &field("lifetime"),
+                "only allowed with verdict = \"allow\"",
+            ));
+        }
+        Some(value) => choice(doc, value, &field("lifetime"), "lifetime", &LIFETIMES)?,
+        None => LifetimeKind::Once,
+    };
+    let verdict = match (lifetime, &raw.ttl) {
+        (LifetimeKind::Ttl, Some(value)) => {
+            RuleVerdict::Allow(Lifetime::Ttl(ttl(doc, value, &field("ttl"))?))
+        }
+        (LifetimeKind::Ttl, None) => {
+            return Err(doc.field_error(
+                rule.span().start,
+                &field("ttl"),
+                "missing field (lifetime = \"ttl\" needs it)",
+            ));
+        }
+        (_, Some(value)) => {
+            return Err(doc.field_error(
+                value.span().start,
+                &field("ttl"),
+                "only allowed with lifetime = \"ttl\"",
+            ));
+        }
+        (_, None) if !allow => RuleVerdict::Deny,
+        (LifetimeKind::Once, None) => RuleVerdict::Allow(Lifetime::Once),
+        (LifetimeKind::Session, None) => RuleVerdict::Allow(Lifetime::Session),
+    };
+
+    let reason = match &raw.reason {
+        Some(value) if value.get_ref().trim().is_empty() => {
+            return Err(doc.field_error(value.span().start, &field("reason"), "must not be empty"));
+        }
+        Some(value) => Some(value.get_ref().clone()),
+        None => None,
+    };
+
+    Ok(Rule {
+        path: expanded,
+        extent,
+        ops: bits,
+        verdict,
+        reason,
+        line: doc.line(path.span().start),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+    use crate::toml_file::test_support::{Parts, field, parts as error};
+
+    fn parse(text: &str) -> Result<Mission, MissionError> {
+        Mission::parse_with_home(text, Path::new("m.toml"), Some(Path::new("/home/me")))
+    }
+
+    /// The position, field and message of an `Invalid` error.
+    fn invalid(text: &str) -> Parts {
+        match parse(text) {
+            Err(MissionError::Invalid(error)) => error.parts(),
+            other => panic!("expected an invalid mission, got {other:?}"),
+        }
+    }
+
+    const GOOD: &str = r#"# What the agent may do.
+[mission]
+name = "fix the failing test"
+
+[[grant]]
+path = "/home/me/project"
+ops = ["read", "write", "create"]
+extent = "tree"
+
+[[grant]]
+path = "~/notes.txt"
+ops = ["read"]
+
+[[grant]]
+path = "/usr/bin/cargo"
+ops = ["exec", "read", "exec"]
+extent = "file"
+
+[defaults]
+baseline = "none"
+"#;
+
+    #[test]
+    fn parses_a_good_file() {
+        let mission = parse(GOOD).unwrap();
+        assert_eq!(
+            mission,
+            Mission {
+                name: "fix the failing test".to_owned(),
+                source: PathBuf::from("m.toml"),
+                grants: vec![
+                    GrantSpec {
+                        path: PathBuf::from("/home/me/project"),
+                        ops: ops::READ | ops::WRITE | ops::CREATE,
+                        extent: Extent::Tree,
+                        line: 6,
+                    },
+                    GrantSpec {
+                        path: PathBuf::from("/home/me/notes.txt"),
+                        ops: ops::READ,
+                        extent: Extent::File,
+                        line: 11,
+                    },
+                    GrantSpec {
+                        path: PathBuf::from("/usr/bin/cargo"),
+                        ops: ops::READ | ops::EXEC,
+                        extent: Extent::File,
+                        line: 15,
+                    },
+                ],
+                baseline: Baseline::None,
+                on_unknown: OnUnknown::Deny,
+                vote: VotePolicy::default(),
+            }
+        );
+    }
+
+    #[test]
+    fn defaults_and_no_grants() {
+        let mission = parse("[mission]\nname = \"idle\"\n").unwrap();
+        assert_eq!(mission.name, "idle");
+        assert!(mission.grants.is_empty());
+        assert_eq!(mission.baseline, Baseline::Runtime);
+        let mission = parse("[mission]\nname = \"x\"\n[defaults]\n").unwrap();
+        assert_eq!(mission.baseline, Baseline::Runtime);
+    }
+
+    #[test]
+    fn accepts_inline_tables() {
+        let text = "mission = { name = \"x\" }\ngrant = [{ path = \"/a\", ops = [\"read\"] }]\n";
+        let mission = parse(text).unwrap();
+        assert_eq!(mission.grants[0].path, Path::new("/a"));
+        assert_eq!(mission.grants[0].line, 2);
+    }
+
+    #[test]
+    fn expands_the_home_directory() {
+        let grant = |path: &str| {
+            let text =
+                format!("[mission]\nname = \"x\"\n[[grant]]\npath = {path:?}\nops = [\"read\"]\n");
+            parse(&text).map(|mission| mission.grants[0].path.clone())
+        };
+        assert_eq!(grant("~").unwrap(), Path::new("/home/me"));
+        assert_eq!(grant("~/").unwrap(), Path::new("/home/me"));
+        assert_eq!(grant("~/a/b").unwrap(), Path::new("/home/me/a/b"));
+        // Only a leading `~` is special.
+        assert_eq!(grant("/x/~/y").unwrap(), Path::new("/x/~/y"));
+        // Lexically as written: no normalisation.
+        assert_eq!(grant("/a/../b").unwrap(), Path::new("/a/../b"));
+    }
+
+    #[test]
+    fn other_users_homes_are_not_expanded() {
+        let text = "[mission]\nname = \"x\"\n[[grant]]\npath = \"~bob/x\"\nops = [\"read\"]\n";
+        assert_eq!(
+            invalid(text),
+            (
+                4,
+                8,
+                field("grant[1].path"),
+                "must be absolute (\"~bob/x\")".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn tilde_without_a_home_is_an_error() {
+        let text = "[mission]\nname = \"x\"\n[[grant]]\npath = \"~/x\"\nops = [\"read\"]\n";
+        let error = Mission::parse_with_home(text, Path::new("m.toml"), None).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "m.toml:4:8: grant[1].path: cannot expand ~: HOME is not set"
+        );
+        let error = Mission::parse_with_home(text, Path::new("m.toml"), Some(Path::new("rel")))
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "m.toml:4:8: grant[1].path: cannot expand ~: HOME is not absolute (\"rel\")"
+        );
+    }
+
+    #[test]
+    fn unknown_operation() {
+        let text = r#"[mission]
+name = "m"
+
+[[grant]]
+path = "/a"
+ops = ["read"]
+
+[[grant]]
+path = "/b"
+ops = ["write", "raed"]
+"#;
+        assert_eq!(
+            invalid(text),
+            (
+                10,
+                17,
+                field("grant[2].ops"),
+                "unknown operation \"raed\" (expected read, write, create, exec, delete, rename, link, setattr or mkdir)".to_owned()
+            )
+        );
+        assert_eq!(
+            parse(text).unwrap_err().to_string(),
+            "m.toml:10:17: grant[2].ops: unknown operation \"raed\" \
+             (expected read, write, create, exec, delete, rename, link, setattr or mkdir)"
+        );
+    }
+
+    #[test]
+    fn missing_mission_name() {
+        let text = "# no name\n\n[mission]\n\n[[grant]]\npath = \"/a\"\nops = [\"read\"]\n";
+        assert_eq!(
+            invalid(text),
+            (3, 1, field("mission.name"), "missing field".to_owned())
+        );
+        assert_eq!(
+            parse(text).unwrap_err().to_string(),
+            "m.toml:3:1: mission.name: missing field"
+        );
+    }
+
+    #[test]
+    fn missing_mission_section() {
+        let text = "[[grant]]\npath = \"/a\"\nops = [\"read\"]\n";
+        assert_eq!(
+            invalid(text),
+            (1, 1, field("mission"), "missing section".to_owned())
+        );
+    }
+
+    #[test]
+    fn empty_mission_name() {
+        assert_eq!(
+            invalid("[mission]\nname = \"  \"\n"),
+            (2, 8, field("mission.name"), "must not be empty".to_owned())
+        );
+    }
+
+    #[test]
+    fn relative_path() {
+        let text = "[mission]\nname = \"m\"\n[[grant]]\nops = [\"read\"]\npath = \"src/x\"\n";
+        assert_eq!(
+            invalid(text),
+            (
+                5,
+                8,
+                field("grant[1].path"),
+                "must be absolute (\"src/x\")".to_owned()
+            )
+        );
+        let empty = "[mission]\nname = \"m\"\n[[grant]]\npath = \"\"\nops = [\"read\"]\n";
+        assert_eq!(
+            invalid(empty),
+            (
+                4,
+                8,
+                field("grant[1].path"),
+                "must be absolute (\"\")".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn nul_in_path() {
+        let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\\u0000b\"\nops = [\"read\"]\n";
+        assert_eq!(
+            invalid(text),
+            (
+                4,
+                8,
+                field("grant[1].path"),
+                "must not contain a NUL byte".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn syntax_error() {
+        let text = "[mission]\nname = \"m\n";
+        let (line, column, field, message) = invalid(text);
+        assert_eq!((line, column, field), (2, 10, None));
+        assert_eq!(message, "invalid basic string");
+        assert_eq!(
+            parse(text).unwrap_err().to_string(),
+            "m.toml:2:10: invalid basic string"
+        );
+    }
+
+    #[test]
+    fn duplicate_key() {
+        let text = "[mission]\nname = \"a\"\nname = \"b\"\n";
+        assert_eq!(
+            invalid(text),
+            (
+                3,
+                1,
+                None,
+                "duplicate key `name` in table `mission`".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn duplicate_section() {
+        let (line, column, field, message) = invalid("[mission]\nname = \"a\"\n[mission]\n");
+        assert_eq!((line, column, field), (3, 1, None));
+        assert_eq!(
+            message,
+            "invalid table header: duplicate key `mission` in document root"
+        );
+    }
+
+    #[test]
+    fn wrong_type_of_a_value() {
+        assert_eq!(
+            invalid("[mission]\nname = 3\n"),
+            (
+                2,
+                8,
+                field("mission.name"),
+                "invalid type: integer `3`, expected a string".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn wrong_type_of_a_section() {
+        assert_eq!(
+            invalid("mission = \"x\"\n"),
+            (
+                1,
+                11,
+                field("mission"),
+                "invalid type: string \"x\", expected a table".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn wrong_type_in_the_ops_list() {
+        let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = [\"read\", 3]\n";
+        assert_eq!(
+            invalid(text),
+            (
+                5,
+                16,
+                field("grant[1].ops[2]"),
+                "invalid type: integer `3`, expected a string".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn ops_must_be_a_list() {
+        let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = \"read\"\n";
+        assert_eq!(
+            invalid(text),
+            (
+                5,
+                7,
+                field("grant[1].ops"),
+                "invalid type: string \"read\", expected a sequence".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn empty_ops_list() {
+        let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = []\n";
+        assert_eq!(
+            invalid(text),
+            (
+                5,
+                7,
+                field("grant[1].ops"),
+                "must list at least one operation".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn missing_path_and_ops() {
+        let no_path = "[mission]\nname = \"m\"\n\n[[grant]]\nops = [\"read\"]\n";
+        assert_eq!(
+            invalid(no_path),
+            (4, 1, field("grant[1].path"), "missing field".to_owned())
+        );
+        let no_ops = "[mission]\nname = \"m\"\n\n[[grant]]\npath = \"/a\"\n";
+        assert_eq!(
+            invalid(no_ops),
+            (4, 1, field("grant[1].ops"), "missing field".to_owned())
+        );
+    }
+
+    #[test]
+    fn unknown_extent() {
+        let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = [\"read\"]\n\
+                    extent = \"subtree\"\n";
+        assert_eq!(
+            invalid(text),
+            (
+                6,
+                10,
+                field("grant[1].extent"),
+                "unknown extent \"subtree\" (expected file or tree)".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn unknown_baseline() {
+        let text = "[mission]\nname = \"m\"\n[defaults]\nbaseline = \"all\"\n";
+        assert_eq!(
+            invalid(text),
+            (
+                4,
+                12,
+                field("defaults.baseline"),
+                "unknown baseline \"all\" (expected runtime or none)".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn unknown_key_in_a_grant() {
+        let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\n[[grant]]\npath = \"/b\"\n\
+                    opz = [\"read\"]\n";
+        assert_eq!(
+            invalid(text),
+            (
+                7,
+                1,
+                field("grant[2].opz"),
+                "unknown field `opz`, expected one of `path`, `ops`, `extent`".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn unknown_keys_elsewhere() {
+        let (line, column, field_name, message) =
+            invalid("[mission]\nname = \"m\"\ngoal = \"x\"\n");
+        assert_eq!((line, column, field_name), (3, 1, field("mission.goal")));
+        assert!(message.starts_with("unknown field `goal`"), "{message}");
+
+        let (line, column, field_name, _) =
+            invalid("[mission]\nname = \"m\"\n[policy]\nquorum = 2\n");
+        assert_eq!((line, column, field_name), (3, 2, field("policy")));
+
+        let (line, column, field_name, _) =
+            invalid("[mission]\nname = \"m\"\n[vote]\nquorum = 2\n");
+        assert_eq!((line, column, field_name), (4, 1, field("vote.quorum")));
+
+        let (line, column, field_name, _) =
+            invalid("[mission]\nname = \"m\"\n[defaults]\non_unknwon = \"deny\"\n");
+        assert_eq!(
+            (line, column, field_name),
+            (4, 1, field("defaults.on_unknwon"))
+        );
+
+        let (line, _, field_name, _) = invalid("name = \"m\"\n[mission]\nname = \"m\"\n");
+        assert_eq!((line, field_name), (1, field("name")));
+    }
+
+    #[test]
+    fn a_single_grant_table_gets_a_hint() {
+        let text = "[mission]\nname = \"m\"\n[grant]\npath = \"/a\"\nops = [\"read\"]\n";
+        let (line, column, field_name, message) = invalid(text);
+        assert_eq!((line, column, field_name), (3, 1, field("grant")));
+        assert_eq!(
+            message,
+            "invalid type: map, expected a sequence (write each grant as a [[grant]] table)"
+        );
+    }
+
+    #[test]
+    fn datetimes_are_named_as_such() {
+        let (line, column, _, message) = invalid("[mission]\nname = 1979-05-27\n");
+        assert_eq!((line, column), (2, 8));
+        assert_eq!(message, "invalid type: datetime, expected a string");
+    }
+
+    #[test]
+    fn columns_count_characters() {
+        // "ü" is two bytes and one column: "bad" starts at column 32.
+        let text = "grant = [{ path = \"/ü\", ops = [\"bad\"] }]\n[mission]\nname = \"m\"\n";
+        let (line, column, field_name, _) = invalid(text);
+        assert_eq!((line, column, field_name), (1, 32, field("grant[1].ops")));
+    }
+
+    #[test]
+    fn forty_thousand_grants() {
+        // Each grant's line is looked up in the line index: a scan of the
+        // text per grant made this quadratic.
+        let mut text = String::from("[mission]\nname = \"many\"\n");
+        for index in 0..40_000 {
+            text.push_str(&format!(
+                "[[grant]]\npath = \"/g/{index}\"\nops = [\"read\"]\n"
+            ));
+        }
+        let mission = parse(&text).unwrap();
+        assert_eq!(mission.grants.len(), 40_000);
+        let last = &mission.grants[39_999];
+        assert_eq!(last.path, Path::new("/g/39999"));
+        // `[mission]` and its name, then three lines a grant.
+        assert_eq!(last.line, 2 + 3 * 39_999 + 2);
+    }
+
+    #[test]
+    fn integers_too_large_for_toml_name_their_field() {
+        assert_eq!(
+            invalid("[mission]\nname = 99999999999999999999\n"),
+            error(
+                2,
+                8,
+                "mission.name",
+                "integer 99999999999999999999 does not fit in 64 bits"
+            )
+        );
+        let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\n\
+                    ops = [\"read\", -9_223_372_036_854_775_809]\n";
+        assert_eq!(
+            invalid(text),
+            error(
+                5,
+                16,
+                "grant[1].ops[2]",
+                "integer -9_223_372_036_854_775_809 does not fit in 64 bits"
+            )
+        );
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.toml");
+        // "café" in Latin-1.
+        fs::write(&path, b"[mission]\nname = \"caf\xe9\"\n").unwrap();
+        let error = Mission::from_file(&path).unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                MissionError::Invalid(TomlError {
+                    line: 2,
+                    column: 12,
+                    field: None,
+                    ..
+                })
+            ),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!("{}:2:12: invalid UTF-8 (byte 0xe9)", path.display())
+        );
+    }
+
+    #[test]
+    fn reads_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.toml");
+        fs::write(&path, "[mission]\nname = \"from a file\"\n").unwrap();
+        let mission = Mission::from_file(&path).unwrap();
+        assert_eq!(mission.name, "from a file");
+        assert_eq!(mission.source, path);
+
+        let missing = dir.path().join("missing.toml");
+        let error = Mission::from_file(&missing).unwrap_err();
+        assert!(matches!(error, MissionError::Io { ref path, .. } if *path == missing));
+        assert_eq!(
+            error.to_string(),
+            format!("cannot read mission file {}", missing.display())
+        );
+    }
+
+    #[test]
+    fn error_messages_name_the_file() {
+        let error = Mission::parse_with_home("[mission]\n", Path::new("/etc/pincer/m.toml"), None)
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "/etc/pincer/m.toml:1:1: mission.name: missing field"
+        );
+    }
+
+    // Parked requests and votes.
+
+    /// The error of a mission whose text after `[mission]` starts on line 3.
+    fn vote_invalid(rest: &str) -> Parts {
+        invalid(&format!("[mission]\nname = \"m\"\n{rest}"))
+    }
+
+    /// A webhook section whose `url` is on line 6 and `secret_file` on 7.
+    fn webhook(url: &str, secret_file: &str) -> String {
+        format!(
+            "[vote]\nvoters = [\"webhook\"]\n[vote.webhook]\nurl = {url:?}\n\
+             secret_file = {secret_file:?}\n"
+        )
+    }
+
+    #[test]
+    fn vote_defaults_when_absent() {
+        let mission = parse("[mission]\nname = \"m\"\n").unwrap();
+        assert_eq!(mission.on_unknown, OnUnknown::Deny);
+        assert_eq!(mission.vote, VotePolicy::default());
+        assert_eq!(
+            mission.vote,
+            VotePolicy {
+                voters: vec![VoterKind::Mission, VoterKind::Prompt],
+                timeout: Duration::from_secs(60),
+                default: DefaultVerdict::Deny,
+                max_lifetime: Lifetime::Session,
+                max_extent: Scope::File,
+                webhook: None,
+                rules: Vec::new(),
+            }
+        );
+        let mission = parse("[mission]\nname = \"m\"\n[defaults]\n[vote]\n").unwrap();
+        assert_eq!(mission.on_unknown, OnUnknown::Deny);
+        assert_eq!(mission.vote, VotePolicy::default());
+    }
+
+    const GOOD_VOTE: &str = r#"[mission]
+name = "m"
+[defaults]
+on_unknown = "ask"
+[vote]
+voters = ["webhook", "mission", "prompt"]
+timeout = "1m30s"
+default = "allow-once"
+max_lifetime = "ttl"
+max_ttl = "1h"
+max_extent = "tree"
+
+[vote.webhook]
+url = "https://approvals.example/pincer"
+secret_file = "~/.config/pincer/webhook.key"
+clock_skew = "10s"
+
+[[vote.rule]]
+path = "~/.ssh"
+extent = "tree"
+ops = ["read"]
+verdict = "deny"
+reason = "credentials are never part of this task"
+
+[[vote.rule]]
+path = "/home/me/project/Cargo.lock"
+ops = ["write", "create"]
+verdict = "allow"
+lifetime = "ttl"
+ttl = "10m"
+
+[[vote.rule]]
+verdict = "allow"
+path = "/tmp/scratch"
+lifetime = "session"
+extent = "file"
+
+[[vote.rule]]
+path = "/tmp/log"
+verdict = "allow"
+"#;
+
+    #[test]
+    fn parses_a_full_vote_policy() {
+        let mission = parse(GOOD_VOTE).unwrap();
+        assert_eq!(mission.on_unknown, OnUnknown::Ask);
+        assert_eq!(
+            mission.vote,
+            VotePolicy {
+                voters: vec![VoterKind::Webhook, VoterKind::Mission, VoterKind::Prompt],
+                timeout: Duration::from_secs(90),
+                default: DefaultVerdict::AllowOnce,
+                max_lifetime: Lifetime::Ttl(Duration::from_secs(3600)),
+                max_extent: Scope::Tree,
+                webhook: Some(WebhookSpec {
+                    url: "https://approvals.example/pincer".to_owned(),
+                    secret_file: PathBuf::from("/home/me/.config/pincer/webhook.key"),
+                    clock_skew: Duration::from_secs(10),
+                    line: 13,
+                }),
+                rules: vec![
+                    Rule {
+                        path: PathBuf::from("/home/me/.ssh"),
+                        extent: Extent::Tree,
+                        ops: ops::READ,
+                        verdict: RuleVerdict::Deny,
+                        reason: Some("credentials are never part of this task".to_owned()),
+                        line: 19,
+                    },
+                    Rule {
+                        path: PathBuf::from("/home/me/project/Cargo.lock"),
+                        extent: Extent::File,
+                        ops: ops::WRITE | ops::CREATE,
+                        verdict: RuleVerdict::Allow(Lifetime::Ttl(Duration::from_secs(600))),
+                        reason: None,
+                        line: 26,
+                    },
+                    Rule {
+                        path: PathBuf::from("/tmp/scratch"),
+                        extent: Extent::File,
+                        ops: ops::ALL,
+                        verdict: RuleVerdict::Allow(Lifetime::Session),
+                        reason: None,
+                        line: 34,
+                    },
+                    Rule {
+                        path: PathBuf::from("/tmp/log"),
+                        extent: Extent::File,
+                        ops: ops::ALL,
+                        verdict: RuleVerdict::Allow(Lifetime::Once),
+                        reason: None,
+                        line: 39,
+                    },
+                ],
+            }
+        );
+    }
+
+    #[test]
+    fn vote_caps_and_single_settings() {
+        let vote = |rest: &str| parse(&format!("[mission]\nname = \"m\"\n{rest}")).unwrap();
+        let mission = vote("[vote]\nmax_lifetime = \"once\"\ntimeout = \"1h\"\n");
+        assert_eq!(mission.vote.max_lifetime, Lifetime::Once);
+        assert_eq!(mission.vote.timeout, MAX_VOTE_TIMEOUT);
+        assert_eq!(
+            vote("[vote]\nmax_lifetime = \"session\"\n")
+                .vote
+                .max_lifetime,
+            Lifetime::Session
+        );
+        assert_eq!(
+            vote("[vote]\ntimeout = \"250ms\"\n").vote.timeout,
+            Duration::from_millis(250)
+        );
+        assert_eq!(
+            vote("[defaults]\non_unknown = \"audit\"\n").on_unknown,
+            OnUnknown::Audit
+        );
+        // Webhook settings without the webhook voter are allowed, and unused.
+        let mission = vote(
+            &webhook("http://127.0.0.1:8080/vote", "/k")
+                .replace("voters = [\"webhook\"]", "voters = [\"prompt\"]"),
+        );
+        assert_eq!(mission.vote.voters, [VoterKind::Prompt]);
+        let spec = mission.vote.webhook.unwrap();
+        assert_eq!(spec.clock_skew, Duration::from_secs(30));
+        assert_eq!(spec.line, 5);
+        // Inline tables work as well as sections.
+        let mission = parse(
+            "vote = { rule = [{ path = \"/a\", verdict = \"deny\" }], \
+             webhook = { url = \"https://h\", secret_file = \"/k\" } }\n\
+             [mission]\nname = \"m\"\n",
+        )
+        .unwrap();
+        assert_eq!(mission.vote.rules[0].line, 1);
+        assert_eq!(mission.vote.webhook.unwrap().line, 1);
+    }
+
+    #[test]
+    fn vote_tables_need_no_vote_header() {
+        let text = "[mission]\nname = \"m\"\n[[vote.rule]]\npath = \"/a\"\nverdict = \"deny\"\n\
+                    [vote.webhook]\nurl = \"https://h\"\nsecret_file = \"/k\"\n";
+        let mission = parse(text).unwrap();
+        assert_eq!(mission.vote.rules[0].line, 4);
+        assert_eq!(mission.vote.webhook.unwrap().line, 6);
+        assert_eq!(mission.vote.voters, VotePolicy::default().voters);
+    }
+
+    #[test]
+    fn fields_are_named_across_split_tables() {
+        let text = "[mission]\nname = \"m\"\n[vote]\ntimeout = \"5s\"\n[[vote.rule]]\n\
+                    path = \"/a\"\nverdict = \"deny\"\n[[vote.rule]]\npath = 3\n";
+        assert_eq!(
+            invalid(text),
+            error(
+                9,
+                8,
+                "vote.rule[2].path",
+                "invalid type: integer `3`, expected a string"
+            )
+        );
+        let text = "[mission]\nname = \"m\"\n[vote.webhook]\nurl = \"https://h\"\n\
+                    secret_file = \"/k\"\n[vote]\nvoters = [\"prompt\", 1]\n";
+        assert_eq!(
+            invalid(text),
+            error(
+                7,
+                21,
+                "vote.voters[2]",
+                "invalid type: integer `1`, expected a string"
+            )
+        );
+    }
+
+    #[test]
+    fn unknown_on_unknown() {
+        assert_eq!(
+            vote_invalid("[defaults]\non_unknown = \"allow\"\n"),
+            error(
+                4,
+                14,
+                "defaults.on_unknown",
+                "unknown value \"allow\" (expected deny, audit or ask)"
+            )
+        );
+    }
+
+    #[test]
+    fn bad_voters() {
+        assert_eq!(
+            vote_invalid("[vote]\nvoters = []\n"),
+            error(4, 10, "vote.voters", "must list at least one voter")
+        );
+        assert_eq!(
+            vote_invalid("[vote]\nvoters = [\"prompt\", \"mission\", \"prompt\"]\n"),
+            error(4, 32, "vote.voters[3]", "duplicate voter \"prompt\"")
+        );
+        assert_eq!(
+            vote_invalid("[vote]\nvoters = [\"mission\", \"slack\"]\n"),
+            error(
+                4,
+                22,
+                "vote.voters[2]",
+                "unknown voter \"slack\" (expected mission, prompt or webhook)"
+            )
+        );
+        assert_eq!(
+            vote_invalid("[vote]\nvoters = \"prompt\"\n"),
+            error(
+                4,
+                10,
+                "vote.voters",
+                "invalid type: string \"prompt\", expected a sequence"
+            )
+        );
+    }
+
+    #[test]
+    fn webhook_voter_without_its_section() {
+        let expected = error(
+            4,
+            21,
+            "vote.voters",
+            "the webhook voter needs a [vote.webhook] table",
+        );
+        assert_eq!(
+            vote_invalid("[vote]\nvoters = [\"prompt\", \"webhook\"]\n"),
+            expected
+        );
+        assert_eq!(
+            parse("[mission]\nname = \"m\"\n[vote]\nvoters = [\"prompt\", \"webhook\"]\n")
+                .unwrap_err()
+                .to_string(),
+            "m.toml:4:21: vote.voters: the webhook voter needs a [vote.webhook] table"
+        );
+    }
+
+    #[test]
+    fn bad_timeouts() {
+        let hint = "(write it like \"30s\", \"10m\" or \"1h30m\")";
+        assert_eq!(
+            vote_invalid("[vote]\ntimeout = \"soon\"\n"),
+            error(
+                4,
+                11,
+                "vote.timeout",
+                &format!("invalid duration \"soon\" {hint}")
+            )
+        );
+        // A number needs its unit.
+        assert_eq!(
+            vote_invalid("[vote]\ntimeout = \"30\"\n"),
+            error(
+                4,
+                11,
+                "vote.timeout",
+                &format!("invalid duration \"30\" {hint}")
+            )
+        );
+        assert_eq!(
+            vote_invalid("[vote]\ntimeout = \"\"\n"),
+            error(
+                4,
+                11,
+                "vote.timeout",
+                &format!("invalid duration \"\" {hint}")
+            )
+        );
+        assert_eq!(
+            vote_invalid("[vote]\ntimeout = \"0s\"\n"),
+            error(4, 11, "vote.timeout", "must be longer than zero")
+        );
+        assert_eq!(
+            vote_invalid("[vote]\ntimeout = \"61m\"\n"),
+            error(4, 11, "vote.timeout", "must be at most 1h (not 1h 1m)")
+        );
+        assert_eq!(
+            vote_invalid("[vote]\ntimeout = 30\n"),
+            error(
+                4,
+                11,
+                "vote.timeout",
+                "invalid type: integer `30`, expected a string"
+            )
+        );
+    }
+
+    #[test]
+    fn durations_too_large() {
+        assert_eq!(
+            vote_invalid("[vote]\ntimeout = \"99999999999999999999s\"\n"),
+            error(
+                4,
+                11,
+                "vote.timeout",
+                "duration \"99999999999999999999s\" is too large"
+            )
+        );
+        // More seconds than a duration holds.
+        assert_eq!(
+            vote_invalid("[vote]\nmax_lifetime = \"ttl\"\nmax_ttl = \"600000000000y\"\n"),
+            error(
+                5,
+                11,
+                "vote.max_ttl",
+                "duration \"600000000000y\" is too large"
+            )
+        );
+        // A duration, but no clock counts that far from now.
+        assert_eq!(
+            rule_invalid(
+                "path = \"/a\"\nverdict = \"allow\"\nlifetime = \"ttl\"\nttl = \"300000000000y\"\n"
+            ),
+            error(
+                7,
+                7,
+                "vote.rule[1].ttl",
+                "duration \"300000000000y\" is too large"
+            )
+        );
+        // Long ones that the clock can count are fine.
+        let mission =
+            parse("[mission]\nname = \"m\"\n[vote]\nmax_lifetime = \"ttl\"\nmax_ttl = \"1000y\"\n")
+                .unwrap();
+        assert_eq!(
+            mission.vote.max_lifetime,
+            Lifetime::Ttl(Duration::from_secs(1000 * 31_557_600))
+        );
+    }
+
+    #[test]
+    fn unknown_default_verdict() {
+        assert_eq!(
+            vote_invalid("[vote]\ndefault = \"allow\"\n"),
+            error(
+                4,
+                11,
+                "vote.default",
+                "unknown default verdict \"allow\" (expected deny or allow-once)"
+            )
+        );
+    }
+
+    #[test]
+    fn ttl_cap_needs_max_ttl() {
+        assert_eq!(
+            vote_invalid("[vote]\ntimeout = \"10s\"\nmax_lifetime = \"ttl\"\n"),
+            error(
+                5,
+                16,
+                "vote.max_ttl",
+                "missing field (max_lifetime = \"ttl\" needs it)"
+            )
+        );
+        assert_eq!(
+            vote_invalid("[vote]\nmax_lifetime = \"forever\"\n"),
+            error(
+                4,
+                16,
+                "vote.max_lifetime",
+                "unknown lifetime \"forever\" (expected once, ttl or session)"
+            )
+        );
+        assert_eq!(
+            vote_invalid("[vote]\nmax_lifetime = \"ttl\"\nmax_ttl = \"0s\"\n"),
+            error(5, 11, "vote.max_ttl", "must be longer than zero")
+        );
+        // Lifetimes are recorded in seconds.
+        assert_eq!(
+            vote_invalid("[vote]\nmax_lifetime = \"ttl\"\nmax_ttl = \"1500ms\"\n"),
+            error(5, 11, "vote.max_ttl", "must be a whole number of seconds")
+        );
+    }
+
+    #[test]
+    fn max_ttl_without_a_ttl_cap() {
+        let expected = error(
+            4,
+            11,
+            "vote.max_ttl",
+            "only allowed with max_lifetime = \"ttl\"",
+        );
+        assert_eq!(vote_invalid("[vote]\nmax_ttl = \"1h\"\n"), expected);
+        assert_eq!(
+            vote_invalid("[vote]\nmax_ttl = \"1h\"\nmax_lifetime = \"once\"\n"),
+            expected
+        );
+    }
+
+    #[test]
+    fn unknown_max_extent() {
+        assert_eq!(
+            vote_invalid("[vote]\nmax_extent = \"dir\"\n"),
+            error(
+                4,
+                14,
+                "vote.max_extent",
+                "unknown extent \"dir\" (expected file or tree)"
+            )
+        );
+    }
+
+    #[test]
+    fn bad_webhook_urls() {
+        assert_eq!(
+            vote_invalid(&webhook("ftp://approvals.example/x", "/k")),
+            error(
+                6,
+                7,
+                "vote.webhook.url",
+                "must use http or https, not \"ftp\""
+            )
+        );
+        assert_eq!(
+            vote_invalid(&webhook("https://", "/k")),
+            error(6, 7, "vote.webhook.url", "not a valid URL (empty host)")
+        );
+        assert_eq!(
+            vote_invalid(&webhook("approvals.example", "/k")),
+            error(
+                6,
+                7,
+                "vote.webhook.url",
+                "not a valid URL (relative URL without a base)"
+            )
+        );
+        assert_eq!(
+            vote_invalid(&webhook("", "/k")),
+            error(
+                6,
+                7,
+                "vote.webhook.url",
+                "not a valid URL (relative URL without a base)"
+            )
+        );
+        assert_eq!(
+            vote_invalid(&webhook("mailto:ops@approvals.example", "/k")),
+            error(
+                6,
+                7,
+                "vote.webhook.url",
+                "must use http or https, not \"mailto\""
+            )
+        );
+    }
+
+    #[test]
+    fn bad_webhook_settings() {
+        assert_eq!(
+            vote_invalid(&webhook("https://h", "webhook.key")),
+            error(
+                7,
+                15,
+                "vote.webhook.secret_file",
+                "must be absolute (\"webhook.key\")"
+            )
+        );
+        assert_eq!(
+            vote_invalid("[vote.webhook]\nsecret_file = \"/k\"\n"),
+            error(3, 1, "vote.webhook.url", "missing field")
+        );
+        assert_eq!(
+            vote_invalid("[vote.webhook]\nurl = \"https://h\"\n"),
+            error(3, 1, "vote.webhook.secret_file", "missing field")
+        );
+        let skew = |value: &str| {
+            vote_invalid(&format!(
+                "{}clock_skew = {value:?}\n",
+                webhook("https://h", "/k")
+            ))
+        };
+        assert_eq!(
+            skew("0s"),
+            error(8, 14, "vote.webhook.clock_skew", "must be longer than zero")
+        );
+        assert_eq!(
+            skew("2h"),
+            error(
+                8,
+                14,
+                "vote.webhook.clock_skew",
+                "must be at most 1h (not 2h)"
+            )
+        );
+        // The secret itself has no place in the mission.
+        let (line, column, field_name, message) = vote_invalid(&format!(
+            "{}secret = \"hunter2\"\n",
+            webhook("https://h", "/k")
+        ));
+        assert_eq!(
+            (line, column, field_name),
+            (8, 1, field("vote.webhook.secret"))
+        );
+        assert!(message.starts_with("unknown field `secret`"), "{message}");
+    }
+
+    /// A mission whose only rule starts on line 3, its first key on line 4.
+    fn rule_invalid(keys: &str) -> Parts {
+        vote_invalid(&format!("[[vote.rule]]\n{keys}"))
+    }
+
+    #[test]
+    fn rule_without_a_verdict() {
+        assert_eq!(
+            vote_invalid(
+                "[[vote.rule]]\npath = \"/a\"\nverdict = \"deny\"\n\n[[vote.rule]]\npath = \"/b\"\n"
+            ),
+            error(7, 1, "vote.rule[2].verdict", "missing field")
+        );
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"ask\"\n"),
+            error(
+                5,
+                11,
+                "vote.rule[1].verdict",
+                "unknown verdict \"ask\" (expected deny or allow)"
+            )
+        );
+        assert_eq!(
+            rule_invalid("verdict = \"deny\"\n"),
+            error(3, 1, "vote.rule[1].path", "missing field")
+        );
+    }
+
+    #[test]
+    fn rule_ttl_lifetime_without_a_ttl() {
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"allow\"\nlifetime = \"ttl\"\n"),
+            error(
+                3,
+                1,
+                "vote.rule[1].ttl",
+                "missing field (lifetime = \"ttl\" needs it)"
+            )
+        );
+        assert_eq!(
+            rule_invalid(
+                "path = \"/a\"\nverdict = \"allow\"\nlifetime = \"ttl\"\nttl = \"1.5s\"\n"
+            ),
+            error(
+                7,
+                7,
+                "vote.rule[1].ttl",
+                "must be a whole number of seconds"
+            )
+        );
+    }
+
+    #[test]
+    fn rule_ttl_without_a_ttl_lifetime() {
+        let expected = error(
+            6,
+            7,
+            "vote.rule[1].ttl",
+            "only allowed with lifetime = \"ttl\"",
+        );
+        assert_eq!(
+            rule_invalid(
+                "path = \"/a\"\nverdict = \"allow\"\nttl = \"1h\"\nlifetime = \"session\"\n"
+            ),
+            expected
+        );
+        // The default lifetime is "once".
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"allow\"\nttl = \"1h\"\n"),
+            expected
+        );
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"deny\"\nttl = \"1h\"\n"),
+            expected
+        );
+    }
+
+    #[test]
+    fn rule_lifetime_needs_allow() {
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"deny\"\nlifetime = \"once\"\n"),
+            error(
+                6,
+                12,
+                "vote.rule[1].lifetime",
+                "only allowed with verdict = \"allow\""
+            )
+        );
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"allow\"\nlifetime = \"always\"\n"),
+            error(
+                6,
+                12,
+                "vote.rule[1].lifetime",
+                "unknown lifetime \"always\" (expected once, ttl or session)"
+            )
+        );
+    }
+
+    #[test]
+    fn bad_rule_values() {
+        assert_eq!(
+            rule_invalid("path = \"~/../root\"\nverdict = \"deny\"\n"),
+            error(
+                4,
+                8,
+                "vote.rule[1].path",
+                "must not contain \"..\" (\"~/../root\")"
+            )
+        );
+        assert_eq!(
+            rule_invalid("path = \".ssh\"\nverdict = \"deny\"\n"),
+            error(4, 8, "vote.rule[1].path", "must be absolute (\".ssh\")")
+        );
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"deny\"\nops = []\n"),
+            error(6, 7, "vote.rule[1].ops", "must list at least one operation")
+        );
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"deny\"\nextent = \"all\"\n"),
+            error(
+                6,
+                10,
+                "vote.rule[1].extent",
+                "unknown extent \"all\" (expected file or tree)"
+            )
+        );
+        assert_eq!(
+            rule_invalid("path = \"/a\"\nverdict = \"deny\"\nreason = \" \"\n"),
+            error(6, 10, "vote.rule[1].reason", "must not be empty")
+        );
+    }
+
+    #[test]
+    fn unknown_key_in_a_rule() {
+        let (line, column, field_name, message) =
+            rule_invalid("path = \"/a\"\naction = \"deny\"\n");
+        assert_eq!(
+            (line, column, field_name),
+            (5, 1, field("vote.rule[1].action"))
+        );
+        assert_eq!(
+            message,
+            "unknown field `action`, expected one of `path`, `extent`, `ops`, `verdict`, \
+             `lifetime`, `ttl`, `reason`"
+        );
+    }
+
+    #[test]
+    fn a_single_rule_table_gets_a_hint() {
+        let (line, column, field_name, message) =
+            vote_invalid("[vote.rule]\npath = \"/a\"\nverdict = \"deny\"\n");
+        assert_eq!((line, column, field_name), (3, 1, field("vote.rule")));
+        assert_eq!(
+            message,
+            "invalid type: map, expected a sequence (write each rule as a [[vote.rule]] table)"
+        );
+    }
+}

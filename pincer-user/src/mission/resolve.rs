@@ -1,0 +1,578 @@
+//! Resolving a mission's grants to the kernel identities (device and inode)
+//! the BPF programs check, as entries of the grant maps.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::fmt;
+use std::fs;
+use std::hash::Hash;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use pincer_common::{GrantKey, GrantValue, NAME_LEN, NameGrantKey, kernel_dev, ops};
+
+use super::baseline;
+use super::model::{Baseline, Extent, GrantSpec, Mission, MissionError};
+
+/// Why an entry is in the grant maps, for `pincer` output and audit lines:
+/// `mission line 7: /home/me/project (tree: read, write)` or
+/// `baseline runtime: /usr`; reasons of merged grants are joined with `; `.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason(pub String);
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A mission's grants as map entries, one per object: grants on the same
+/// object are merged.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResolvedGrants {
+    /// Entries of [`pincer_common::names::GRANTS`]: existing objects.
+    pub inode: Vec<(GrantKey, GrantValue, Reason)>,
+    /// Entries of [`pincer_common::names::NAME_GRANTS`]: files that do not
+    /// exist yet, by parent directory and name.
+    pub names: Vec<(NameGrantKey, GrantValue, Reason)>,
+}
+
+/// Operation names of `ops` in bit order, such as `read, write`.
+pub fn format_ops(bits: u32) -> String {
+    let mut names: Vec<String> = ops::NAMES
+        .iter()
+        .filter(|(bit, _)| bits & bit != 0)
+        .map(|(_, name)| (*name).to_owned())
+        .collect();
+    if bits & !ops::ALL != 0 {
+        names.push(format!("{:#x}", bits & !ops::ALL));
+    }
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// Collects map entries, merging those with the same key.
+pub(super) struct Entries<K> {
+    entries: Vec<(K, GrantValue, Vec<String>)>,
+    index: HashMap<K, usize>,
+}
+
+impl<K: Copy + Eq + Hash> Entries<K> {
+    pub(super) fn new() -> Self {
+        Self {
+            entries: Vec::new(),
+            index: HashMap::new(),
+        }
+    }
+
+    pub(super) fn add(&mut self, key: K, value: GrantValue, reason: String) {
+        match self.index.entry(key) {
+            Entry::Occupied(slot) => {
+                let (_, merged, reasons) = &mut self.entries[*slot.get()];
+                merged.file_ops |= value.file_ops;
+                merged.tree_ops |= value.tree_ops;
+                reasons.push(reason);
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(self.entries.len());
+                self.entries.push((key, value, vec![reason]));
+            }
+        }
+    }
+
+    fn finish(self) -> Vec<(K, GrantValue, Reason)> {
+        self.entries
+            .into_iter()
+            .map(|(key, value, reasons)| (key, value, Reason(reasons.join("; "))))
+            .collect()
+    }
+}
+
+pub(super) fn grant_key(slot: u32, metadata: &fs::Metadata) -> GrantKey {
+    GrantKey {
+        slot,
+        _pad: 0,
+        dev: kernel_dev(metadata.dev()),
+        ino: metadata.ino(),
+    }
+}
+
+impl Mission {
+    /// Resolves the grants, and the baseline, to map entries for mission
+    /// `slot`.
+    ///
+    /// A grant names an object: its path is followed through symbolic links
+    /// and the object's identity is what the kernel checks, so renaming or
+    /// linking it later does not change what is granted. A `file` grant whose
+    /// path does not exist yet becomes a name grant on its (existing) parent
+    /// directory, for an output the task will create; a `tree` grant needs an
+    /// existing directory.
+    pub fn resolve(&self, slot: u32) -> Result<ResolvedGrants, MissionError> {
+        let mut inode = Entries::new();
+        let mut names = Entries::new();
+        for (index, grant) in self.grants.iter().enumerate() {
+            self.resolve_grant(slot, index + 1, grant, &mut inode, &mut names)?;
+        }
+        if self.baseline == Baseline::Runtime {
+            baseline::add_runtime(slot, &mut inode)?;
+        }
+        Ok(ResolvedGrants {
+            inode: inode.finish(),
+            names: names.finish(),
+        })
+    }
+
+    fn resolve_grant(
+        &self,
+        slot: u32,
+        number: usize,
+        grant: &GrantSpec,
+        inode: &mut Entries<GrantKey>,
+        names: &mut Entries<NameGrantKey>,
+    ) -> Result<(), MissionError> {
+        let path = &grant.path;
+        let rejected = |name: &str, message: String| MissionError::Rejected {
+            mission: self.source.clone(),
+            line: grant.line,
+            field: format!("grant[{number}].{name}"),
+            message,
+        };
+        let unresolvable = |target: &Path, source: io::Error| MissionError::Unresolvable {
+            mission: self.source.clone(),
+            line: grant.line,
+            field: format!("grant[{number}].path"),
+            path: target.to_owned(),
+            source,
+        };
+
+        match fs::canonicalize(path).and_then(fs::metadata) {
+            Ok(metadata) => {
+                let value = match grant.extent {
+                    Extent::File => GrantValue {
+                        file_ops: grant.ops,
+                        tree_ops: 0,
+                    },
+                    Extent::Tree if metadata.is_dir() => GrantValue {
+                        file_ops: 0,
+                        tree_ops: grant.ops,
+                    },
+                    Extent::Tree => {
+                        return Err(rejected(
+                            "extent",
+                            format!(
+                                "extent = \"tree\" needs an existing directory ({} is not one)",
+                                path.display()
+                            ),
+                        ));
+                    }
+                };
+                let reason = format!(
+                    "mission line {}: {} ({}: {})",
+                    grant.line,
+                    path.display(),
+                    grant.extent,
+                    format_ops(grant.ops)
+                );
+                inode.add(grant_key(slot, &metadata), value, reason);
+                Ok(())
+            }
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                if grant.extent == Extent::Tree {
+                    return Err(rejected(
+                        "extent",
+                        format!(
+                            "extent = \"tree\" needs an existing directory ({} does not exist)",
+                            path.display()
+                        ),
+                    ));
+                }
+                if fs::symlink_metadata(path).is_ok() {
+                    return Err(rejected(
+                        "path",
+                        format!(
+                            "{} is a symbolic link to a missing file: name the file it points to",
+                            path.display()
+                        ),
+                    ));
+                }
+                let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+                    return Err(rejected(
+                        "path",
+                        format!("{} does not exist and names no file", path.display()),
+                    ));
+                };
+                let name = name.as_bytes();
+                if name.len() >= NAME_LEN {
+                    return Err(rejected(
+                        "path",
+                        format!("file name is longer than {} bytes", NAME_LEN - 1),
+                    ));
+                }
+                let parent_metadata = match fs::canonicalize(parent).and_then(fs::metadata) {
+                    Ok(metadata) => metadata,
+                    Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                        return Err(rejected(
+                            "path",
+                            format!("neither {} nor its parent directory exists", path.display()),
+                        ));
+                    }
+                    Err(source) => return Err(unresolvable(parent, source)),
+                };
+                if !parent_metadata.is_dir() {
+                    return Err(rejected(
+                        "path",
+                        format!("{} is not a directory", parent.display()),
+                    ));
+                }
+                let parent_key = grant_key(slot, &parent_metadata);
+                let mut key = NameGrantKey::zeroed();
+                key.slot = slot;
+                key.name_len = name.len() as u32;
+                key.parent_dev = parent_key.dev;
+                key.parent_ino = parent_key.ino;
+                key.name[..name.len()].copy_from_slice(name);
+                names.add(
+                    key,
+                    GrantValue {
+                        file_ops: grant.ops,
+                        tree_ops: 0,
+                    },
+                    format!(
+                        "mission line {}: {} (file, not yet created: {})",
+                        grant.line,
+                        path.display(),
+                        format_ops(grant.ops)
+                    ),
+                );
+                Ok(())
+            }
+            Err(source) => Err(unresolvable(path, source)),
+        }
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    #[test]
+    fn formats_ops() {
+        assert_eq!(format_ops(0), "none");
+        assert_eq!(format_ops(ops::READ | ops::EXEC), "read, exec");
+        assert_eq!(
+            format_ops(ops::ALL),
+            "read, write, create, exec, delete, rename, link, setattr, mkdir"
+        );
+        assert_eq!(format_ops(ops::WRITE | 0x4000), "write, 0x4000");
+    }
+
+    // Resolution.
+
+    /// A mission without baseline whose grants start on line 5.
+    pub(crate) fn mission(grants: &str) -> Mission {
+        let text = format!("[mission]\nname = \"t\"\n[defaults]\nbaseline = \"none\"\n{grants}");
+        Mission::parse_with_home(&text, Path::new("m.toml"), None).unwrap()
+    }
+
+    pub(crate) fn grant(path: &Path, ops: &str, extent: &str) -> String {
+        format!(
+            "[[grant]]\npath = {:?}\nops = [{ops}]\nextent = \"{extent}\"\n",
+            path.display().to_string()
+        )
+    }
+
+    pub(crate) fn key_of(slot: u32, path: &Path) -> GrantKey {
+        let metadata = fs::metadata(path).unwrap();
+        GrantKey {
+            slot,
+            _pad: 0,
+            dev: kernel_dev(metadata.dev()),
+            ino: metadata.ino(),
+        }
+    }
+
+    pub(crate) fn file_ops(bits: u32) -> GrantValue {
+        GrantValue {
+            file_ops: bits,
+            tree_ops: 0,
+        }
+    }
+
+    pub(crate) fn tree_ops(bits: u32) -> GrantValue {
+        GrantValue {
+            file_ops: 0,
+            tree_ops: bits,
+        }
+    }
+
+    #[test]
+    fn resolves_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        fs::write(&file, "a").unwrap();
+        let resolved = mission(&grant(&file, "\"read\", \"write\"", "file"))
+            .resolve(3)
+            .unwrap();
+        assert_eq!(
+            resolved.inode,
+            vec![(
+                key_of(3, &file),
+                file_ops(ops::READ | ops::WRITE),
+                Reason(format!(
+                    "mission line 6: {} (file: read, write)",
+                    file.display()
+                ))
+            )]
+        );
+        assert!(resolved.names.is_empty());
+    }
+
+    #[test]
+    fn resolves_a_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let resolved = mission(&grant(dir.path(), "\"read\"", "tree"))
+            .resolve(1)
+            .unwrap();
+        assert_eq!(
+            resolved.inode,
+            vec![(
+                key_of(1, dir.path()),
+                tree_ops(ops::READ),
+                Reason(format!(
+                    "mission line 6: {} (tree: read)",
+                    dir.path().display()
+                ))
+            )]
+        );
+    }
+
+    #[test]
+    fn a_directory_as_a_file_grants_only_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let resolved = mission(&grant(dir.path(), "\"read\"", "file"))
+            .resolve(1)
+            .unwrap();
+        assert_eq!(resolved.inode[0].1, file_ops(ops::READ));
+    }
+
+    #[test]
+    fn a_missing_file_becomes_a_name_grant() {
+        let dir = tempfile::tempdir().unwrap();
+        let output = dir.path().join("report.md");
+        let resolved = mission(&grant(&output, "\"write\", \"create\"", "file"))
+            .resolve(2)
+            .unwrap();
+        assert!(resolved.inode.is_empty());
+        let parent = key_of(2, dir.path());
+        let mut name = [0u8; NAME_LEN];
+        name[..9].copy_from_slice(b"report.md");
+        assert_eq!(
+            resolved.names,
+            vec![(
+                NameGrantKey {
+                    slot: 2,
+                    name_len: 9,
+                    parent_dev: parent.dev,
+                    parent_ino: parent.ino,
+                    name,
+                },
+                file_ops(ops::WRITE | ops::CREATE),
+                Reason(format!(
+                    "mission line 6: {} (file, not yet created: write, create)",
+                    output.display()
+                ))
+            )]
+        );
+    }
+
+    #[test]
+    fn a_name_grant_uses_the_real_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        fs::create_dir(&real).unwrap();
+        symlink(&real, dir.path().join("link")).unwrap();
+        let resolved = mission(&grant(&dir.path().join("link/new"), "\"create\"", "file"))
+            .resolve(1)
+            .unwrap();
+        let parent = key_of(1, &real);
+        let (key, _, _) = &resolved.names[0];
+        assert_eq!((key.parent_dev, key.parent_ino), (parent.dev, parent.ino));
+        assert_eq!(&key.name[..4], b"new\0");
+    }
+
+    #[test]
+    fn grants_on_the_same_object_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        fs::write(&file, "a").unwrap();
+        let link = dir.path().join("link");
+        symlink(&file, &link).unwrap();
+        let out = dir.path().join("out");
+        let grants = [
+            grant(&file, "\"read\"", "file"),
+            grant(&link, "\"write\"", "file"),
+            grant(dir.path(), "\"read\"", "tree"),
+            grant(dir.path(), "\"exec\"", "file"),
+            grant(&out, "\"create\"", "file"),
+            grant(&out, "\"write\"", "file"),
+        ]
+        .concat();
+        let resolved = mission(&grants).resolve(1).unwrap();
+        assert_eq!(resolved.inode.len(), 2);
+        let (key, value, reason) = &resolved.inode[0];
+        assert_eq!(*key, key_of(1, &file));
+        assert_eq!(*value, file_ops(ops::READ | ops::WRITE));
+        assert_eq!(
+            reason.0,
+            format!(
+                "mission line 6: {} (file: read); mission line 10: {} (file: write)",
+                file.display(),
+                link.display()
+            )
+        );
+        let (key, value, _) = &resolved.inode[1];
+        assert_eq!(*key, key_of(1, dir.path()));
+        assert_eq!(
+            *value,
+            GrantValue {
+                file_ops: ops::EXEC,
+                tree_ops: ops::READ
+            }
+        );
+        assert_eq!(resolved.names.len(), 1);
+        assert_eq!(resolved.names[0].1, file_ops(ops::CREATE | ops::WRITE));
+        assert!(resolved.names[0].2.0.contains("; "));
+    }
+
+    #[test]
+    fn a_symlink_grant_resolves_to_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        fs::create_dir(&target).unwrap();
+        let link = dir.path().join("link");
+        symlink(&target, &link).unwrap();
+        let resolved = mission(&grant(&link, "\"read\"", "tree"))
+            .resolve(1)
+            .unwrap();
+        assert_eq!(resolved.inode[0].0, key_of(1, &target));
+        assert_ne!(
+            resolved.inode[0].0.ino,
+            fs::symlink_metadata(&link).unwrap().ino()
+        );
+    }
+
+    #[test]
+    fn a_tree_on_a_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        fs::write(&file, "a").unwrap();
+        let error = mission(&grant(&file, "\"read\"", "tree"))
+            .resolve(1)
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "m.toml:6: grant[1].extent: extent = \"tree\" needs an existing directory \
+                 ({} is not one)",
+                file.display()
+            )
+        );
+    }
+
+    #[test]
+    fn a_tree_on_a_missing_path_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        let grants = [
+            grant(dir.path(), "\"read\"", "tree"),
+            grant(&missing, "\"read\"", "tree"),
+        ]
+        .concat();
+        let error = mission(&grants).resolve(1).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                MissionError::Rejected { line: 10, ref field, .. } if field == "grant[2].extent"
+            ),
+            "{error}"
+        );
+        assert!(error.to_string().ends_with("does not exist)"), "{error}");
+    }
+
+    #[test]
+    fn a_missing_parent_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("no/such.txt");
+        let error = mission(&grant(&path, "\"create\"", "file"))
+            .resolve(1)
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "m.toml:6: grant[1].path: neither {} nor its parent directory exists",
+                path.display()
+            )
+        );
+    }
+
+    #[test]
+    fn a_file_as_parent_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        fs::write(&file, "a").unwrap();
+        let error = mission(&grant(&file.join("b"), "\"create\"", "file"))
+            .resolve(1)
+            .unwrap_err();
+        // The lookup itself fails (ENOTDIR), not only the parent check.
+        assert!(
+            matches!(error, MissionError::Unresolvable { line: 6, ref path, .. } if *path == file.join("b")),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn a_dangling_symlink_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("link");
+        symlink(dir.path().join("nowhere"), &link).unwrap();
+        let error = mission(&grant(&link, "\"write\"", "file"))
+            .resolve(1)
+            .unwrap_err();
+        assert!(
+            matches!(error, MissionError::Rejected { ref field, .. } if field == "grant[1].path"),
+            "{error}"
+        );
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+    }
+
+    #[test]
+    fn a_name_longer_than_255_bytes_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let longest = dir.path().join("x".repeat(255));
+        let resolved = mission(&grant(&longest, "\"create\"", "file"))
+            .resolve(1)
+            .unwrap();
+        assert_eq!(resolved.names[0].0.name_len, 255);
+        assert_eq!(resolved.names[0].0.name[255], 0);
+
+        // The kernel refuses the name too, so canonicalize reports it.
+        let too_long = dir.path().join("x".repeat(256));
+        let error = mission(&grant(&too_long, "\"create\"", "file"))
+            .resolve(1)
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                MissionError::Rejected { .. } | MissionError::Unresolvable { .. }
+            ),
+            "{error:?}"
+        );
+    }
+}
