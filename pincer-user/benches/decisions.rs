@@ -14,9 +14,8 @@ use std::{hint::black_box, path::PathBuf, time::Instant};
 
 use pincer::{
     events::{self, Mounts},
-    mission::{Extent, Rule, RuleVerdict},
-    vote::{Lifetime, Vote},
-    voters::mission::MissionVoter,
+    vote::{Extent, Lifetime, Vote},
+    voters::mission::{MissionVoter, Rule, RuleVerdict},
 };
 use pincer_common::{
     AccessEvent, COMPONENT_LEN, MAX_COMPONENTS, Verdict, event_flags, hook, ops, verdict,

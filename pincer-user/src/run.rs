@@ -28,7 +28,7 @@ use crate::{
     cgroup::{self, AgentCgroup, CgroupError},
     control::{self, ControlError, ControlRequest, ControlResponse, ControlServer},
     loader::{Enforcer, LoadError},
-    mission::{Mission, MissionError, Mode, OnUnknown},
+    mission::{Mission, MissionError, Mode},
     paths,
     twin::{self, Confinement, Service, TwinError},
     voters::{self, prompt::PromptBoard, webhook::WebhookError},
@@ -180,7 +180,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     // Resolved before anything is loaded: a mission that does not resolve
     // changes nothing.
     let grants = mission.resolve(twin::FIRST_SLOT)?;
-    let on_unknown = options.mode.map_or(mission.on_unknown, Mode::on_unknown);
+    let mode = options.mode.unwrap_or(mission.on_unknown);
     let key = options.audit_key.clone().map_or_else(
         || AuditKey::default_for(options.audit.as_deref()),
         AuditKey::File,
@@ -199,12 +199,12 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         unsafe { Service::prepare(enforcer, Watched::Cgroup(cgroup.path().to_owned())) }?;
     // Bound after the fork, so the watchdog never holds the listening socket
     // (a dead twin's socket must refuse connections, not hang them).
-    let control = match on_unknown {
-        OnUnknown::Ask => Some(ControlServer::bind(&options.socket)?),
+    let control = match mode {
+        Mode::Ask => Some(ControlServer::bind(&options.socket)?),
         _ => None,
     };
     let board = PromptBoard::new(terminal());
-    let voters = voters::for_mission(&mission, &board)?;
+    let voters = voters::for_mission(&mission.vote, &board)?;
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -219,11 +219,11 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         Confinement {
             name: mission.name.clone(),
             slot: twin::FIRST_SLOT,
-            on_unknown,
+            mode,
             report_allowed: options.log_allowed,
             grants,
             voters,
-            policy: voters::policy_for(&mission),
+            policy: mission.vote.policy.clone(),
         },
     );
     let outcome = match confined {

@@ -7,11 +7,11 @@
 //! the mission's caps: no voter can grant more than the request asked for and
 //! the mission permits.
 
-use std::{fmt, future::Future, pin::Pin, sync::Arc, time::Duration};
+use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
 use serde::{Deserialize, Serialize};
 
-use crate::request::Request;
+use crate::{request::Request, toml_file::named};
 
 /// How long an allow lasts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,24 +56,38 @@ mod secs {
     }
 }
 
-/// What an allow covers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// What a grant, a rule or an allow covers: the object, or the tree below a
+/// directory. Written `file` or `tree` in missions, audit lines and answers.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
-pub enum Scope {
-    /// The requested object only.
+pub enum Extent {
+    /// The object itself: an existing file or directory, or a file the agent
+    /// will create.
+    #[default]
     File,
-    /// The requested object's directory and everything below it.
+    /// A directory and everything below it.
     Tree,
 }
 
-impl fmt::Display for Scope {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Scope::File => "file",
-            Scope::Tree => "tree",
-        })
-    }
+named!(Extent: "file" => File, "tree" => Tree);
+
+/// The verdict on a parked request when no voter allows it in time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DefaultVerdict {
+    /// The access is refused.
+    #[default]
+    Deny,
+    /// This one access is allowed; the next one parks again.
+    AllowOnce,
 }
+
+named!(DefaultVerdict: "deny" => Deny, "allow-once" => AllowOnce);
+
+/// Votes on parked requests are in by this long unless the mission says
+/// otherwise.
+pub const DEFAULT_VOTE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// One voter's answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -84,7 +98,7 @@ pub enum Vote {
         /// How long.
         lifetime: Lifetime,
         /// How wide.
-        extent: Scope,
+        extent: Extent,
     },
     /// Refuse.
     Deny {
@@ -112,19 +126,37 @@ pub trait Voter: Send + Sync {
     fn vote(&self, request: Arc<Request>) -> VoteFuture;
 }
 
-/// What no voter may exceed, and what silence means: from the mission's
-/// `[vote]` section.
+/// What no voter may exceed, and what silence means: the mission's `[vote]`
+/// `timeout`, `default`, `max_lifetime` (with `max_ttl`) and `max_extent`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Policy {
     /// Deadline for all votes on one request.
     pub timeout: Duration,
     /// The vote of a voter that did not answer in time, and the verdict when
     /// every voter abstained.
-    pub default_allow: bool,
+    pub default: DefaultVerdict,
     /// The longest lifetime an allow may have.
     pub max_lifetime: Lifetime,
     /// The widest extent an allow may have.
-    pub max_extent: Scope,
+    pub max_extent: Extent,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            timeout: DEFAULT_VOTE_TIMEOUT,
+            default: DefaultVerdict::Deny,
+            max_lifetime: Lifetime::Session,
+            max_extent: Extent::File,
+        }
+    }
+}
+
+impl Policy {
+    /// Whether silence allows (once).
+    fn allows_by_default(&self) -> bool {
+        self.default == DefaultVerdict::AllowOnce
+    }
 }
 
 /// One voter's vote, as audited.
@@ -141,7 +173,7 @@ pub struct Ballot {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Outcome {
     /// `Some` to allow, for this long and this wide; `None` to deny.
-    pub allow: Option<(Lifetime, Scope)>,
+    pub allow: Option<(Lifetime, Extent)>,
     /// Who decided: a voter's name, `default` (all abstained) or `timeout`.
     pub decided_by: String,
     /// Why.
@@ -200,10 +232,10 @@ pub async fn collect(voters: &[Arc<dyn Voter>], request: Arc<Request>, policy: &
 /// Combines ballots (and the voters that timed out) into a verdict.
 pub fn combine(mut ballots: Vec<Ballot>, timed_out: &[&'static str], policy: &Policy) -> Outcome {
     let default_vote = || {
-        if policy.default_allow {
+        if policy.allows_by_default() {
             Vote::Allow {
                 lifetime: Lifetime::Once,
-                extent: Scope::File,
+                extent: Extent::File,
             }
         } else {
             Vote::Deny {
@@ -238,7 +270,7 @@ pub fn combine(mut ballots: Vec<Ballot>, timed_out: &[&'static str], policy: &Po
             ballots,
         };
     }
-    let allows: Vec<(&'static str, Lifetime, Scope)> = ballots
+    let allows: Vec<(&'static str, Lifetime, Extent)> = ballots
         .iter()
         .filter_map(|b| match b.vote {
             Vote::Allow { lifetime, extent } => Some((b.voter, lifetime, extent)),
@@ -248,8 +280,8 @@ pub fn combine(mut ballots: Vec<Ballot>, timed_out: &[&'static str], policy: &Po
     let Some(&(first, lifetime, extent)) = allows.first() else {
         return Outcome {
             allow: policy
-                .default_allow
-                .then_some((Lifetime::Once, Scope::File)),
+                .allows_by_default()
+                .then_some((Lifetime::Once, Extent::File)),
             decided_by: "default".to_owned(),
             reason: "every voter abstained: the mission's default applies".to_owned(),
             ballots,
@@ -286,9 +318,9 @@ mod tests {
     fn policy() -> Policy {
         Policy {
             timeout: Duration::from_millis(200),
-            default_allow: false,
+            default: DefaultVerdict::Deny,
             max_lifetime: Lifetime::Session,
-            max_extent: Scope::File,
+            max_extent: Extent::File,
         }
     }
 
@@ -296,7 +328,7 @@ mod tests {
         Ballot { voter, vote }
     }
 
-    fn allow(lifetime: Lifetime, extent: Scope) -> Vote {
+    fn allow(lifetime: Lifetime, extent: Extent) -> Vote {
         Vote::Allow { lifetime, extent }
     }
 
@@ -304,7 +336,7 @@ mod tests {
     fn deny_overrides_allow() {
         let out = combine(
             vec![
-                ballot("webhook", allow(Lifetime::Session, Scope::File)),
+                ballot("webhook", allow(Lifetime::Session, Extent::File)),
                 ballot(
                     "prompt",
                     Vote::Deny {
@@ -323,16 +355,16 @@ mod tests {
     #[test]
     fn silence_counts_as_the_default() {
         let out = combine(
-            vec![ballot("webhook", allow(Lifetime::Once, Scope::File))],
+            vec![ballot("webhook", allow(Lifetime::Once, Extent::File))],
             &["prompt"],
             &policy(),
         );
         assert_eq!(out.allow, None);
         assert_eq!(out.decided_by, "timeout");
         let mut p = policy();
-        p.default_allow = true;
+        p.default = DefaultVerdict::AllowOnce;
         let out = combine(vec![], &["prompt"], &p);
-        assert_eq!(out.allow, Some((Lifetime::Once, Scope::File)));
+        assert_eq!(out.allow, Some((Lifetime::Once, Extent::File)));
     }
 
     #[test]
@@ -354,10 +386,10 @@ mod tests {
     fn allows_combine_narrowest_and_are_capped() {
         let out = combine(
             vec![
-                ballot("mission", allow(Lifetime::Session, Scope::Tree)),
+                ballot("mission", allow(Lifetime::Session, Extent::Tree)),
                 ballot(
                     "webhook",
-                    allow(Lifetime::Ttl(Duration::from_secs(60)), Scope::Tree),
+                    allow(Lifetime::Ttl(Duration::from_secs(60)), Extent::Tree),
                 ),
             ],
             &[],
@@ -366,17 +398,17 @@ mod tests {
         // Narrowest lifetime of the two, extent capped to the mission's file.
         assert_eq!(
             out.allow,
-            Some((Lifetime::Ttl(Duration::from_secs(60)), Scope::File))
+            Some((Lifetime::Ttl(Duration::from_secs(60)), Extent::File))
         );
         assert!(out.reason.ends_with("(capped by the mission)"));
         let mut p = policy();
         p.max_lifetime = Lifetime::Once;
         let out = combine(
-            vec![ballot("prompt", allow(Lifetime::Session, Scope::File))],
+            vec![ballot("prompt", allow(Lifetime::Session, Extent::File))],
             &[],
             &p,
         );
-        assert_eq!(out.allow, Some((Lifetime::Once, Scope::File)));
+        assert_eq!(out.allow, Some((Lifetime::Once, Extent::File)));
     }
 
     #[test]
@@ -451,9 +483,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn collect_allows_when_every_voter_answered() {
-        let voters = two_voters(Some(allow(Lifetime::Session, Scope::File)));
+        let voters = two_voters(Some(allow(Lifetime::Session, Extent::File)));
         let out = collect(&voters, request(), &policy()).await;
-        assert_eq!(out.allow, Some((Lifetime::Session, Scope::File)));
+        assert_eq!(out.allow, Some((Lifetime::Session, Extent::File)));
         assert_eq!(out.decided_by, "prompt");
     }
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::{
     events::Decision,
     request::Request,
-    vote::{Ballot, Lifetime, Scope},
+    vote::{Ballot, Extent, Lifetime},
 };
 
 /// One audit record.
@@ -57,7 +57,7 @@ pub struct VerdictRecord<'a> {
     /// How long an allow lasts.
     pub lifetime: Option<Lifetime>,
     /// How wide an allow is.
-    pub extent: Option<Scope>,
+    pub extent: Option<Extent>,
     /// Who decided: a voter, `timeout`, `default`, or `grant` when another
     /// request's grant released it.
     pub decided_by: &'a str,
@@ -107,7 +107,7 @@ mod tests {
             tids: vec![101],
             verdict: "allow",
             lifetime: Some(Lifetime::Once),
-            extent: Some(Scope::File),
+            extent: Some(Extent::File),
             decided_by: "prompt",
             reason: "yes",
             votes: &[],

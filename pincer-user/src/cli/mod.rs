@@ -1,7 +1,7 @@
 //! The `pincer` command line: the subcommands, their help text (the doc
 //! comments), and what each prints. One file per group of subcommands:
-//! [`requests`] (answering parked requests), [`daemon`] (asking the
-//! daemon), [`mission`], [`audit`] and [`doctor`].
+//! `requests` (answering parked requests), `daemon` (asking the
+//! daemon), `mission`, `audit` and `doctor`.
 
 mod audit;
 mod daemon;

@@ -69,7 +69,7 @@ pub use self::{
 };
 use crate::{
     request::Request,
-    vote::{Lifetime, Scope},
+    vote::{Extent, Lifetime},
 };
 
 /// Longest request line the server reads, without its newline.
@@ -245,7 +245,7 @@ pub struct ListedGrant {
     /// Operations granted.
     pub ops: Vec<String>,
     /// `file` or `tree`.
-    pub extent: Scope,
+    pub extent: Extent,
     /// Where it comes from.
     pub by: GrantSource,
     /// Seconds left for a time-limited vote grant; absent for grants with
@@ -448,14 +448,14 @@ mod tests {
                     ListedGrant {
                         path: "/p".into(),
                         ops: vec!["read".into()],
-                        extent: Scope::Tree,
+                        extent: Extent::Tree,
                         by: GrantSource::Mission,
                         expires_in_seconds: None,
                     },
                     ListedGrant {
                         path: "/k".into(),
                         ops: vec!["read".into(), "write".into()],
-                        extent: Scope::File,
+                        extent: Extent::File,
                         by: GrantSource::Vote,
                         expires_in_seconds: Some(60),
                     },

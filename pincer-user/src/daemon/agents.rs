@@ -11,9 +11,8 @@ use crate::{
     cgroup::PINCER_DIR,
     control::{ConfinedAgent, GrantSource, ListedGrant},
     events,
-    mission::{Extent, Mission, Mode},
+    mission::Mission,
     twin::Confinement,
-    vote::Scope,
     voters,
 };
 
@@ -160,18 +159,18 @@ impl Daemon {
                 line: config.line,
                 source: Box::new(source),
             })?;
-        let on_unknown = config.mode.map_or(mission.on_unknown, |m| m.on_unknown());
+        let mode = config.mode.unwrap_or(mission.on_unknown);
         let written = grants.inode.len() + grants.names.len();
         twin.confine(
             id,
             Confinement {
                 name: config.name.clone(),
                 slot,
-                on_unknown,
+                mode,
                 report_allowed: false,
                 grants,
-                voters: voters::for_mission(mission, &self.board)?,
-                policy: voters::policy_for(mission),
+                voters: voters::for_mission(&mission.vote, &self.board)?,
+                policy: mission.vote.policy.clone(),
             },
         )?;
         let confined = Confined {
@@ -182,7 +181,7 @@ impl Daemon {
                 slot,
                 mission: mission.name.clone(),
                 mission_file: config.mission.clone(),
-                mode: Mode::from(on_unknown).name().to_owned(),
+                mode: mode.name().to_owned(),
                 registered_by,
             },
             mission_grants: mission
@@ -194,10 +193,7 @@ impl Daemon {
                         .into_iter()
                         .map(String::from)
                         .collect(),
-                    extent: match spec.extent {
-                        Extent::File => Scope::File,
-                        Extent::Tree => Scope::Tree,
-                    },
+                    extent: spec.extent,
                     by: GrantSource::Mission,
                     expires_in_seconds: None,
                 })

@@ -1,8 +1,8 @@
 //! `pincer daemon`: one enforcer for every agent on the host.
 //!
-//! The daemon loads the programs once and pins them ([`pins`]), confines
+//! The daemon loads the programs once and pins them (`pins.rs`), confines
 //! every cgroup that matches an agent pattern of its configuration
-//! ([`config`]) with that agent's mission ([`agents`]), and serves their
+//! ([`config`]) with that agent's mission (`agents.rs`), and serves their
 //! parked requests through one twin ([`crate::twin::Service`], the same
 //! service `pincer run` drives). Each confined cgroup gets a grant slot of
 //! its own, so no grant, prompt or verdict crosses from one agent to
@@ -21,12 +21,12 @@
 //!   a removed one released.
 //! - Parked requests are kept in a journal (`parked/` next to the control
 //!   socket) until their verdict. A daemon that starts asks again about
-//!   every request still parked in the kernel ([`replay`]).
+//!   every request still parked in the kernel (`replay.rs`).
 //! - `pincer run` registers its cgroup and mission on the control socket
 //!   (the cgroup must be directly under `pincer/`); registrations are kept
 //!   in `registered/` next to the socket, so a restarted daemon confines
 //!   them again (or, if a mission no longer loads, kills their processes
-//!   rather than leave them unconfined) ([`registrations`]).
+//!   rather than leave them unconfined) (`registrations.rs`).
 //! - A watchdog process outlives the daemon: if the daemon dies, it zeroes
 //!   the heartbeat (every ungranted access is refused at once from then on)
 //!   and continues the parked tasks, which meet `EACCES`. Granted accesses

@@ -53,7 +53,7 @@
 //! The model (what a mission says) is in `model`, reading it from TOML in
 //! `parse`, turning grants into kernel map entries in `resolve`, and the
 //! grants every mission gets in `baseline`. The mission voter's rules
-//! ([`Rule`]) live with the voter that applies them.
+//! ([`crate::voters::mission::Rule`]) live with the voter that applies them.
 
 mod baseline;
 mod model;
@@ -62,10 +62,7 @@ mod resolve;
 
 pub use baseline::RUNTIME_BASELINE;
 pub use model::{
-    Baseline, DEFAULT_CLOCK_SKEW, DEFAULT_VOTE_TIMEOUT, DefaultVerdict, Extent, GrantSpec,
-    MAX_CLOCK_SKEW, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode, OnUnknown, VotePolicy,
-    VoterKind, WebhookSpec,
+    Baseline, DEFAULT_CLOCK_SKEW, GrantSpec, MAX_CLOCK_SKEW, MAX_VOTE_TIMEOUT, Mission,
+    MissionError, Mode, VoterKind, Voting, WebhookSpec,
 };
 pub use resolve::{Reason, ResolvedGrants, format_ops};
-
-pub use crate::voters::mission::{Rule, RuleVerdict};

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::toml_file::{Named, TomlError, named};
-use crate::vote::{Lifetime, Scope};
+use crate::vote::Extent;
+use crate::vote::Policy;
 use crate::voters::mission::Rule;
 
 /// An error in a mission file or in resolving its grants.
@@ -75,9 +76,9 @@ pub struct Mission {
     /// `[defaults].baseline`.
     pub baseline: Baseline,
     /// `[defaults].on_unknown`.
-    pub on_unknown: OnUnknown,
+    pub on_unknown: Mode,
     /// `[vote]`: how parked requests are decided.
-    pub vote: VotePolicy,
+    pub vote: Voting,
 }
 
 /// One `[[grant]]` entry as written.
@@ -94,19 +95,6 @@ pub struct GrantSpec {
     pub line: usize,
 }
 
-/// What a grant covers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum Extent {
-    /// The object itself: an existing file or directory, or a file the agent
-    /// will create.
-    #[default]
-    File,
-    /// An existing directory and everything below it.
-    Tree,
-}
-
-named!(Extent: "file" => File, "tree" => Tree);
-
 /// Grants every mission gets besides its own.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Baseline {
@@ -120,77 +108,48 @@ pub enum Baseline {
 
 named!(Baseline: "runtime" => Runtime, "none" => None);
 
-/// What an access that no grant covers does.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum OnUnknown {
-    /// It is refused.
-    #[default]
-    Deny,
-    /// It is allowed and recorded in the audit log, to learn what a task
-    /// needs before confining it.
-    Audit,
-    /// It is parked until the voters of `[vote]` decide.
-    Ask,
-}
-
-named!(OnUnknown: "deny" => Deny, "audit" => Audit, "ask" => Ask);
-
-/// How a run or an agent overrides its mission's `defaults.on_unknown`
-/// (`pincer run --mode`, `mode` in the daemon's configuration, the control
-/// socket's `register`). The doc comments are the command line's help.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+/// What an access that no grant covers does: the mission's
+/// `defaults.on_unknown`, which `pincer run --mode`, an agent's `mode` in the
+/// daemon's configuration and the control socket's `register` override. The
+/// doc comments are the command line's help.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Mode {
     /// Deny with `EACCES` at once and audit (`on_unknown = "deny"`).
+    #[default]
     Enforce,
-    /// Allow, and audit what would have been denied.
+    /// Allow, and audit what would have been denied (`on_unknown = "audit"`).
     Audit,
     /// Park the task and ask the voters (`on_unknown = "ask"`).
     Ask,
 }
 
-impl Mode {
-    /// The names modes are written with, in files and on the socket.
-    pub const CHOICES: &'static [(&'static str, Mode)] = <Self as Named>::NAMES;
+named!(Mode: "enforce" => Enforce, "audit" => Audit, "ask" => Ask);
 
-    /// The mode written `name`.
+impl Mode {
+    /// The names `defaults.on_unknown` is written with in a mission: the
+    /// policy's words rather than the switch's.
+    pub const ON_UNKNOWN: &'static [(&'static str, Mode)] = &[
+        ("deny", Mode::Enforce),
+        ("audit", Mode::Audit),
+        ("ask", Mode::Ask),
+    ];
+
+    /// The mode written `name` (`enforce`, `audit` or `ask`).
     pub fn from_name(name: &str) -> Option<Mode> {
         <Self as Named>::from_name(name)
-    }
-
-    /// The mission setting this mode stands for.
-    pub fn on_unknown(self) -> OnUnknown {
-        match self {
-            Mode::Enforce => OnUnknown::Deny,
-            Mode::Audit => OnUnknown::Audit,
-            Mode::Ask => OnUnknown::Ask,
-        }
     }
 
     /// The name it is written with.
     pub fn name(self) -> &'static str {
         <Self as Named>::name(self)
     }
-}
 
-named!(Mode: "enforce" => Enforce, "audit" => Audit, "ask" => Ask);
-
-impl From<OnUnknown> for Mode {
-    fn from(on_unknown: OnUnknown) -> Mode {
-        match on_unknown {
-            OnUnknown::Deny => Mode::Enforce,
-            OnUnknown::Audit => Mode::Audit,
-            OnUnknown::Ask => Mode::Ask,
-        }
-    }
-}
-
-impl OnUnknown {
     /// The agent entry's mode in the kernel ([`pincer_common::mode`]).
     pub fn kernel_mode(self) -> u32 {
         match self {
-            OnUnknown::Deny => pincer_common::mode::ENFORCE,
-            OnUnknown::Audit => pincer_common::mode::AUDIT,
-            OnUnknown::Ask => pincer_common::mode::ASK,
+            Mode::Enforce => pincer_common::mode::ENFORCE,
+            Mode::Audit => pincer_common::mode::AUDIT,
+            Mode::Ask => pincer_common::mode::ASK,
         }
     }
 }
@@ -218,18 +177,6 @@ impl VoterKind {
 
 named!(VoterKind: "mission" => Mission, "prompt" => Prompt, "webhook" => Webhook);
 
-/// The verdict on a parked request when no voter allows it in time.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum DefaultVerdict {
-    /// The access is refused.
-    #[default]
-    Deny,
-    /// This one access is allowed; the next one parks again.
-    AllowOnce,
-}
-
-named!(DefaultVerdict: "deny" => Deny, "allow-once" => AllowOnce);
-
 /// `[vote.webhook]`: where the webhook voter sends parked requests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookSpec {
@@ -244,10 +191,6 @@ pub struct WebhookSpec {
     pub line: usize,
 }
 
-/// Votes on parked requests are in by this long unless the mission says
-/// otherwise.
-pub const DEFAULT_VOTE_TIMEOUT: Duration = Duration::from_secs(60);
-
 /// Longest `vote.timeout`: the agent's access waits that long, and a
 /// request nobody decides within an hour is better settled by the default.
 pub const MAX_VOTE_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -261,20 +204,14 @@ pub const DEFAULT_CLOCK_SKEW: Duration = Duration::from_secs(30);
 /// longer.
 pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(3600);
 
-/// `[vote]`: who decides parked requests, how fast and how much they may
-/// grant.
+/// `[vote]`: who decides parked requests, and by what policy (how fast, what
+/// silence means, how much they may grant).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VotePolicy {
+pub struct Voting {
     /// The voters, in the order written.
     pub voters: Vec<VoterKind>,
-    /// Deadline for the votes on one request.
-    pub timeout: Duration,
-    /// The verdict when no voter allows in time.
-    pub default: DefaultVerdict,
-    /// The longest allow any voter may give: `Ttl(max_ttl)` for `"ttl"`.
-    pub max_lifetime: Lifetime,
-    /// The widest allow any voter may give.
-    pub max_extent: Scope,
+    /// Deadline, default verdict and caps.
+    pub policy: Policy,
     /// `[vote.webhook]`, present whenever `voters` includes the webhook.
     pub webhook: Option<WebhookSpec>,
     /// The mission voter's rules, in file order: the first that matches
@@ -282,14 +219,11 @@ pub struct VotePolicy {
     pub rules: Vec<Rule>,
 }
 
-impl Default for VotePolicy {
+impl Default for Voting {
     fn default() -> Self {
         Self {
             voters: vec![VoterKind::Mission, VoterKind::Prompt],
-            timeout: DEFAULT_VOTE_TIMEOUT,
-            default: DefaultVerdict::Deny,
-            max_lifetime: Lifetime::Session,
-            max_extent: Scope::File,
+            policy: Policy::default(),
             webhook: None,
             rules: Vec::new(),
         }
@@ -302,13 +236,17 @@ mod tests {
 
     #[test]
     fn vote_names_display_as_written() {
-        let names = [OnUnknown::Deny, OnUnknown::Audit, OnUnknown::Ask].map(|v| v.to_string());
-        assert_eq!(names, ["deny", "audit", "ask"]);
+        let names = [Mode::Enforce, Mode::Audit, Mode::Ask].map(|v| v.to_string());
+        assert_eq!(names, ["enforce", "audit", "ask"]);
+        let on_unknown: Vec<&str> = Mode::ON_UNKNOWN.iter().map(|(name, _)| *name).collect();
+        assert_eq!(on_unknown, ["deny", "audit", "ask"]);
         assert_eq!(
             VoterKind::ALL.map(|v| v.to_string()),
             ["mission", "prompt", "webhook"]
         );
-        assert_eq!(DefaultVerdict::AllowOnce.to_string(), "allow-once");
-        assert_eq!(DefaultVerdict::Deny.to_string(), "deny");
+        assert_eq!(
+            crate::vote::DefaultVerdict::AllowOnce.to_string(),
+            "allow-once"
+        );
     }
 }

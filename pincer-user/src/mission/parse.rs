@@ -10,11 +10,11 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::model::{
-    Baseline, DEFAULT_CLOCK_SKEW, DefaultVerdict, Extent, GrantSpec, MAX_CLOCK_SKEW,
-    MAX_VOTE_TIMEOUT, Mission, MissionError, OnUnknown, VotePolicy, VoterKind, WebhookSpec,
+    Baseline, DEFAULT_CLOCK_SKEW, GrantSpec, MAX_CLOCK_SKEW, MAX_VOTE_TIMEOUT, Mission,
+    MissionError, Mode, VoterKind, Voting, WebhookSpec,
 };
 use crate::toml_file::{self, Document, Named, TomlError, or_list};
-use crate::vote::{Lifetime, Scope};
+use crate::vote::{DefaultVerdict, Extent, Lifetime};
 use crate::voters::mission::{Rule, RuleVerdict};
 
 // The file as written. Every value is optional and spanned so that pincer,
@@ -136,19 +136,19 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
         .collect::<Result<Vec<_>, _>>()?;
 
     let mut baseline = Baseline::default();
-    let mut on_unknown = OnUnknown::default();
+    let mut on_unknown = Mode::default();
     if let Some(defaults) = &raw.defaults {
         if let Some(value) = &defaults.get_ref().baseline {
             baseline = choice(doc, value, "defaults.baseline", "baseline", Baseline::NAMES)?;
         }
         if let Some(value) = &defaults.get_ref().on_unknown {
-            on_unknown = choice(doc, value, "defaults.on_unknown", "value", OnUnknown::NAMES)?;
+            on_unknown = choice(doc, value, "defaults.on_unknown", "value", Mode::ON_UNKNOWN)?;
         }
     }
 
     let vote = match &raw.vote {
         Some(vote) => parse_vote(doc, vote, home)?,
-        None => VotePolicy::default(),
+        None => Voting::default(),
     };
 
     Ok(Mission {
@@ -362,12 +362,8 @@ const LIFETIMES: [(&str, LifetimeKind); 3] = [
     ("session", LifetimeKind::Session),
 ];
 
-fn parse_vote(
-    doc: &Document<'_>,
-    raw: &RawVote,
-    home: Option<&Path>,
-) -> Result<VotePolicy, TomlError> {
-    let mut policy = VotePolicy::default();
+fn parse_vote(doc: &Document<'_>, raw: &RawVote, home: Option<&Path>) -> Result<Voting, TomlError> {
+    let mut voting = Voting::default();
 
     if let Some(list) = &raw.voters {
         if list.get_ref().is_empty() {
@@ -390,15 +386,15 @@ fn parse_vote(
             }
             voters.push(voter);
         }
-        policy.voters = voters;
+        voting.voters = voters;
     }
 
     if let Some(value) = &raw.timeout {
-        policy.timeout = duration(doc, value, "vote.timeout", Some(MAX_VOTE_TIMEOUT))?;
+        voting.policy.timeout = duration(doc, value, "vote.timeout", Some(MAX_VOTE_TIMEOUT))?;
     }
 
     if let Some(value) = &raw.default {
-        policy.default = choice(
+        voting.policy.default = choice(
             doc,
             value,
             "vote.default",
@@ -415,7 +411,7 @@ fn parse_vote(
         )),
         None => None,
     };
-    policy.max_lifetime = match (cap, &raw.max_ttl) {
+    voting.policy.max_lifetime = match (cap, &raw.max_ttl) {
         (Some((_, LifetimeKind::Ttl)), Some(value)) => {
             Lifetime::Ttl(ttl(doc, value, "vote.max_ttl")?)
         }
@@ -438,21 +434,15 @@ fn parse_vote(
     };
 
     if let Some(value) = &raw.max_extent {
-        policy.max_extent = choice(
-            doc,
-            value,
-            "vote.max_extent",
-            "extent",
-            &[("file", Scope::File), ("tree", Scope::Tree)],
-        )?;
+        voting.policy.max_extent = choice(doc, value, "vote.max_extent", "extent", Extent::NAMES)?;
     }
 
-    policy.webhook = raw
+    voting.webhook = raw
         .webhook
         .as_ref()
         .map(|webhook| parse_webhook(doc, webhook, home))
         .transpose()?;
-    if policy.webhook.is_none() {
+    if voting.webhook.is_none() {
         let webhook_voter = raw
             .voters
             .iter()
@@ -467,14 +457,14 @@ fn parse_vote(
         }
     }
 
-    policy.rules = raw
+    voting.rules = raw
         .rule
         .iter()
         .enumerate()
         .map(|(index, rule)| parse_rule(doc, index + 1, rule, home))
         .collect::<Result<Vec<_>, _>>()?;
 
-    Ok(policy)
+    Ok(voting)
 }
 
 fn parse_webhook(
@@ -612,6 +602,7 @@ mod tests {
 
     use super::*;
     use crate::toml_file::test_support::{Parts, field, parts as error};
+    use crate::vote::Policy;
 
     fn parse(text: &str) -> Result<Mission, MissionError> {
         Mission::parse_with_home(text, Path::new("m.toml"), Some(Path::new("/home/me")))
@@ -676,8 +667,8 @@ baseline = "none"
                     },
                 ],
                 baseline: Baseline::None,
-                on_unknown: OnUnknown::Deny,
-                vote: VotePolicy::default(),
+                on_unknown: Mode::Enforce,
+                vote: Voting::default(),
             }
         );
     }
@@ -1170,23 +1161,25 @@ ops = ["write", "raed"]
     #[test]
     fn vote_defaults_when_absent() {
         let mission = parse("[mission]\nname = \"m\"\n").unwrap();
-        assert_eq!(mission.on_unknown, OnUnknown::Deny);
-        assert_eq!(mission.vote, VotePolicy::default());
+        assert_eq!(mission.on_unknown, Mode::Enforce);
+        assert_eq!(mission.vote, Voting::default());
         assert_eq!(
             mission.vote,
-            VotePolicy {
+            Voting {
                 voters: vec![VoterKind::Mission, VoterKind::Prompt],
-                timeout: Duration::from_secs(60),
-                default: DefaultVerdict::Deny,
-                max_lifetime: Lifetime::Session,
-                max_extent: Scope::File,
+                policy: Policy {
+                    timeout: Duration::from_secs(60),
+                    default: DefaultVerdict::Deny,
+                    max_lifetime: Lifetime::Session,
+                    max_extent: Extent::File,
+                },
                 webhook: None,
                 rules: Vec::new(),
             }
         );
         let mission = parse("[mission]\nname = \"m\"\n[defaults]\n[vote]\n").unwrap();
-        assert_eq!(mission.on_unknown, OnUnknown::Deny);
-        assert_eq!(mission.vote, VotePolicy::default());
+        assert_eq!(mission.on_unknown, Mode::Enforce);
+        assert_eq!(mission.vote, Voting::default());
     }
 
     const GOOD_VOTE: &str = r#"[mission]
@@ -1234,15 +1227,17 @@ verdict = "allow"
     #[test]
     fn parses_a_full_vote_policy() {
         let mission = parse(GOOD_VOTE).unwrap();
-        assert_eq!(mission.on_unknown, OnUnknown::Ask);
+        assert_eq!(mission.on_unknown, Mode::Ask);
         assert_eq!(
             mission.vote,
-            VotePolicy {
+            Voting {
                 voters: vec![VoterKind::Webhook, VoterKind::Mission, VoterKind::Prompt],
-                timeout: Duration::from_secs(90),
-                default: DefaultVerdict::AllowOnce,
-                max_lifetime: Lifetime::Ttl(Duration::from_secs(3600)),
-                max_extent: Scope::Tree,
+                policy: Policy {
+                    timeout: Duration::from_secs(90),
+                    default: DefaultVerdict::AllowOnce,
+                    max_lifetime: Lifetime::Ttl(Duration::from_secs(3600)),
+                    max_extent: Extent::Tree,
+                },
                 webhook: Some(WebhookSpec {
                     url: "https://approvals.example/pincer".to_owned(),
                     secret_file: PathBuf::from("/home/me/.config/pincer/webhook.key"),
@@ -1291,21 +1286,22 @@ verdict = "allow"
     fn vote_caps_and_single_settings() {
         let vote = |rest: &str| parse(&format!("[mission]\nname = \"m\"\n{rest}")).unwrap();
         let mission = vote("[vote]\nmax_lifetime = \"once\"\ntimeout = \"1h\"\n");
-        assert_eq!(mission.vote.max_lifetime, Lifetime::Once);
-        assert_eq!(mission.vote.timeout, MAX_VOTE_TIMEOUT);
+        assert_eq!(mission.vote.policy.max_lifetime, Lifetime::Once);
+        assert_eq!(mission.vote.policy.timeout, MAX_VOTE_TIMEOUT);
         assert_eq!(
             vote("[vote]\nmax_lifetime = \"session\"\n")
                 .vote
+                .policy
                 .max_lifetime,
             Lifetime::Session
         );
         assert_eq!(
-            vote("[vote]\ntimeout = \"250ms\"\n").vote.timeout,
+            vote("[vote]\ntimeout = \"250ms\"\n").vote.policy.timeout,
             Duration::from_millis(250)
         );
         assert_eq!(
             vote("[defaults]\non_unknown = \"audit\"\n").on_unknown,
-            OnUnknown::Audit
+            Mode::Audit
         );
         // Webhook settings without the webhook voter are allowed, and unused.
         let mission = vote(
@@ -1334,7 +1330,7 @@ verdict = "allow"
         let mission = parse(text).unwrap();
         assert_eq!(mission.vote.rules[0].line, 4);
         assert_eq!(mission.vote.webhook.unwrap().line, 6);
-        assert_eq!(mission.vote.voters, VotePolicy::default().voters);
+        assert_eq!(mission.vote.voters, Voting::default().voters);
     }
 
     #[test]
@@ -1514,7 +1510,7 @@ verdict = "allow"
             parse("[mission]\nname = \"m\"\n[vote]\nmax_lifetime = \"ttl\"\nmax_ttl = \"1000y\"\n")
                 .unwrap();
         assert_eq!(
-            mission.vote.max_lifetime,
+            mission.vote.policy.max_lifetime,
             Lifetime::Ttl(Duration::from_secs(1000 * 31_557_600))
         );
     }

@@ -14,7 +14,8 @@ use std::path::Path;
 use pincer_common::{GrantKey, GrantValue, NAME_LEN, NameGrantKey, kernel_dev, ops};
 
 use super::baseline;
-use super::model::{Baseline, Extent, GrantSpec, Mission, MissionError};
+use super::model::{Baseline, GrantSpec, Mission, MissionError};
+use crate::vote::Extent;
 
 /// Why an entry is in the grant maps, for `pincer` output and audit lines:
 /// `mission line 7: /home/me/project (tree: read, write)` or

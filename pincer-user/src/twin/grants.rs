@@ -11,7 +11,7 @@ use crate::{
     control::{GrantSource, ListedGrant},
     events,
     mission::ResolvedGrants,
-    vote::Scope,
+    vote::Extent,
 };
 
 /// What a grant is on: an object by identity, or a name in a directory
@@ -77,7 +77,7 @@ impl Grants {
     /// What a parked access would be granted on, for `slot` and this
     /// extent; `None` when it cannot be granted beyond once (a created name
     /// too long to keep).
-    pub fn target_for(event: &AccessEvent, slot: u32, extent: Scope) -> Option<(Target, bool)> {
+    pub fn target_for(event: &AccessEvent, slot: u32, extent: Extent) -> Option<(Target, bool)> {
         let inode = |ino| {
             Target::Inode(GrantKey {
                 slot,
@@ -90,8 +90,8 @@ impl Grants {
         Some(match (new_name, extent) {
             // A tree on the object's directory; for a new name the event
             // already names the directory.
-            (true, Scope::Tree) => (inode(event.ino), true),
-            (false, Scope::Tree) if event.parent_ino != 0 => (inode(event.parent_ino), true),
+            (true, Extent::Tree) => (inode(event.ino), true),
+            (false, Extent::Tree) if event.parent_ino != 0 => (inode(event.parent_ino), true),
             (true, _) => {
                 let name = events::created_name(event).filter(|n| n.len() < NAME_LEN)?;
                 let mut key = NameGrantKey::zeroed();
@@ -179,7 +179,7 @@ impl Grants {
                     .into_iter()
                     .map(String::from)
                     .collect(),
-                extent: if g.tree { Scope::Tree } else { Scope::File },
+                extent: if g.tree { Extent::Tree } else { Extent::File },
                 by: GrantSource::Vote,
                 expires_in_seconds: g
                     .expires

@@ -42,9 +42,9 @@ use crate::{
     events::{self, Mounts},
     loader::LoadError,
     metrics::Metrics,
-    mission::{OnUnknown, ResolvedGrants},
+    mission::{Mode, ResolvedGrants},
     request::Request,
-    vote::{self, Lifetime, Outcome, Policy, Scope, Voter},
+    vote::{self, Extent, Lifetime, Outcome, Policy, Voter},
 };
 
 /// How often the twin tells the programs it is alive.
@@ -124,7 +124,7 @@ pub struct Confinement {
     /// Its grant slot: `grants` are resolved for it.
     pub slot: u32,
     /// What an ungranted access does.
-    pub on_unknown: OnUnknown,
+    pub mode: Mode,
     /// Report granted accesses too.
     pub report_allowed: bool,
     /// The mission's grants.
@@ -215,7 +215,7 @@ impl<K: Kernel> Twin<K> {
         let Confinement {
             name,
             slot,
-            on_unknown,
+            mode,
             report_allowed,
             grants,
             voters,
@@ -224,7 +224,7 @@ impl<K: Kernel> Twin<K> {
         self.kernel.add_grants(&grants)?;
         let entry = Agent {
             slot,
-            mode: on_unknown.kernel_mode(),
+            mode: mode.kernel_mode(),
             flags: if report_allowed {
                 agent_flags::REPORT_ALLOWED
             } else {
@@ -477,7 +477,7 @@ impl<K: Kernel> Twin<K> {
         }
         let (lifetime, extent) = match (outcome.allow, &granted) {
             (Some((lifetime, extent)), Some(_)) => (Some(lifetime), Some(extent)),
-            (Some(_), None) => (Some(Lifetime::Once), Some(Scope::File)),
+            (Some(_), None) => (Some(Lifetime::Once), Some(Extent::File)),
             (None, _) => (None, None),
         };
         self.audit(&Record::Verdict(VerdictRecord {
@@ -506,7 +506,7 @@ impl<K: Kernel> Twin<K> {
         &mut self,
         waiting: &Waiting,
         lifetime: Lifetime,
-        extent: Scope,
+        extent: Extent,
     ) -> Result<Option<VoteGrant>, TwinError> {
         let event = &waiting.event;
         let Some(slot) = self.agents.get(&event.cgroup_id).map(|a| a.slot) else {

@@ -60,16 +60,14 @@ impl<F: Fn(&Request) -> Option<Vote> + Send + Sync> Voter for Scripted<F> {
     }
 }
 
-fn allow(lifetime: Lifetime, extent: Scope) -> Vote {
+fn allow(lifetime: Lifetime, extent: Extent) -> Vote {
     Vote::Allow { lifetime, extent }
 }
 
 fn policy() -> Policy {
     Policy {
-        timeout: Duration::from_secs(60),
-        default_allow: false,
-        max_lifetime: Lifetime::Session,
-        max_extent: Scope::Tree,
+        max_extent: Extent::Tree,
+        ..Policy::default()
     }
 }
 
@@ -124,7 +122,7 @@ fn confinement(slot: u32, voters: Vec<Arc<dyn Voter>>) -> Confinement {
     Confinement {
         name: "fix-tests".into(),
         slot,
-        on_unknown: OnUnknown::Ask,
+        mode: Mode::Ask,
         report_allowed: false,
         grants: ResolvedGrants {
             inode: vec![(
@@ -193,7 +191,7 @@ fn bytes(event: &AccessEvent) -> &[u8] {
 
 #[tokio::test]
 async fn an_allow_once_writes_a_one_shot_verdict_continues_the_task_and_audits_it() {
-    let mut h = Harness::new(vec![Arc::new(Fixed(allow(Lifetime::Once, Scope::File)))]);
+    let mut h = Harness::new(vec![Arc::new(Fixed(allow(Lifetime::Once, Extent::File)))]);
     let event = parked(41, SECRET, ops::READ, &["key", "secret"]);
     h.park_and_decide(&event).await;
 
@@ -278,7 +276,10 @@ fn key_of(ino: u64) -> GrantKey {
 
 #[tokio::test]
 async fn a_session_allow_becomes_a_grant_and_answers_through_it() {
-    let mut h = Harness::new(vec![Arc::new(Fixed(allow(Lifetime::Session, Scope::File)))]);
+    let mut h = Harness::new(vec![Arc::new(Fixed(allow(
+        Lifetime::Session,
+        Extent::File,
+    )))]);
     h.park_and_decide(&parked(41, SECRET, ops::READ | ops::WRITE, &["key"]))
         .await;
     let kernel = h.kernel();
@@ -302,7 +303,10 @@ async fn a_session_allow_becomes_a_grant_and_answers_through_it() {
 
 #[tokio::test]
 async fn a_vote_grant_on_a_mission_grant_adds_to_it_and_revoking_restores_it() {
-    let mut h = Harness::new(vec![Arc::new(Fixed(allow(Lifetime::Session, Scope::File)))]);
+    let mut h = Harness::new(vec![Arc::new(Fixed(allow(
+        Lifetime::Session,
+        Extent::File,
+    )))]);
     // The mission grants read on GRANTED; a write is asked about.
     h.park_and_decide(&parked(41, GRANTED, ops::WRITE, &["notes"]))
         .await;
@@ -318,7 +322,7 @@ async fn a_vote_grant_on_a_mission_grant_adds_to_it_and_revoking_restores_it() {
 
 #[tokio::test]
 async fn identical_requests_share_one_vote_and_one_verdict() {
-    let mut h = Harness::new(vec![Arc::new(Fixed(allow(Lifetime::Once, Scope::File)))]);
+    let mut h = Harness::new(vec![Arc::new(Fixed(allow(Lifetime::Once, Extent::File)))]);
     let first = parked(41, SECRET, ops::READ, &["key"]);
     let second = parked(42, SECRET, ops::READ, &["key"]);
     h.twin.handle_record(bytes(&first)).unwrap();
@@ -342,7 +346,7 @@ async fn identical_requests_share_one_vote_and_one_verdict() {
 async fn a_tree_grant_releases_the_waiting_requests_it_covers() {
     // Allows the first read for its whole directory; never answers others.
     let mut h = Harness::new(vec![Arc::new(Scripted(|request: &Request| {
-        (request.tid == 41).then(|| allow(Lifetime::Session, Scope::Tree))
+        (request.tid == 41).then(|| allow(Lifetime::Session, Extent::Tree))
     }))]);
     let a = parked(41, 901, ops::READ, &["a", "docs", "project"]);
     let b = parked(42, 902, ops::READ, &["b", "docs", "project"]);
@@ -373,7 +377,7 @@ async fn a_tree_grant_releases_the_waiting_requests_it_covers() {
 async fn a_ttl_grant_ends_on_time() {
     let mut h = Harness::new(vec![Arc::new(Fixed(allow(
         Lifetime::Ttl(Duration::from_secs(600)),
-        Scope::File,
+        Extent::File,
     )))]);
     h.park_and_decide(&parked(41, SECRET, ops::READ, &["key"]))
         .await;
@@ -391,7 +395,7 @@ async fn a_ttl_grant_ends_on_time() {
 
 #[tokio::test]
 async fn a_parked_task_of_no_agent_is_refused_at_once() {
-    let mut h = Harness::new(vec![Arc::new(Fixed(allow(Lifetime::Once, Scope::File)))]);
+    let mut h = Harness::new(vec![Arc::new(Fixed(allow(Lifetime::Once, Extent::File)))]);
     let mut event = parked(41, SECRET, ops::READ, &["key"]);
     event.cgroup_id = CGROUP + 1;
     h.twin.handle_record(bytes(&event)).unwrap();
@@ -503,7 +507,7 @@ fn journal_entries_follow_parked_tasks_until_their_verdict() {
         .unwrap();
     runtime.block_on(async {
         let dir = tempfile::tempdir().unwrap();
-        let mut h = Harness::new(vec![Arc::new(Fixed(allow(Lifetime::Once, Scope::File)))]);
+        let mut h = Harness::new(vec![Arc::new(Fixed(allow(Lifetime::Once, Extent::File)))]);
         h.twin.set_journal(Journal::new(dir.path().to_owned()));
         let event = parked(41, SECRET, ops::READ, &["key"]);
         h.twin.handle_record(bytes(&event)).unwrap();

@@ -8,9 +8,8 @@ use std::{
 };
 
 use crate::{
-    mission::Extent,
     request::Request,
-    vote::{Lifetime, Scope, Vote, VoteFuture, Voter},
+    vote::{Extent, Lifetime, Vote, VoteFuture, Voter},
 };
 
 /// What a `[[vote.rule]]` entry answers.
@@ -85,7 +84,7 @@ impl MissionVoter {
             RuleVerdict::Deny => Vote::Deny { reason: because },
             RuleVerdict::Allow(lifetime) => Vote::Allow {
                 lifetime,
-                extent: Scope::File,
+                extent: Extent::File,
             },
         }
     }

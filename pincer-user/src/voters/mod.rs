@@ -13,42 +13,30 @@ use self::{
     webhook::{WebhookConfig, WebhookError, WebhookVoter},
 };
 use crate::{
-    mission::{DefaultVerdict, Mission, VoterKind},
-    vote::{Policy, Voter},
+    mission::{VoterKind, Voting},
+    vote::Voter,
 };
 
-/// A mission's vote policy: its deadline, default and caps.
-pub fn policy_for(mission: &Mission) -> Policy {
-    Policy {
-        timeout: mission.vote.timeout,
-        default_allow: mission.vote.default == DefaultVerdict::AllowOnce,
-        max_lifetime: mission.vote.max_lifetime,
-        max_extent: mission.vote.max_extent,
-    }
-}
-
-/// The voters a mission names, in its order; its prompts go to `board`.
+/// The voters a mission's `[vote]` names, in its order; its prompts go to
+/// `board`.
 pub fn for_mission(
-    mission: &Mission,
+    voting: &Voting,
     board: &Arc<PromptBoard>,
 ) -> Result<Vec<Arc<dyn Voter>>, WebhookError> {
     let mut voters: Vec<Arc<dyn Voter>> = Vec::new();
-    for kind in &mission.vote.voters {
+    for kind in &voting.voters {
         voters.push(match kind {
-            VoterKind::Mission => Arc::new(MissionVoter::new(mission.vote.rules.clone())),
+            VoterKind::Mission => Arc::new(MissionVoter::new(voting.rules.clone())),
             VoterKind::Prompt => Arc::new(PromptVoter::new(Arc::clone(board))),
             VoterKind::Webhook => {
-                let spec = mission
-                    .vote
-                    .webhook
-                    .as_ref()
-                    .expect("the mission parser requires [vote.webhook] for this voter");
+                // The mission parser refuses this already.
+                let spec = voting.webhook.as_ref().ok_or(WebhookError::NotConfigured)?;
                 let config = WebhookConfig {
                     url: spec.url.clone(),
                     secret_file: spec.secret_file.clone(),
                     clock_skew: spec.clock_skew,
                 };
-                Arc::new(WebhookVoter::new(config, mission.vote.timeout)?)
+                Arc::new(WebhookVoter::new(config, voting.policy.timeout)?)
             }
         });
     }

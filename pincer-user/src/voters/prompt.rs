@@ -17,7 +17,7 @@ use tokio::sync::oneshot;
 use crate::{
     control::{ControlHandler, HumanAnswer},
     request::Request,
-    vote::{Lifetime, Scope, Vote, VoteFuture, Voter},
+    vote::{Extent, Lifetime, Vote, VoteFuture, Voter},
 };
 
 /// The requests waiting for a person, by id.
@@ -187,7 +187,7 @@ impl Voter for PromptVoter {
             match answer.await {
                 Ok(HumanAnswer::Allow(lifetime)) => Vote::Allow {
                     lifetime,
-                    extent: Scope::File,
+                    extent: Extent::File,
                 },
                 Ok(HumanAnswer::Deny(reason)) => Vote::Deny {
                     reason: reason.unwrap_or_else(|| "denied by a person".to_owned()),
@@ -234,7 +234,7 @@ mod tests {
             vote.await.unwrap(),
             Vote::Allow {
                 lifetime: Lifetime::Session,
-                extent: Scope::File
+                extent: Extent::File
             }
         );
         assert!(board.pending().is_empty());

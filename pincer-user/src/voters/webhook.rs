@@ -68,7 +68,7 @@ use crate::{
     escape::escape,
     mission::DEFAULT_CLOCK_SKEW,
     request::Request,
-    vote::{Lifetime, Scope, Vote, VoteFuture, Voter},
+    vote::{Extent, Lifetime, Vote, VoteFuture, Voter},
 };
 
 /// Header carrying the unix time of a request or an answer.
@@ -137,6 +137,9 @@ pub enum WebhookError {
     /// The HTTP client cannot be built.
     #[error("failed to build the webhook http client")]
     Client(#[source] reqwest::Error),
+    /// The webhook voter is named, but no endpoint is configured.
+    #[error("the webhook voter needs a [vote.webhook] table")]
+    NotConfigured,
 }
 
 /// Where the webhook lives and how its answers are checked.
@@ -429,7 +432,7 @@ struct Answer {
     lifetime: AnswerLifetime,
     ttl_seconds: Option<u64>,
     #[serde(default = "file_extent")]
-    extent: Scope,
+    extent: Extent,
     reason: Option<String>,
 }
 
@@ -450,8 +453,8 @@ enum AnswerLifetime {
     Ttl,
 }
 
-fn file_extent() -> Scope {
-    Scope::File
+fn file_extent() -> Extent {
+    Extent::File
 }
 
 impl Answer {
@@ -793,7 +796,7 @@ mod tests {
             vote,
             Vote::Allow {
                 lifetime: Lifetime::Session,
-                extent: Scope::Tree
+                extent: Extent::Tree
             }
         );
 
@@ -863,7 +866,7 @@ mod tests {
             voter.vote(request(13)).await,
             Vote::Allow {
                 lifetime: Lifetime::Ttl(Duration::from_secs(90)),
-                extent: Scope::File
+                extent: Extent::File
             }
         );
         // An endpoint's text can reach a terminal: control bytes are escaped.
@@ -872,7 +875,7 @@ mod tests {
             voter.vote(request(15)).await,
             Vote::Allow {
                 lifetime: Lifetime::Once,
-                extent: Scope::File
+                extent: Extent::File
             }
         );
     }

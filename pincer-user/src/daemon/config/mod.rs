@@ -665,7 +665,6 @@ mod tests {
     use std::fs;
 
     use super::*;
-    use crate::mission::OnUnknown;
     use crate::toml_file::test_support::{Parts, field};
 
     const CONFIG: &str = "/etc/pincer/daemon.toml";
@@ -1510,9 +1509,10 @@ ring_bytes = 262144
 
     #[test]
     fn agent_modes_stand_for_mission_settings() {
-        assert_eq!(Mode::Enforce.on_unknown(), OnUnknown::Deny);
-        assert_eq!(Mode::Audit.on_unknown(), OnUnknown::Audit);
-        assert_eq!(Mode::Ask.on_unknown(), OnUnknown::Ask);
+        // The mission writes the same modes with the policy's words.
+        for ((mission, mode), name) in Mode::ON_UNKNOWN.iter().zip(["enforce", "audit", "ask"]) {
+            assert_eq!(mode.name(), name, "on_unknown = {mission:?}");
+        }
         assert_eq!(Mode::Enforce.to_string(), "enforce");
         assert_eq!(OnStop::Remove.to_string(), "remove");
         assert_eq!(LogFormat::Json.to_string(), "json");
