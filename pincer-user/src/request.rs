@@ -2,7 +2,7 @@
 //! socket and webhooks ever see of an access the mission did not grant.
 //!
 //! One type serves every side: the twin builds it from a kernel event
-//! ([`crate::events::request`]), voters read it, and the control socket and
+//! (`events::request`), voters read it, and the control socket and
 //! the webhook carry it as JSON, which `pincer pending` reads back into the
 //! same type. The kernel identities (`ops`, `dev`, `ino`) stay in the twin:
 //! they are not serialized, and read back as zero.

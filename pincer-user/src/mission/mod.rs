@@ -52,8 +52,9 @@
 //!
 //! The model (what a mission says) is in `model`, reading it from TOML in
 //! `parse`, turning grants into kernel map entries in `resolve`, and the
-//! grants every mission gets in `baseline`. The mission voter's rules
-//! ([`crate::voters::mission::Rule`]) live with the voter that applies them.
+//! grants every mission gets in `baseline`. The `[vote]` section is the
+//! voters' own configuration ([`crate::voters::Voting`]): the mission voter's
+//! rules and the webhook's endpoint live with the voters that use them.
 
 mod baseline;
 mod model;
@@ -61,8 +62,5 @@ mod parse;
 mod resolve;
 
 pub use baseline::RUNTIME_BASELINE;
-pub use model::{
-    Baseline, DEFAULT_CLOCK_SKEW, GrantSpec, MAX_CLOCK_SKEW, MAX_VOTE_TIMEOUT, Mission,
-    MissionError, Mode, VoterKind, Voting, WebhookSpec,
-};
+pub use model::{Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode};
 pub use resolve::{Reason, ResolvedGrants, format_ops};

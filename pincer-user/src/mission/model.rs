@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use crate::toml_file::{Named, TomlError, named};
 use crate::vote::Extent;
-use crate::vote::Policy;
-use crate::voters::mission::Rule;
+use crate::voters::Voting;
 
 /// An error in a mission file or in resolving its grants.
 #[derive(Debug, thiserror::Error)]
@@ -154,81 +153,9 @@ impl Mode {
     }
 }
 
-/// Something that votes on parked requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum VoterKind {
-    /// The mission's own `[[vote.rule]]` entries.
-    Mission,
-    /// A person, asked interactively.
-    Prompt,
-    /// An HTTP endpoint, configured in `[vote.webhook]`.
-    Webhook,
-}
-
-impl VoterKind {
-    /// Every voter, in the order the mission file lists them as choices.
-    pub const ALL: [VoterKind; 3] = [VoterKind::Mission, VoterKind::Prompt, VoterKind::Webhook];
-
-    /// The voter's name in missions and audit lines.
-    pub fn name(self) -> &'static str {
-        <Self as Named>::name(self)
-    }
-}
-
-named!(VoterKind: "mission" => Mission, "prompt" => Prompt, "webhook" => Webhook);
-
-/// `[vote.webhook]`: where the webhook voter sends parked requests.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WebhookSpec {
-    /// The endpoint: an `http` or `https` URL with a host.
-    pub url: String,
-    /// Absolute path of the file holding the shared secret, which is kept out
-    /// of the mission so that the mission can be shared and logged.
-    pub secret_file: PathBuf,
-    /// How far an answer's timestamp may be from pincer's clock.
-    pub clock_skew: Duration,
-    /// 1-based line of the `[vote.webhook]` table in the mission file.
-    pub line: usize,
-}
-
 /// Longest `vote.timeout`: the agent's access waits that long, and a
 /// request nobody decides within an hour is better settled by the default.
 pub const MAX_VOTE_TIMEOUT: Duration = Duration::from_secs(3600);
-
-/// How far a webhook answer's timestamp may be from pincer's clock unless
-/// `vote.webhook.clock_skew` says otherwise.
-pub const DEFAULT_CLOCK_SKEW: Duration = Duration::from_secs(30);
-
-/// Largest `vote.webhook.clock_skew`: answers are checked for freshness
-/// against it, and a wider window lets a captured answer be replayed for
-/// longer.
-pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(3600);
-
-/// `[vote]`: who decides parked requests, and by what policy (how fast, what
-/// silence means, how much they may grant).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Voting {
-    /// The voters, in the order written.
-    pub voters: Vec<VoterKind>,
-    /// Deadline, default verdict and caps.
-    pub policy: Policy,
-    /// `[vote.webhook]`, present whenever `voters` includes the webhook.
-    pub webhook: Option<WebhookSpec>,
-    /// The mission voter's rules, in file order: the first that matches
-    /// decides.
-    pub rules: Vec<Rule>,
-}
-
-impl Default for Voting {
-    fn default() -> Self {
-        Self {
-            voters: vec![VoterKind::Mission, VoterKind::Prompt],
-            policy: Policy::default(),
-            webhook: None,
-            rules: Vec::new(),
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -240,10 +167,7 @@ mod tests {
         assert_eq!(names, ["enforce", "audit", "ask"]);
         let on_unknown: Vec<&str> = Mode::ON_UNKNOWN.iter().map(|(name, _)| *name).collect();
         assert_eq!(on_unknown, ["deny", "audit", "ask"]);
-        assert_eq!(
-            VoterKind::ALL.map(|v| v.to_string()),
-            ["mission", "prompt", "webhook"]
-        );
+
         assert_eq!(
             crate::vote::DefaultVerdict::AllowOnce.to_string(),
             "allow-once"

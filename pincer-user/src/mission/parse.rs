@@ -9,13 +9,14 @@ use pincer_common::ops;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::model::{
-    Baseline, DEFAULT_CLOCK_SKEW, GrantSpec, MAX_CLOCK_SKEW, MAX_VOTE_TIMEOUT, Mission,
-    MissionError, Mode, VoterKind, Voting, WebhookSpec,
-};
+use super::model::{Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode};
 use crate::toml_file::{self, Document, Named, TomlError, or_list};
 use crate::vote::{DefaultVerdict, Extent, Lifetime};
-use crate::voters::mission::{Rule, RuleVerdict};
+use crate::voters::{
+    VoterKind, Voting,
+    mission::{Rule, RuleVerdict},
+    webhook::{DEFAULT_CLOCK_SKEW, MAX_CLOCK_SKEW, WebhookConfig},
+};
 
 // The file as written. Every value is optional and spanned so that pincer,
 // not serde, reports a missing or invalid value, with its position and field.
@@ -471,7 +472,7 @@ fn parse_webhook(
     doc: &Document<'_>,
     webhook: &Spanned<RawWebhook>,
     home: Option<&Path>,
-) -> Result<WebhookSpec, TomlError> {
+) -> Result<WebhookConfig, TomlError> {
     let raw = webhook.get_ref();
 
     let url = required(doc, &raw.url, webhook, "vote.webhook.url")?;
@@ -498,7 +499,7 @@ fn parse_webhook(
         None => DEFAULT_CLOCK_SKEW,
     };
 
-    Ok(WebhookSpec {
+    Ok(WebhookConfig {
         url: url.get_ref().clone(),
         secret_file,
         clock_skew,
@@ -1238,7 +1239,7 @@ verdict = "allow"
                     max_lifetime: Lifetime::Ttl(Duration::from_secs(3600)),
                     max_extent: Extent::Tree,
                 },
-                webhook: Some(WebhookSpec {
+                webhook: Some(WebhookConfig {
                     url: "https://approvals.example/pincer".to_owned(),
                     secret_file: PathBuf::from("/home/me/.config/pincer/webhook.key"),
                     clock_skew: Duration::from_secs(10),

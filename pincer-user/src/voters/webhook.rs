@@ -66,7 +66,6 @@ use sha2::Sha256;
 
 use crate::{
     escape::escape,
-    mission::DEFAULT_CLOCK_SKEW,
     request::Request,
     vote::{Extent, Lifetime, Vote, VoteFuture, Voter},
 };
@@ -142,15 +141,30 @@ pub enum WebhookError {
     NotConfigured,
 }
 
-/// Where the webhook lives and how its answers are checked.
+/// How far a webhook answer's timestamp may be from pincer's clock unless
+/// `vote.webhook.clock_skew` says otherwise.
+pub const DEFAULT_CLOCK_SKEW: Duration = Duration::from_secs(30);
+
+/// Largest `vote.webhook.clock_skew`: answers are checked for freshness
+/// against it, and a wider window lets a captured answer be replayed for
+/// longer.
+pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(3600);
+
+/// `[vote.webhook]`: where the webhook lives and how its answers are
+/// checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WebhookConfig {
-    /// The endpoint, `http://` or `https://`.
+    /// The endpoint, `http://` or `https://` with a host.
     pub url: String,
-    /// File holding the shared secret; one trailing newline is ignored.
+    /// Absolute path of the file holding the shared secret (one trailing
+    /// newline is ignored), kept out of the mission so that the mission can
+    /// be shared and logged.
     pub secret_file: PathBuf,
     /// How far an answer's timestamp may be from pincer's clock.
     pub clock_skew: Duration,
+    /// 1-based line of the `[vote.webhook]` table in the mission file (0
+    /// when it comes from elsewhere).
+    pub line: usize,
 }
 
 impl WebhookConfig {
@@ -160,6 +174,7 @@ impl WebhookConfig {
             url: url.into(),
             secret_file: secret_file.into(),
             clock_skew: DEFAULT_CLOCK_SKEW,
+            line: 0,
         }
     }
 }
