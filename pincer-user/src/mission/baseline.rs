@@ -1,13 +1,6 @@
 //! The grants every mission gets besides its own.
 
-use std::fs;
-use std::io;
-use std::path::Path;
-
-use pincer_common::{GrantKey, GrantValue, ops};
-
-use super::model::MissionError;
-use super::resolve::{Entries, grant_key};
+use pincer_common::ops;
 
 /// The `runtime` baseline: what dynamically linked programs, shells and
 /// language runtimes touch just to start, resolve names and print.
@@ -67,41 +60,6 @@ pub const RUNTIME_BASELINE: &[(&str, u32)] = &[
     ("/dev/random", ops::READ),
     ("/dev/urandom", ops::READ),
 ];
-
-/// Adds the entries of [`RUNTIME_BASELINE`] that exist on this machine for
-/// mission `slot`: a directory as a tree, anything else as a file.
-pub(super) fn add_runtime(slot: u32, inode: &mut Entries<GrantKey>) -> Result<(), MissionError> {
-    for (path, bits) in RUNTIME_BASELINE {
-        let path = Path::new(path);
-        let metadata = match fs::canonicalize(path).and_then(fs::metadata) {
-            Ok(metadata) => metadata,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
-            Err(source) => {
-                return Err(MissionError::Baseline {
-                    path: path.to_owned(),
-                    source,
-                });
-            }
-        };
-        let value = if metadata.is_dir() {
-            GrantValue {
-                file_ops: 0,
-                tree_ops: *bits,
-            }
-        } else {
-            GrantValue {
-                file_ops: *bits,
-                tree_ops: 0,
-            }
-        };
-        inode.add(
-            grant_key(slot, &metadata),
-            value,
-            format!("baseline runtime: {}", path.display()),
-        );
-    }
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests {

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use pincer_common::{GrantKey, GrantValue, NAME_LEN, NameGrantKey, kernel_dev, ops};
 
-use super::baseline;
+use super::baseline::RUNTIME_BASELINE;
 use super::model::{Baseline, GrantSpec, Mission, MissionError};
 use crate::vote::Extent;
 
@@ -120,7 +120,7 @@ impl Mission {
             self.resolve_grant(slot, index + 1, grant, &mut inode, &mut names)?;
         }
         if self.baseline == Baseline::Runtime {
-            baseline::add_runtime(slot, &mut inode)?;
+            add_runtime(slot, &mut inode)?;
         }
         Ok(ResolvedGrants {
             inode: inode.finish(),
@@ -255,6 +255,41 @@ impl Mission {
             Err(source) => Err(unresolvable(path, source)),
         }
     }
+}
+
+/// Adds the entries of [`RUNTIME_BASELINE`] that exist on this machine for
+/// mission `slot`: a directory as a tree, anything else as a file.
+fn add_runtime(slot: u32, inode: &mut Entries<GrantKey>) -> Result<(), MissionError> {
+    for (path, bits) in RUNTIME_BASELINE {
+        let path = Path::new(path);
+        let metadata = match fs::canonicalize(path).and_then(fs::metadata) {
+            Ok(metadata) => metadata,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
+            Err(source) => {
+                return Err(MissionError::Baseline {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        };
+        let value = if metadata.is_dir() {
+            GrantValue {
+                file_ops: 0,
+                tree_ops: *bits,
+            }
+        } else {
+            GrantValue {
+                file_ops: *bits,
+                tree_ops: 0,
+            }
+        };
+        inode.add(
+            grant_key(slot, &metadata),
+            value,
+            format!("baseline runtime: {}", path.display()),
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
