@@ -28,7 +28,7 @@ use nix::{
     unistd::{ForkResult, Pid, fork, pipe2, setsid},
 };
 
-use crate::loader::Enforcer;
+use crate::loader::{Enforcer, Kernel};
 
 /// The byte the twin writes when it has cleaned up and the watchdog may go.
 const DONE: u8 = b'd';

@@ -8,7 +8,7 @@ use std::{
 
 use super::{DaemonError, config::Config, io_error};
 use crate::{
-    loader::{self, Enforcer},
+    loader::{self, Enforcer, Kernel},
     paths,
 };
 

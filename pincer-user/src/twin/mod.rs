@@ -13,13 +13,15 @@
 //! restarts its syscall and meets the verdict, and audits the verdict. A new
 //! grant also releases every other waiting request it covers.
 //!
-//! [`Twin`] is that logic over a [`Kernel`]; [`Service`] runs it: the ring
+//! [`Twin`] is that logic over a [`Kernel`] (the loaded programs, or a fake
+//! in the unit tests); [`Service`] runs it: the ring
 //! buffer, the vote outcomes, the heartbeat and the expiry of TTL grants, for
 //! both `pincer run` and `pincer daemon`.
 
+#[cfg(test)]
+mod fake;
 mod grants;
 mod journal;
-mod kernel;
 mod service;
 #[cfg(test)]
 mod tests;
@@ -33,14 +35,13 @@ use self::grants::{Grants, VoteGrant, tree_of};
 pub use self::{
     grants::Target,
     journal::Journal,
-    kernel::{Held, Kernel},
     service::{Prepared, Service, Step},
 };
 use crate::{
     audit::{AuditError, AuditLog, Record, VerdictRecord},
     control::ListedGrant,
     events::{self, Mounts},
-    loader::LoadError,
+    loader::{Held, Kernel, LoadError},
     metrics::Metrics,
     mission::{Mode, ResolvedGrants},
     request::Request,

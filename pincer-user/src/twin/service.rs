@@ -20,7 +20,7 @@ use tokio::{io::unix::AsyncFd, sync::mpsc, time::Interval};
 use super::{HEARTBEAT_EVERY, Twin, TwinError, VoteResult};
 use crate::{
     audit::AuditLog,
-    loader::Enforcer,
+    loader::{Enforcer, Kernel},
     watchdog::{Watchdog, Watched},
 };
 

@@ -10,7 +10,7 @@ use pincer_common::{
 };
 use tokio::sync::mpsc;
 
-use super::{kernel::FakeKernel, *};
+use super::{fake::FakeKernel, *};
 use crate::{
     control::HumanAnswer,
     mission::Reason,

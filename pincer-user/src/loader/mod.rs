@@ -1,6 +1,7 @@
-//! Loading the embedded BPF object, attaching its programs and writing its
-//! maps. One [`Enforcer`] owns the loaded object; dropping it detaches every
-//! program and frees the maps, unless they were pinned.
+//! Loading the embedded BPF object and attaching its programs, or reopening
+//! them from their pins. One [`Enforcer`] owns the loaded object; dropping it
+//! detaches every program and frees the maps, unless they were pinned. Its
+//! maps are read and written through the [`Kernel`] trait (`maps.rs`).
 //!
 //! # Pins
 //!
@@ -21,6 +22,8 @@
 //! pins of another build are replaced only after the new programs are
 //! attached. Removing the directory ([`unpin`]) detaches everything.
 
+mod maps;
+
 use std::{
     collections::HashMap as StdHashMap,
     fs,
@@ -29,17 +32,17 @@ use std::{
 
 use aya::{
     Ebpf, EbpfLoader,
-    maps::{Array, HashMap, Map, MapData, PerCpuArray, RingBuf},
+    maps::{Map, MapData, RingBuf},
     programs::{Lsm, links::FdLink, links::PinnedLink, lsm::LsmLinkId},
 };
 use pincer_common::{
-    Agent, GrantKey, GrantValue, NameGrantKey, Pending, Twin, Verdict, counter,
     hook::{self, Attach, Hook},
     names,
 };
 use sha2::Digest;
 
-use crate::{btf, mission::ResolvedGrants};
+pub use self::maps::{Held, Kernel};
+use crate::btf;
 
 /// The BPF object, embedded at build time (empty when it was not built).
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/pincer.bpf.o"));
@@ -328,243 +331,11 @@ impl Enforcer {
         self.maps.get_mut(name).ok_or_else(|| missing_map(name))
     }
 
-    fn hash_map<K: aya::Pod, V: aya::Pod>(
-        &mut self,
-        name: &'static str,
-    ) -> Result<HashMap<&mut MapData, K, V>, LoadError> {
-        HashMap::try_from(self.map_mut(name)?).map_err(|source| LoadError::Map { name, source })
-    }
-
-    /// Confines a cgroup: from now on its tasks are checked against `slot`.
-    pub fn add_agent(&mut self, cgroup_id: u64, agent: Agent) -> Result<(), LoadError> {
-        let name = names::AGENTS;
-        self.hash_map::<u64, Agent>(name)?
-            .insert(cgroup_id, agent, 0)
-            .map_err(|source| LoadError::Map { name, source })
-    }
-
-    /// Protects one of pincer's own processes: agents cannot signal or trace
-    /// it.
-    pub fn guard(&mut self, pid: u32) -> Result<(), LoadError> {
-        let name = names::GUARDED;
-        self.hash_map::<u32, u32>(name)?
-            .insert(pid, 1, 0)
-            .map_err(|source| LoadError::Map { name, source })
-    }
-
-    /// Stops protecting a process.
-    pub fn unguard(&mut self, pid: u32) -> Result<(), LoadError> {
-        let mut map = self.hash_map::<u32, u32>(names::GUARDED)?;
-        let _ = map.remove(&pid);
-        Ok(())
-    }
-
-    /// Stops confining a cgroup.
-    pub fn remove_agent(&mut self, cgroup_id: u64) -> Result<(), LoadError> {
-        let name = names::AGENTS;
-        self.hash_map::<u64, Agent>(name)?
-            .remove(&cgroup_id)
-            .map_err(|source| LoadError::Map { name, source })
-    }
-
-    /// Writes a mission's resolved grants.
-    pub fn add_grants(&mut self, grants: &ResolvedGrants) -> Result<(), LoadError> {
-        let name = names::GRANTS;
-        let mut map = self.hash_map::<GrantKey, GrantValue>(name)?;
-        for (key, value, _) in &grants.inode {
-            map.insert(key, value, 0)
-                .map_err(|source| LoadError::Map { name, source })?;
-        }
-        let name = names::NAME_GRANTS;
-        let mut map = self.hash_map::<NameGrantKey, GrantValue>(name)?;
-        for (key, value, _) in &grants.names {
-            map.insert(key, value, 0)
-                .map_err(|source| LoadError::Map { name, source })?;
-        }
-        Ok(())
-    }
-
-    /// Removes every grant of a mission slot.
-    pub fn remove_slot(&mut self, slot: u32) -> Result<(), LoadError> {
-        let name = names::GRANTS;
-        let mut map = self.hash_map::<GrantKey, GrantValue>(name)?;
-        let keys: Vec<GrantKey> = map.keys().filter_map(Result::ok).collect();
-        for key in keys.into_iter().filter(|k| k.slot == slot) {
-            // A key already gone is what we want.
-            let _ = map.remove(&key);
-        }
-        let name = names::NAME_GRANTS;
-        let mut map = self.hash_map::<NameGrantKey, GrantValue>(name)?;
-        let keys: Vec<NameGrantKey> = map.keys().filter_map(Result::ok).collect();
-        for key in keys.into_iter().filter(|k| k.slot == slot) {
-            let _ = map.remove(&key);
-        }
-        // After the removal: a walk that started before it may have cached
-        // what it found under the old epoch, which this makes stale.
-        self.bump_epoch()
-    }
-
-    /// Invalidates the kernel's grant cache.
-    fn bump_epoch(&mut self) -> Result<(), LoadError> {
-        let name = names::EPOCH;
-        let mut epoch = Array::<&mut MapData, u64>::try_from(self.map_mut(name)?)
-            .map_err(|source| LoadError::Map { name, source })?;
-        let current = epoch
-            .get(&0, 0)
-            .map_err(|source| LoadError::Map { name, source })?;
-        epoch
-            .set(0, current.wrapping_add(1), 0)
-            .map_err(|source| LoadError::Map { name, source })
-    }
-
-    /// Sets (or, with no operations left, removes) one inode grant. Removing
-    /// operations invalidates the grant cache.
-    pub fn set_grant(&mut self, key: GrantKey, value: GrantValue) -> Result<(), LoadError> {
-        let name = names::GRANTS;
-        let mut map = self.hash_map::<GrantKey, GrantValue>(name)?;
-        let before = map.get(&key, 0).unwrap_or_default();
-        if value == GrantValue::default() {
-            let _ = map.remove(&key);
-        } else {
-            map.insert(key, value, 0)
-                .map_err(|source| LoadError::Map { name, source })?;
-        }
-        if before.file_ops & !value.file_ops != 0 || before.tree_ops & !value.tree_ops != 0 {
-            self.bump_epoch()?;
-        }
-        Ok(())
-    }
-
-    /// Sets (or, with no operations left, removes) one name grant.
-    pub fn set_name_grant(
-        &mut self,
-        key: NameGrantKey,
-        value: GrantValue,
-    ) -> Result<(), LoadError> {
-        let name = names::NAME_GRANTS;
-        let mut map = self.hash_map::<NameGrantKey, GrantValue>(name)?;
-        if value == GrantValue::default() {
-            let _ = map.remove(&key);
-            // A file created under the name may be cached by inode.
-            return self.bump_epoch();
-        }
-        map.insert(key, value, 0)
-            .map_err(|source| LoadError::Map { name, source })
-    }
-
-    /// Records the twin's heartbeat: parked requests are only made while it
-    /// is fresh (`timeout_ns`).
-    pub fn heartbeat(&mut self, now_ns: u64, timeout_ns: u64) -> Result<(), LoadError> {
-        let name = names::TWIN;
-        let mut twin = Array::<&mut MapData, Twin>::try_from(self.map_mut(name)?)
-            .map_err(|source| LoadError::Map { name, source })?;
-        let value = Twin {
-            heartbeat_ns: now_ns,
-            timeout_ns,
-        };
-        twin.set(0, value, 0)
-            .map_err(|source| LoadError::Map { name, source })
-    }
-
-    /// Writes a one-shot verdict for a parked thread.
-    pub fn write_verdict(&mut self, tid: u32, verdict: Verdict) -> Result<(), LoadError> {
-        let name = names::VERDICTS;
-        self.hash_map::<u32, Verdict>(name)?
-            .insert(tid, verdict, 0)
-            .map_err(|source| LoadError::Map { name, source })
-    }
-
-    /// Forgets a parked request (its task will find a grant, or is gone).
-    pub fn remove_pending(&mut self, tid: u32) -> Result<(), LoadError> {
-        let name = names::PENDING;
-        let mut map = self.hash_map::<u32, Pending>(name)?;
-        let _ = map.remove(&tid);
-        let name = names::VERDICTS;
-        let _ = self.hash_map::<u32, Verdict>(name)?.remove(&tid);
-        Ok(())
-    }
-
-    /// The confined cgroups in the kernel, with their agent entries.
-    pub fn agents(&mut self) -> Result<Vec<(u64, Agent)>, LoadError> {
-        let map = self.hash_map::<u64, Agent>(names::AGENTS)?;
-        Ok(map.iter().filter_map(Result::ok).collect())
-    }
-
-    /// The parked requests in the kernel, by thread id.
-    pub fn pending(&mut self) -> Result<Vec<(u32, Pending)>, LoadError> {
-        let map = self.hash_map::<u32, Pending>(names::PENDING)?;
-        Ok(map.iter().filter_map(Result::ok).collect())
-    }
-
-    /// Forgets every guarded process (those of a previous daemon).
-    pub fn clear_guarded(&mut self) -> Result<(), LoadError> {
-        let mut map = self.hash_map::<u32, u32>(names::GUARDED)?;
-        let pids: Vec<u32> = map.keys().filter_map(Result::ok).collect();
-        for pid in pids {
-            let _ = map.remove(&pid);
-        }
-        Ok(())
-    }
-
-    /// Removes the grants of every slot not in `live` (left by agents a
-    /// previous daemon served).
-    pub fn retain_slots(&mut self, live: &std::collections::HashSet<u32>) -> Result<(), LoadError> {
-        let map = self.hash_map::<GrantKey, GrantValue>(names::GRANTS)?;
-        let mut stale: std::collections::HashSet<u32> = map
-            .keys()
-            .filter_map(Result::ok)
-            .map(|k| k.slot)
-            .filter(|slot| !live.contains(slot))
-            .collect();
-        let map = self.hash_map::<NameGrantKey, GrantValue>(names::NAME_GRANTS)?;
-        stale.extend(
-            map.keys()
-                .filter_map(Result::ok)
-                .map(|k| k.slot)
-                .filter(|slot| !live.contains(slot)),
-        );
-        for slot in stale {
-            self.remove_slot(slot)?;
-        }
-        Ok(())
-    }
-
     /// Takes the event ring buffer out of the object (once).
     pub fn take_events(&mut self) -> Result<RingBuf<MapData>, LoadError> {
         let name = names::EVENTS;
         let map = self.maps.remove(name).ok_or_else(|| missing_map(name))?;
         RingBuf::try_from(map).map_err(|source| LoadError::Map { name, source })
-    }
-
-    /// The kernel counters, summed over CPUs, indexed by
-    /// [`pincer_common::counter`].
-    pub fn counters(&mut self) -> Result<[u64; counter::COUNT as usize], LoadError> {
-        let name = names::COUNTERS;
-        let array = PerCpuArray::<&mut MapData, u64>::try_from(self.map_mut(name)?)
-            .map_err(|source| LoadError::Map { name, source })?;
-        let mut sums = [0u64; counter::COUNT as usize];
-        for (index, sum) in sums.iter_mut().enumerate() {
-            let values = array
-                .get(&(index as u32), 0)
-                .map_err(|source| LoadError::Map { name, source })?;
-            *sum = values.iter().sum();
-        }
-        Ok(sums)
-    }
-
-    /// The kernel counters by their names in [`pincer_common::counter::NAMES`]
-    /// (the reserved slot left out), as audit lines, metrics and `pincer
-    /// status` show them.
-    pub fn named_counters(
-        &mut self,
-    ) -> Result<std::collections::BTreeMap<&'static str, u64>, LoadError> {
-        let values = self.counters()?;
-        Ok(counter::NAMES
-            .iter()
-            .zip(values)
-            .filter(|(name, _)| **name != "reserved")
-            .map(|(name, value)| (*name, value))
-            .collect())
     }
 }
 

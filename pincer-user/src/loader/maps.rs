@@ -1,0 +1,327 @@
+//! What the twin needs of the kernel: the maps it reads and writes, and the
+//! stopped tasks it continues — the [`Kernel`] trait, implemented here by
+//! the loaded (or reopened) programs.
+//!
+//! The twin reaches the kernel only through this trait, so its whole path
+//! (parked event → votes → verdict → map writes → continue → audit) runs in
+//! the unit tests over a fake kernel that records what it was told.
+
+use std::{
+    collections::{BTreeMap, HashSet},
+    os::fd::{AsRawFd, FromRawFd, OwnedFd},
+};
+
+use aya::maps::{Array, HashMap, MapData, PerCpuArray};
+use pincer_common::{
+    Agent, GrantKey, GrantValue, NameGrantKey, Pending, Twin, Verdict, counter, names,
+};
+
+use super::{Enforcer, LoadError};
+use crate::mission::ResolvedGrants;
+
+/// A stopped task the twin will continue, taken while it was stopped.
+#[derive(Debug)]
+pub struct Held {
+    /// Its process id.
+    pub pid: u32,
+    /// Its thread id (the one that parked).
+    pub tid: u32,
+    /// A pidfd taken while the task was stopped and its pid could not be
+    /// reused: continuing it later cannot hit another process. `None` when
+    /// none could be had.
+    pidfd: Option<OwnedFd>,
+}
+
+impl Held {
+    /// A task to continue with no pidfd (what a fake kernel hands out).
+    pub fn without_pidfd(pid: u32, tid: u32) -> Held {
+        Held {
+            pid,
+            tid,
+            pidfd: None,
+        }
+    }
+}
+
+/// The kernel side of the twin: maps and tasks.
+pub trait Kernel {
+    /// Writes a mission's resolved grants.
+    fn add_grants(&mut self, grants: &ResolvedGrants) -> Result<(), LoadError>;
+    /// Confines a cgroup: from now on its tasks are checked against the
+    /// entry's slot. A cgroup confined already moves to the new slot in this
+    /// one map update.
+    fn add_agent(&mut self, cgroup: u64, agent: Agent) -> Result<(), LoadError>;
+    /// Stops confining a cgroup.
+    fn remove_agent(&mut self, cgroup: u64) -> Result<(), LoadError>;
+    /// The confined cgroups, with their entries.
+    fn agents(&mut self) -> Result<Vec<(u64, Agent)>, LoadError>;
+    /// Removes every grant of a slot.
+    fn remove_slot(&mut self, slot: u32) -> Result<(), LoadError>;
+    /// Removes the grants of every slot not in `live` (left by agents a
+    /// previous daemon served).
+    fn retain_slots(&mut self, live: &HashSet<u32>) -> Result<(), LoadError>;
+    /// Sets (or, with no operations left, removes) one inode grant.
+    fn set_grant(&mut self, key: GrantKey, value: GrantValue) -> Result<(), LoadError>;
+    /// Sets (or, with no operations left, removes) one name grant.
+    fn set_name_grant(&mut self, key: NameGrantKey, value: GrantValue) -> Result<(), LoadError>;
+    /// Records the twin's heartbeat: parked requests are only made while it
+    /// is fresh (`timeout_ns`); zeroes mean no twin.
+    fn heartbeat(&mut self, now_ns: u64, timeout_ns: u64) -> Result<(), LoadError>;
+    /// Writes a one-shot verdict for a parked thread.
+    fn write_verdict(&mut self, tid: u32, verdict: Verdict) -> Result<(), LoadError>;
+    /// Forgets a parked request (its task will find a grant, or is gone).
+    fn remove_pending(&mut self, tid: u32) -> Result<(), LoadError>;
+    /// The parked requests, by thread id.
+    fn pending(&mut self) -> Result<Vec<(u32, Pending)>, LoadError>;
+    /// Protects one of pincer's processes: agents cannot signal or trace it.
+    fn guard(&mut self, pid: u32) -> Result<(), LoadError>;
+    /// Stops protecting a process.
+    fn unguard(&mut self, pid: u32) -> Result<(), LoadError>;
+    /// The kernel's counters by their names in
+    /// [`pincer_common::counter::NAMES`] (the reserved slot left out), as
+    /// audit lines, metrics and `pincer status` show them.
+    fn counters(&mut self) -> Result<BTreeMap<&'static str, u64>, LoadError>;
+    /// Takes hold of a stopped task.
+    fn hold(&mut self, pid: u32, tid: u32) -> Held;
+    /// Continues a held task; `false` when it is gone.
+    fn resume(&mut self, task: &Held) -> bool;
+}
+
+impl Enforcer {
+    fn hash_map<K: aya::Pod, V: aya::Pod>(
+        &mut self,
+        name: &'static str,
+    ) -> Result<HashMap<&mut MapData, K, V>, LoadError> {
+        HashMap::try_from(self.map_mut(name)?).map_err(|source| LoadError::Map { name, source })
+    }
+
+    fn insert<K: aya::Pod, V: aya::Pod>(
+        &mut self,
+        name: &'static str,
+        key: K,
+        value: V,
+    ) -> Result<(), LoadError> {
+        self.hash_map::<K, V>(name)?
+            .insert(key, value, 0)
+            .map_err(|source| LoadError::Map { name, source })
+    }
+
+    /// Removes a key; one already gone is what was wanted.
+    fn remove<K: aya::Pod, V: aya::Pod>(
+        &mut self,
+        name: &'static str,
+        key: &K,
+    ) -> Result<(), LoadError> {
+        let _ = self.hash_map::<K, V>(name)?.remove(key);
+        Ok(())
+    }
+
+    fn entries<K: aya::Pod, V: aya::Pod>(
+        &mut self,
+        name: &'static str,
+    ) -> Result<Vec<(K, V)>, LoadError> {
+        Ok(self
+            .hash_map::<K, V>(name)?
+            .iter()
+            .filter_map(Result::ok)
+            .collect())
+    }
+
+    fn keys<K: aya::Pod, V: aya::Pod>(&mut self, name: &'static str) -> Result<Vec<K>, LoadError> {
+        Ok(self
+            .hash_map::<K, V>(name)?
+            .keys()
+            .filter_map(Result::ok)
+            .collect())
+    }
+
+    /// Forgets every guarded process (those of a previous daemon).
+    pub fn clear_guarded(&mut self) -> Result<(), LoadError> {
+        for pid in self.keys::<u32, u32>(names::GUARDED)? {
+            self.remove::<u32, u32>(names::GUARDED, &pid)?;
+        }
+        Ok(())
+    }
+
+    /// Invalidates the kernel's grant cache.
+    fn bump_epoch(&mut self) -> Result<(), LoadError> {
+        let name = names::EPOCH;
+        let mut epoch = Array::<&mut MapData, u64>::try_from(self.map_mut(name)?)
+            .map_err(|source| LoadError::Map { name, source })?;
+        let current = epoch
+            .get(&0, 0)
+            .map_err(|source| LoadError::Map { name, source })?;
+        epoch
+            .set(0, current.wrapping_add(1), 0)
+            .map_err(|source| LoadError::Map { name, source })
+    }
+}
+
+impl Kernel for Enforcer {
+    fn add_grants(&mut self, grants: &ResolvedGrants) -> Result<(), LoadError> {
+        for (key, value, _) in &grants.inode {
+            self.insert(names::GRANTS, *key, *value)?;
+        }
+        for (key, value, _) in &grants.names {
+            self.insert(names::NAME_GRANTS, *key, *value)?;
+        }
+        Ok(())
+    }
+
+    fn add_agent(&mut self, cgroup: u64, agent: Agent) -> Result<(), LoadError> {
+        self.insert(names::AGENTS, cgroup, agent)
+    }
+
+    fn remove_agent(&mut self, cgroup: u64) -> Result<(), LoadError> {
+        let name = names::AGENTS;
+        self.hash_map::<u64, Agent>(name)?
+            .remove(&cgroup)
+            .map_err(|source| LoadError::Map { name, source })
+    }
+
+    fn agents(&mut self) -> Result<Vec<(u64, Agent)>, LoadError> {
+        self.entries(names::AGENTS)
+    }
+
+    fn remove_slot(&mut self, slot: u32) -> Result<(), LoadError> {
+        for key in self.keys::<GrantKey, GrantValue>(names::GRANTS)? {
+            if key.slot == slot {
+                self.remove::<_, GrantValue>(names::GRANTS, &key)?;
+            }
+        }
+        for key in self.keys::<NameGrantKey, GrantValue>(names::NAME_GRANTS)? {
+            if key.slot == slot {
+                self.remove::<_, GrantValue>(names::NAME_GRANTS, &key)?;
+            }
+        }
+        // After the removal: a walk that started before it may have cached
+        // what it found under the old epoch, which this makes stale.
+        self.bump_epoch()
+    }
+
+    fn retain_slots(&mut self, live: &HashSet<u32>) -> Result<(), LoadError> {
+        let inode = self.keys::<GrantKey, GrantValue>(names::GRANTS)?;
+        let named = self.keys::<NameGrantKey, GrantValue>(names::NAME_GRANTS)?;
+        let stale: HashSet<u32> = inode
+            .iter()
+            .map(|k| k.slot)
+            .chain(named.iter().map(|k| k.slot))
+            .filter(|slot| !live.contains(slot))
+            .collect();
+        for slot in stale {
+            self.remove_slot(slot)?;
+        }
+        Ok(())
+    }
+
+    /// Removing operations invalidates the grant cache.
+    fn set_grant(&mut self, key: GrantKey, value: GrantValue) -> Result<(), LoadError> {
+        let before = self
+            .hash_map::<GrantKey, GrantValue>(names::GRANTS)?
+            .get(&key, 0)
+            .unwrap_or_default();
+        if value == GrantValue::default() {
+            self.remove::<_, GrantValue>(names::GRANTS, &key)?;
+        } else {
+            self.insert(names::GRANTS, key, value)?;
+        }
+        if before.file_ops & !value.file_ops != 0 || before.tree_ops & !value.tree_ops != 0 {
+            self.bump_epoch()?;
+        }
+        Ok(())
+    }
+
+    fn set_name_grant(&mut self, key: NameGrantKey, value: GrantValue) -> Result<(), LoadError> {
+        if value == GrantValue::default() {
+            self.remove::<_, GrantValue>(names::NAME_GRANTS, &key)?;
+            // A file created under the name may be cached by inode.
+            return self.bump_epoch();
+        }
+        self.insert(names::NAME_GRANTS, key, value)
+    }
+
+    fn heartbeat(&mut self, now_ns: u64, timeout_ns: u64) -> Result<(), LoadError> {
+        let name = names::TWIN;
+        let mut twin = Array::<&mut MapData, Twin>::try_from(self.map_mut(name)?)
+            .map_err(|source| LoadError::Map { name, source })?;
+        let value = Twin {
+            heartbeat_ns: now_ns,
+            timeout_ns,
+        };
+        twin.set(0, value, 0)
+            .map_err(|source| LoadError::Map { name, source })
+    }
+
+    fn write_verdict(&mut self, tid: u32, verdict: Verdict) -> Result<(), LoadError> {
+        self.insert(names::VERDICTS, tid, verdict)
+    }
+
+    fn remove_pending(&mut self, tid: u32) -> Result<(), LoadError> {
+        self.remove::<u32, Pending>(names::PENDING, &tid)?;
+        self.remove::<u32, Verdict>(names::VERDICTS, &tid)
+    }
+
+    fn pending(&mut self) -> Result<Vec<(u32, Pending)>, LoadError> {
+        self.entries(names::PENDING)
+    }
+
+    fn guard(&mut self, pid: u32) -> Result<(), LoadError> {
+        self.insert(names::GUARDED, pid, 1u32)
+    }
+
+    fn unguard(&mut self, pid: u32) -> Result<(), LoadError> {
+        self.remove::<u32, u32>(names::GUARDED, &pid)
+    }
+
+    fn counters(&mut self) -> Result<BTreeMap<&'static str, u64>, LoadError> {
+        let name = names::COUNTERS;
+        let array = PerCpuArray::<&mut MapData, u64>::try_from(self.map_mut(name)?)
+            .map_err(|source| LoadError::Map { name, source })?;
+        let mut named = BTreeMap::new();
+        for (index, counter) in counter::NAMES.iter().enumerate() {
+            let values = array
+                .get(&(index as u32), 0)
+                .map_err(|source| LoadError::Map { name, source })?;
+            if *counter != "reserved" {
+                named.insert(*counter, values.iter().sum());
+            }
+        }
+        Ok(named)
+    }
+
+    fn hold(&mut self, pid: u32, tid: u32) -> Held {
+        Held {
+            pid,
+            tid,
+            pidfd: pidfd_open(pid),
+        }
+    }
+
+    fn resume(&mut self, task: &Held) -> bool {
+        let Some(fd) = &task.pidfd else {
+            return false;
+        };
+        // SAFETY: a valid pidfd, a signal number, no siginfo, no flags.
+        let sent = unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                fd.as_raw_fd(),
+                libc::SIGCONT,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            )
+        };
+        sent == 0
+    }
+}
+
+/// A pidfd for a process, or `None` when it is gone.
+fn pidfd_open(pid: u32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the kernel just returned this descriptor to us alone.
+    Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}

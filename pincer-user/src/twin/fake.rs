@@ -1,0 +1,129 @@
+//! A kernel for the twin's unit tests: maps as plain collections, and a
+//! list of the tasks continued.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use pincer_common::{Agent, GrantKey, GrantValue, NameGrantKey, Pending, Verdict};
+
+use crate::{
+    loader::{Held, Kernel, LoadError},
+    mission::ResolvedGrants,
+};
+
+/// A kernel for unit tests: maps as plain collections, and a list of the
+/// tasks continued.
+#[derive(Debug, Default)]
+pub(super) struct FakeKernel {
+    pub agents: HashMap<u64, Agent>,
+    pub grants: HashMap<GrantKey, GrantValue>,
+    pub name_grants: HashMap<NameGrantKey, GrantValue>,
+    pub verdicts: HashMap<u32, Verdict>,
+    pub pending: HashMap<u32, Pending>,
+    pub guarded: HashSet<u32>,
+    pub heartbeat: Option<(u64, u64)>,
+    /// Thread ids continued, in order.
+    pub resumed: Vec<u32>,
+    pub counters: BTreeMap<&'static str, u64>,
+}
+
+impl Kernel for FakeKernel {
+    fn add_grants(&mut self, grants: &ResolvedGrants) -> Result<(), LoadError> {
+        self.grants
+            .extend(grants.inode.iter().map(|(k, v, _)| (*k, *v)));
+        self.name_grants
+            .extend(grants.names.iter().map(|(k, v, _)| (*k, *v)));
+        Ok(())
+    }
+
+    fn add_agent(&mut self, cgroup: u64, agent: Agent) -> Result<(), LoadError> {
+        self.agents.insert(cgroup, agent);
+        Ok(())
+    }
+
+    fn remove_agent(&mut self, cgroup: u64) -> Result<(), LoadError> {
+        self.agents.remove(&cgroup);
+        Ok(())
+    }
+
+    fn agents(&mut self) -> Result<Vec<(u64, Agent)>, LoadError> {
+        Ok(self.agents.iter().map(|(k, v)| (*k, *v)).collect())
+    }
+
+    fn remove_slot(&mut self, slot: u32) -> Result<(), LoadError> {
+        self.grants.retain(|k, _| k.slot != slot);
+        self.name_grants.retain(|k, _| k.slot != slot);
+        Ok(())
+    }
+
+    fn retain_slots(&mut self, live: &HashSet<u32>) -> Result<(), LoadError> {
+        self.grants.retain(|k, _| live.contains(&k.slot));
+        self.name_grants.retain(|k, _| live.contains(&k.slot));
+        Ok(())
+    }
+
+    fn set_grant(&mut self, key: GrantKey, value: GrantValue) -> Result<(), LoadError> {
+        set_or_remove(&mut self.grants, key, value);
+        Ok(())
+    }
+
+    fn set_name_grant(&mut self, key: NameGrantKey, value: GrantValue) -> Result<(), LoadError> {
+        set_or_remove(&mut self.name_grants, key, value);
+        Ok(())
+    }
+
+    fn heartbeat(&mut self, now_ns: u64, timeout_ns: u64) -> Result<(), LoadError> {
+        self.heartbeat = Some((now_ns, timeout_ns));
+        Ok(())
+    }
+
+    fn write_verdict(&mut self, tid: u32, verdict: Verdict) -> Result<(), LoadError> {
+        self.verdicts.insert(tid, verdict);
+        Ok(())
+    }
+
+    fn remove_pending(&mut self, tid: u32) -> Result<(), LoadError> {
+        self.pending.remove(&tid);
+        self.verdicts.remove(&tid);
+        Ok(())
+    }
+
+    fn pending(&mut self) -> Result<Vec<(u32, Pending)>, LoadError> {
+        Ok(self.pending.iter().map(|(k, v)| (*k, *v)).collect())
+    }
+
+    fn guard(&mut self, pid: u32) -> Result<(), LoadError> {
+        self.guarded.insert(pid);
+        Ok(())
+    }
+
+    fn unguard(&mut self, pid: u32) -> Result<(), LoadError> {
+        self.guarded.remove(&pid);
+        Ok(())
+    }
+
+    fn counters(&mut self) -> Result<BTreeMap<&'static str, u64>, LoadError> {
+        Ok(self.counters.clone())
+    }
+
+    fn hold(&mut self, pid: u32, tid: u32) -> Held {
+        Held::without_pidfd(pid, tid)
+    }
+
+    fn resume(&mut self, task: &Held) -> bool {
+        self.resumed.push(task.tid);
+        true
+    }
+}
+
+/// A grant with no operations is no entry, as in the kernel's maps.
+fn set_or_remove<K: std::hash::Hash + Eq>(
+    map: &mut HashMap<K, GrantValue>,
+    key: K,
+    value: GrantValue,
+) {
+    if value == GrantValue::default() {
+        map.remove(&key);
+    } else {
+        map.insert(key, value);
+    }
+}
