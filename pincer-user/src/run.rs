@@ -30,6 +30,7 @@ use crate::{
     loader::{Enforcer, LoadError},
     mission::{Mission, MissionError, Mode},
     paths,
+    toml_file::FileError,
     twin::{self, Confinement, Service, TwinError},
     voters::{self, prompt::PromptBoard, webhook::WebhookError},
     watchdog::Watched,
@@ -83,6 +84,9 @@ pub enum RunError {
     /// The mission is invalid or cannot be resolved.
     #[error(transparent)]
     Mission(#[from] MissionError),
+    /// The mission file cannot be found again for the daemon.
+    #[error(transparent)]
+    MissionFile(#[from] FileError),
     /// The agent cgroup could not be set up.
     #[error(transparent)]
     Cgroup(#[from] CgroupError),
@@ -300,11 +304,11 @@ fn run_registered(
         .strip_prefix(&root)
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    let mission_file =
-        std::fs::canonicalize(&options.mission).map_err(|source| MissionError::Io {
-            path: options.mission.clone(),
-            source,
-        })?;
+    let mission_file = std::fs::canonicalize(&options.mission).map_err(|source| FileError::Io {
+        kind: "mission file",
+        path: options.mission.clone(),
+        source,
+    })?;
     let register = ControlRequest::Register {
         cgroup: relative.clone(),
         mission: mission_file,

@@ -5,26 +5,17 @@ use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::toml_file::{Named, TomlError, named};
+use crate::toml_file::{FileError, Named, TomlError, named};
 use crate::vote::Extent;
 use crate::voters::Voting;
 
 /// An error in a mission file or in resolving its grants.
 #[derive(Debug, thiserror::Error)]
 pub enum MissionError {
-    /// The mission file could not be read.
-    #[error("cannot read mission file {}", .path.display())]
-    Io {
-        /// The mission file.
-        path: PathBuf,
-        /// Why it could not be read.
-        #[source]
-        source: io::Error,
-    },
-    /// The file is not a valid mission: bad TOML, an unknown key, a wrong type
-    /// or a value out of range.
+    /// The mission file could not be read, or is not a valid mission: bad
+    /// TOML, an unknown key, a wrong type or a value out of range.
     #[error(transparent)]
-    Invalid(#[from] TomlError),
+    File(#[from] FileError),
     /// A grant's path could not be looked up.
     #[error("{}:{line}: {field}: cannot resolve {}", .mission.display(), .path.display())]
     Unresolvable {
@@ -61,6 +52,12 @@ pub enum MissionError {
         #[source]
         source: io::Error,
     },
+}
+
+impl From<TomlError> for MissionError {
+    fn from(error: TomlError) -> Self {
+        MissionError::File(error.into())
+    }
 }
 
 /// A parsed mission.

@@ -94,11 +94,7 @@ struct RawRule {
 impl Mission {
     /// Reads and parses a mission file; `~` expands to `$HOME`.
     pub fn from_file(path: &Path) -> Result<Mission, MissionError> {
-        let cannot_read = |source| MissionError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        toml_file::read_file(path, cannot_read, |text| Self::parse(text, path))
+        toml_file::read_file(path, "mission file", |text| Self::parse(text, path))
     }
 
     /// Parses a mission; `source` names the file in messages and `~`
@@ -602,6 +598,7 @@ mod tests {
     use std::fs;
 
     use super::*;
+    use crate::toml_file::FileError;
     use crate::toml_file::test_support::{Parts, field, parts as error};
     use crate::vote::Policy;
 
@@ -612,7 +609,7 @@ mod tests {
     /// The position, field and message of an `Invalid` error.
     fn invalid(text: &str) -> Parts {
         match parse(text) {
-            Err(MissionError::Invalid(error)) => error.parts(),
+            Err(MissionError::File(FileError::Invalid(error))) => error.parts(),
             other => panic!("expected an invalid mission, got {other:?}"),
         }
     }
@@ -1101,12 +1098,12 @@ ops = ["write", "raed"]
         assert!(
             matches!(
                 &error,
-                MissionError::Invalid(TomlError {
+                MissionError::File(FileError::Invalid(TomlError {
                     line: 2,
                     column: 12,
                     field: None,
                     ..
-                })
+                }))
             ),
             "{error:?}"
         );
@@ -1127,7 +1124,9 @@ ops = ["write", "raed"]
 
         let missing = dir.path().join("missing.toml");
         let error = Mission::from_file(&missing).unwrap_err();
-        assert!(matches!(error, MissionError::Io { ref path, .. } if *path == missing));
+        assert!(
+            matches!(error, MissionError::File(FileError::Io { ref path, .. }) if *path == missing)
+        );
         assert_eq!(
             error.to_string(),
             format!("cannot read mission file {}", missing.display())

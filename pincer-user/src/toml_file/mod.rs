@@ -52,16 +52,42 @@ impl fmt::Display for FieldPrefix<'_> {
     }
 }
 
-/// Reads the file at `path` and hands its text to `parse`. What cannot be
-/// read is `cannot_read`'s error; text that is not UTF-8 is an error at its
-/// first bad byte.
-pub(crate) fn read_file<T, E: From<TomlError>>(
+/// A TOML file pincer reads (a mission, the daemon's configuration) that
+/// could not be read or is not valid.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// The file could not be read.
+    #[error("cannot read {kind} {}", .path.display())]
+    Io {
+        /// What the file is, such as `mission file`.
+        kind: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why it could not be read.
+        #[source]
+        source: io::Error,
+    },
+    /// The file is not valid: bad TOML, an unknown key, a wrong type or a
+    /// value out of range.
+    #[error(transparent)]
+    Invalid(#[from] TomlError),
+}
+
+/// Reads the file at `path` (a `kind`, such as `mission file`, in
+/// messages) and hands its text to `parse`; text that is not UTF-8 is an
+/// error at its first bad byte.
+pub(crate) fn read_file<T, E: From<FileError>>(
     path: &Path,
-    cannot_read: impl FnOnce(io::Error) -> E,
+    kind: &'static str,
     parse: impl FnOnce(&str) -> Result<T, E>,
 ) -> Result<T, E> {
-    let bytes = fs::read(path).map_err(cannot_read)?;
-    parse(Document::text_of(&bytes, path)?)
+    let bytes = fs::read(path).map_err(|source| FileError::Io {
+        kind,
+        path: path.to_owned(),
+        source,
+    })?;
+    let text = Document::text_of(&bytes, path).map_err(FileError::from)?;
+    parse(text)
 }
 
 /// The text of a TOML file, and where each of its lines starts.

@@ -90,7 +90,6 @@
 //! bad byte.
 
 use std::collections::HashMap;
-use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -100,7 +99,7 @@ use humantime::DurationError;
 use crate::audit::default_key_path;
 pub use crate::mission::Mode;
 use crate::toml_file::{
-    self, Document, Field, Named, Node, TomlError, named, or_list, toml_string,
+    self, Document, Field, FileError, Named, Node, TomlError, named, or_list, toml_string,
 };
 pub use pattern::CgroupPattern;
 
@@ -124,23 +123,10 @@ pub const MAX_SCAN_EVERY: Duration = Duration::from_secs(3600);
 /// Smallest `daemon.ring_bytes`: one page.
 pub const MIN_RING_BYTES: u32 = 4096;
 
-/// An error in the daemon's configuration file.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// The file could not be read.
-    #[error("cannot read daemon configuration {}", .path.display())]
-    Io {
-        /// The configuration file.
-        path: PathBuf,
-        /// Why it could not be read.
-        #[source]
-        source: io::Error,
-    },
-    /// The file is not a valid configuration: bad TOML, an unknown key, a
-    /// wrong type or a bad value.
-    #[error(transparent)]
-    Invalid(#[from] TomlError),
-}
+/// An error in the daemon's configuration file: it cannot be read, or is
+/// not a valid configuration (bad TOML, an unknown key, a wrong type or a
+/// bad value).
+pub type ConfigError = FileError;
 
 /// The daemon's configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,11 +246,9 @@ impl PartialEq for AgentConfig {
 impl Config {
     /// Reads and parses a configuration file.
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
-        let cannot_read = |source| ConfigError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        toml_file::read_file(path, cannot_read, |text| Self::from_str(text, path))
+        toml_file::read_file(path, "daemon configuration", |text| {
+            Self::from_str(text, path)
+        })
     }
 
     /// Parses a configuration; `path` names the file in messages, and
@@ -849,8 +833,8 @@ mission = "missions/codex.toml"
         let missing = dir.path().join("missing.toml");
         let error = Config::from_file(&missing).unwrap_err();
         assert!(
-            matches!(&error, ConfigError::Io { path, source }
-                if *path == missing && source.kind() == io::ErrorKind::NotFound),
+            matches!(&error, ConfigError::Io { path, source, .. }
+                if *path == missing && source.kind() == std::io::ErrorKind::NotFound),
             "{error:?}"
         );
     }
