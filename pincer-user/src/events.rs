@@ -154,29 +154,38 @@ pub fn event_path(event: &AccessEvent, mounts: &Mounts) -> String {
     path
 }
 
+/// Why an ungranted access was denied at once instead of parked, by the
+/// flag the kernel set; the first flag set names the cause.
+const DENIED_AT_ONCE: [(u32, &str); 6] = [
+    (event_flags::NO_TWIN, "no live twin to ask"),
+    (
+        event_flags::IO_URING,
+        "the task uses io_uring, whose requests cannot be parked",
+    ),
+    (
+        event_flags::NOT_RESTARTABLE,
+        "a received descriptor cannot be asked about",
+    ),
+    (
+        event_flags::BOTH_ENDS,
+        "neither end of the link or rename is granted",
+    ),
+    (
+        event_flags::UNPARKABLE,
+        "the task cannot be parked (an io_uring worker, a kernel thread or an exiting task)",
+    ),
+    (event_flags::PENDING_FULL, "too many parked requests"),
+];
+
 /// Why the kernel denied an access at once.
 fn deny_reason(flags: u32, missing: u32) -> String {
-    let not_granted = format!("no grant covers {}", op_names(missing).join(", "));
     if flags & event_flags::DEVICE_NODE != 0 {
-        "agents never create device nodes".to_owned()
-    } else if flags & event_flags::NO_TWIN != 0 {
-        format!("{not_granted}; no live twin to ask: denied at once")
-    } else if flags & event_flags::IO_URING != 0 {
-        format!(
-            "{not_granted}; the task uses io_uring, whose requests cannot be parked: denied at once"
-        )
-    } else if flags & event_flags::NOT_RESTARTABLE != 0 {
-        format!("{not_granted}; a received descriptor cannot be asked about: denied at once")
-    } else if flags & event_flags::BOTH_ENDS != 0 {
-        format!("{not_granted}; neither end of the link or rename is granted: denied at once")
-    } else if flags & event_flags::UNPARKABLE != 0 {
-        format!(
-            "{not_granted}; the task cannot be parked (an io_uring worker, a kernel thread or an exiting task): denied at once"
-        )
-    } else if flags & event_flags::PENDING_FULL != 0 {
-        format!("{not_granted}; too many parked requests: denied at once")
-    } else {
-        not_granted
+        return "agents never create device nodes".to_owned();
+    }
+    let not_granted = format!("no grant covers {}", op_names(missing).join(", "));
+    match DENIED_AT_ONCE.iter().find(|(flag, _)| flags & flag != 0) {
+        Some((_, why)) => format!("{not_granted}; {why}: denied at once"),
+        None => not_granted,
     }
 }
 
