@@ -325,6 +325,26 @@ pub fn decision(event: &AccessEvent, mounts: &Mounts) -> Decision {
 }
 
 #[cfg(test)]
+impl Decision {
+    /// A decision for unit tests: `cat` denied reading `path`.
+    pub(crate) fn example(path: &str) -> Decision {
+        Decision {
+            pid: 1,
+            tid: 2,
+            comm: "cat".into(),
+            operation: vec!["read"],
+            path: path.into(),
+            verdict: "deny",
+            reason: "no grant covers read".into(),
+            hook: "file_open",
+            dev: "0:1".into(),
+            ino: 5,
+            cgroup: 9,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

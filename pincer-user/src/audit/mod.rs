@@ -925,19 +925,7 @@ mod tests {
     use crate::events::Decision;
 
     fn decision(n: u32) -> Decision {
-        Decision {
-            pid: 1,
-            tid: 2,
-            comm: "cat".into(),
-            operation: vec!["read"],
-            path: format!("/x/{n}"),
-            verdict: "deny",
-            reason: "no grant covers read".into(),
-            hook: "file_open",
-            dev: "0:1".into(),
-            ino: 5,
-            cgroup: 9,
-        }
+        Decision::example(&format!("/x/{n}"))
     }
 
     /// A log of `n` decisions, closed; returns its key.

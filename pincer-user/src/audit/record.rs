@@ -73,19 +73,7 @@ mod tests {
 
     #[test]
     fn records_are_tagged_by_event() {
-        let decision = Decision {
-            pid: 1,
-            tid: 2,
-            comm: "cat".into(),
-            operation: vec!["read"],
-            path: "/x".into(),
-            verdict: "deny",
-            reason: "no grant covers read".into(),
-            hook: "file_open",
-            dev: "0:1".into(),
-            ino: 5,
-            cgroup: 9,
-        };
+        let decision = Decision::example("/x");
         let line = serde_json::to_string(&Record::Decision(&decision)).unwrap();
         assert!(
             line.starts_with(r#"{"event":"decision","pid":1,"tid":2,"#),
