@@ -10,9 +10,10 @@ use std::{env, fs, path::PathBuf};
 fn main() {
     println!("cargo:rerun-if-env-changed=PINCER_EBPF_OBJECT");
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    let object = env::var_os("PINCER_EBPF_OBJECT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| manifest.join("../target/ebpf/bpfel-unknown-none/release/pincer-ebpf"));
+    let object = env::var_os("PINCER_EBPF_OBJECT").map_or_else(
+        || manifest.join("../target/ebpf/bpfel-unknown-none/release/pincer-ebpf"),
+        PathBuf::from,
+    );
     println!("cargo:rerun-if-changed={}", object.display());
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("set by cargo")).join("pincer.bpf.o");
     let bytes = fs::read(&object).unwrap_or_default();

@@ -112,7 +112,7 @@ pub fn bump_epoch() {
         // The host build exists only for linting.
         #[cfg(not(target_arch = "bpf"))]
         unsafe {
-            *epoch += 1
+            *epoch += 1;
         };
     }
 }

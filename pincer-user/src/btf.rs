@@ -159,9 +159,9 @@ fn offsets(btf: &Resolver<'_>) -> Result<KernelOffsets, BtfError> {
 /// open is recognized as a `/proc` entry of a guarded process, and the
 /// ptrace check still guards the sensitive ones).
 fn proc_dev() -> u32 {
-    std::fs::metadata("/proc")
-        .map(|m| pincer_common::kernel_dev(std::os::unix::fs::MetadataExt::dev(&m)) as u32)
-        .unwrap_or(0)
+    std::fs::metadata("/proc").map_or(0, |m| {
+        pincer_common::kernel_dev(std::os::unix::fs::MetadataExt::dev(&m)) as u32
+    })
 }
 
 /// Whether `inode_setattr` takes `(idmap, dentry, attr)` (6.8 and later)

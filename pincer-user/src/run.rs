@@ -316,7 +316,7 @@ fn run_registered(
     };
     match control::call(&options.socket, &register) {
         Ok(ControlResponse::Ok { message }) => {
-            tracing::info!(%message, mission = %mission.name, "registered with the daemon")
+            tracing::info!(%message, mission = %mission.name, "registered with the daemon");
         }
         Ok(ControlResponse::Error { message }) => {
             let _ = cgroup.remove();

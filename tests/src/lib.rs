@@ -20,16 +20,13 @@ pub const EPERM: i32 = 1;
 
 /// The `pincer` binary under test.
 pub fn pincer_bin() -> PathBuf {
-    std::env::var_os("PINCER_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/bin/pincer"))
+    std::env::var_os("PINCER_BIN").map_or_else(|| PathBuf::from("/bin/pincer"), PathBuf::from)
 }
 
 /// The probe binary the tests confine.
 pub fn probe_bin() -> PathBuf {
     std::env::var_os("PINCER_PROBE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/bin/pincer-probe"))
+        .map_or_else(|| PathBuf::from("/bin/pincer-probe"), PathBuf::from)
 }
 
 /// The cgroup2 mount in the guest.
@@ -198,7 +195,7 @@ pub fn agent_cgroups() -> Vec<PathBuf> {
     match fs::read_dir(Path::new(CGROUP2).join("pincer")) {
         Ok(entries) => entries
             .filter_map(Result::ok)
-            .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             .map(|e| e.path())
             .collect(),
         Err(_) => Vec::new(),

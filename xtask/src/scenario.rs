@@ -29,7 +29,7 @@ impl Scenario {
 pub fn command(scenario: Scenario, kernel: Kernel, timeout: Duration) -> Result<u8> {
     say!("{scenario:?} on Linux {kernel}");
     let code = vm::run_vm(kernel, scenario.script(), timeout, &|line| {
-        println!("{line}")
+        println!("{line}");
     })?;
     Ok(u8::try_from(code).unwrap_or(1))
 }

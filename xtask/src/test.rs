@@ -217,7 +217,7 @@ fn guest(opts: &Options, tally: &mut Tally) {
                     let sink = |line: &str| {
                         counts
                             .lock()
-                            .unwrap_or_else(|e| e.into_inner())
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
                             .add_line(line);
                         println!("[{kernel}] {line}");
                     };
@@ -225,7 +225,9 @@ fn guest(opts: &Options, tally: &mut Tally) {
                     (
                         kernel,
                         result,
-                        counts.into_inner().unwrap_or_else(|e| e.into_inner()),
+                        counts
+                            .into_inner()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner),
                     )
                 })
             })

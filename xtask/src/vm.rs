@@ -112,7 +112,9 @@ impl Guest {
             wait(&mut child, started + timeout, &console)
         });
         let elapsed = started.elapsed().as_secs_f64();
-        let console = console.into_inner().unwrap_or_else(|e| e.into_inner());
+        let console = console
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
 
         if let Some(code) = console.exit {
             say!("[{kernel}] script exited with status {code} ({elapsed:.1} s)");
@@ -156,7 +158,7 @@ fn wait(
         let now = Instant::now();
         let lingering = console
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .exit_seen_at
             .is_some_and(|at| now > at + POWEROFF_GRACE);
         if (now >= deadline && !timed_out) || lingering {
@@ -208,7 +210,10 @@ fn read_console(stdout: impl Read, console: &Mutex<Console>, sink: Sink) {
         }
         let line = clean(&text);
         if line.contains("Kernel panic") {
-            console.lock().unwrap_or_else(|e| e.into_inner()).panicked = true;
+            console
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .panicked = true;
         }
         if let Some(at) = line.find(MARKER) {
             let code = line[at + MARKER.len()..]
@@ -216,7 +221,9 @@ fn read_console(stdout: impl Read, console: &Mutex<Console>, sink: Sink) {
                 .next()
                 .and_then(|w| w.parse().ok());
             if let Some(code) = code {
-                let mut c = console.lock().unwrap_or_else(|e| e.into_inner());
+                let mut c = console
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 c.exit = Some(code);
                 c.exit_seen_at = Some(Instant::now());
                 // Kernel messages can land on the same line before it.
@@ -233,7 +240,7 @@ fn read_console(stdout: impl Read, console: &Mutex<Console>, sink: Sink) {
         }
         let done = console
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .exit
             .is_some();
         if done && line.contains("reboot: Power down") {
@@ -311,7 +318,7 @@ mod tests {
         let lines = Mutex::new(Vec::new());
         let console = Mutex::new(Console::default());
         read_console(&b"SeaBIOS\r\nboot failed\r\n"[..], &console, &|l| {
-            lines.lock().unwrap().push(l.to_owned())
+            lines.lock().unwrap().push(l.to_owned());
         });
         assert_eq!(*lines.lock().unwrap(), ["SeaBIOS", "boot failed"]);
     }
@@ -332,7 +339,7 @@ mod tests {
         let console = Mutex::new(Console::default());
         let lines = Mutex::new(Vec::new());
         read_console(input, &console, &|l| {
-            lines.lock().unwrap().push(l.to_owned())
+            lines.lock().unwrap().push(l.to_owned());
         });
         assert_eq!(console.lock().unwrap().exit, Some(3));
         assert_eq!(

@@ -977,7 +977,9 @@ mod tests {
                 assert_eq!(*line, at, "{problem}");
                 assert!(problem.contains(says), "{problem}");
             }
-            intact => panic!("expected broken at line {at}, got {intact:?}"),
+            intact @ VerifyReport::Intact { .. } => {
+                panic!("expected broken at line {at}, got {intact:?}")
+            }
         }
     }
 
@@ -992,7 +994,7 @@ mod tests {
                 assert_eq!((*lines, *restarts), (at_lines, at_restarts), "{warnings:?}");
                 warnings.clone()
             }
-            broken => panic!("expected intact, got {broken}"),
+            broken @ VerifyReport::Broken { .. } => panic!("expected intact, got {broken}"),
         }
     }
 

@@ -84,7 +84,10 @@ impl ControlHandler for Handler {
     }
 
     fn query(&self, request: &ControlRequest) -> ControlResponse {
-        let snapshot = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
+        let snapshot = self
+            .snapshot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match request {
             ControlRequest::Status => match &snapshot.status {
                 Some(status) => ControlResponse::Daemon {
@@ -138,7 +141,10 @@ impl ControlHandler for Handler {
             .strip_suffix(" (deleted)")
             .unwrap_or(cgroup_path);
         let path = path.trim_start_matches('/');
-        let snapshot = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
+        let snapshot = self
+            .snapshot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         cgroup::in_agent_cgroup(cgroup_path)
             || snapshot
                 .cgroup_paths
@@ -245,7 +251,10 @@ impl Daemon {
         let mut agents: Vec<ConfinedAgent> =
             self.confined.values().map(|c| c.listed.clone()).collect();
         agents.sort_by(|a, b| (&a.agent, &a.cgroup).cmp(&(&b.agent, &b.cgroup)));
-        let mut snapshot = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
+        let mut snapshot = self
+            .snapshot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         snapshot.cgroup_paths = agents.iter().map(|c| c.cgroup.clone()).collect();
         snapshot.agents = agents;
         snapshot.grants = grants;

@@ -104,7 +104,7 @@ fn load_in_parallel(
     btf: &aya::Btf,
 ) -> Result<(), LoadError> {
     let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
+        .map_or(1, std::num::NonZero::get)
         .clamp(1, 4);
     // A shared queue rather than fixed shares: a few programs (the two-ended
     // `inode_link` and `inode_rename`) take much longer than the rest.
@@ -114,7 +114,10 @@ fn load_in_parallel(
             .map(|_| {
                 scope.spawn(|| {
                     loop {
-                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                        let next = queue
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .next();
                         let Some((hook, program)) = next else {
                             return Ok(());
                         };

@@ -427,7 +427,7 @@ fn parse_vote(doc: &Document<'_>, raw: &RawVote, home: Option<&Path>) -> Result<
             ));
         }
         (Some((_, LifetimeKind::Once)), None) => Lifetime::Once,
-        (Some((_, LifetimeKind::Session)), None) | (None, None) => Lifetime::Session,
+        (Some((_, LifetimeKind::Session)) | None, None) => Lifetime::Session,
     };
 
     if let Some(value) = &raw.max_extent {
@@ -443,7 +443,7 @@ fn parse_vote(doc: &Document<'_>, raw: &RawVote, home: Option<&Path>) -> Result<
         let webhook_voter = raw
             .voters
             .iter()
-            .flat_map(|list| list.get_ref())
+            .flat_map(toml::Spanned::get_ref)
             .find(|value| value.get_ref() == VoterKind::Webhook.name());
         if let Some(value) = webhook_voter {
             return Err(doc.field_error(

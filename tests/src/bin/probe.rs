@@ -57,12 +57,9 @@ fn main() -> ExitCode {
     let mut out = io::stdout();
     let mut status = 0;
     for op in args.split(|a| a.as_bytes() == b",") {
-        let result = match run(op) {
-            Some(result) => result,
-            None => {
-                eprintln!("pincer-probe: unknown operation {op:?}");
-                return ExitCode::from(2);
-            }
+        let Some(result) = run(op) else {
+            eprintln!("pincer-probe: unknown operation {op:?}");
+            return ExitCode::from(2);
         };
         match result {
             Ok(what) => {
