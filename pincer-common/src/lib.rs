@@ -5,6 +5,16 @@
 //! byte. Flags are plain integers rather than Rust enums: a value written by one
 //! side is never undefined behaviour for the other, and userspace decodes them
 //! with `TryFrom`. Each type's size is checked at compile time.
+//!
+//! - Words: [`ops`] (operation bits), [`mode`] (an agent's mode),
+//!   [`agent_flags`], [`verdict`] and [`event_flags`] (what an event says),
+//!   [`counter`] (the kernel's counters), [`names`] (map names), and
+//!   [`hook`], the one table of hooks (id, name, BTF function, argument
+//!   count) the programs, the loader's BTF check and the event decoder read.
+//! - Map keys and values: [`Agent`], [`GrantKey`], [`GrantValue`],
+//!   [`CachedGrant`], [`NameGrantKey`], [`Pending`], [`Verdict`], [`Twin`],
+//!   [`KernelOffsets`]; the ring-buffer record [`AccessEvent`].
+//! - Limits: path components, tree depth, map sizes, the ring buffer.
 #![no_std]
 
 /// Operation bits of a grant and of a request.
