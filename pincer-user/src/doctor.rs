@@ -451,17 +451,16 @@ mod tests {
             "sys/kernel/security/lsm",
             "lockdown,capability,landlock,yama,apparmor\n",
         );
-        let check = fake.check("BPF LSM");
-        assert_eq!(check.status, Status::Missing);
         assert_eq!(
-            check.detail,
-            "active LSMs: lockdown,capability,landlock,yama,apparmor (no bpf)"
-        );
-        assert_eq!(
-            check.fix.as_deref(),
-            Some(
-                "add lsm=lockdown,capability,landlock,yama,apparmor,bpf to the kernel command \
+            fake.check("BPF LSM"),
+            Check::missing(
+                "BPF LSM",
+                "active LSMs: lockdown,capability,landlock,yama,apparmor (no bpf)",
+                Some(
+                    "add lsm=lockdown,capability,landlock,yama,apparmor,bpf to the kernel command \
                  line and reboot; the kernel must be built with CONFIG_BPF_LSM=y"
+                        .into()
+                )
             )
         );
         assert_eq!(fake.check("securityfs").status, Status::Ok);
@@ -473,8 +472,10 @@ mod tests {
         let fake = Fake::good();
         fake.write("sys/kernel/security/lsm", "");
         let check = fake.check("BPF LSM");
-        assert_eq!(check.status, Status::Missing);
-        assert_eq!(check.detail, "no LSM is active");
+        assert_eq!(
+            (check.status, check.detail.as_str()),
+            (Status::Missing, "no LSM is active")
+        );
         assert!(check.fix.unwrap().starts_with("add lsm=bpf "));
     }
 
@@ -520,8 +521,10 @@ mod tests {
             ),
         );
         let check = fake.check("cgroup v2");
-        assert_eq!(check.status, Status::Missing);
-        assert_eq!(check.detail, "no cgroup2 filesystem is mounted");
+        assert_eq!(
+            (check.status, check.detail.as_str()),
+            (Status::Missing, "no cgroup2 filesystem is mounted")
+        );
         assert!(check.fix.unwrap().starts_with("mount -t cgroup2 "));
         assert!(!can_enforce(&run_checks(&fake.paths)));
     }
@@ -594,15 +597,15 @@ mod tests {
     fn unprivileged_user() {
         let fake = Fake::good();
         fake.status("1000", "0000000000000000");
-        let check = fake.check("privileges");
-        assert_eq!(check.status, Status::Missing);
         assert_eq!(
-            check.detail,
-            "uid 1000 lacks CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN"
-        );
-        assert_eq!(
-            check.fix.as_deref(),
-            Some("run pincer as root, or give it CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN")
+            fake.check("privileges"),
+            Check::missing(
+                "privileges",
+                "uid 1000 lacks CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN",
+                Some(
+                    "run pincer as root, or give it CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN".into()
+                )
+            )
         );
     }
 
@@ -614,9 +617,16 @@ mod tests {
             "0",
             &format!("{:016x}", 0x1ff_ffff_ffffu64 & !(1 << CAP_SYS_ADMIN)),
         );
-        let check = fake.check("privileges");
-        assert_eq!(check.status, Status::Missing);
-        assert_eq!(check.detail, "uid 0 lacks CAP_SYS_ADMIN");
+        assert_eq!(
+            fake.check("privileges"),
+            Check::missing(
+                "privileges",
+                "uid 0 lacks CAP_SYS_ADMIN",
+                Some(
+                    "run pincer as root, or give it CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN".into()
+                )
+            )
+        );
     }
 
     #[test]
