@@ -1095,22 +1095,12 @@ ops = ["write", "raed"]
         // "café" in Latin-1.
         fs::write(&path, b"[mission]\nname = \"caf\xe9\"\n").unwrap();
         let error = Mission::from_file(&path).unwrap_err();
-        assert!(
-            matches!(
-                &error,
-                MissionError::File(FileError::Invalid(TomlError {
-                    line: 2,
-                    column: 12,
-                    field: None,
-                    ..
-                }))
-            ),
-            "{error:?}"
-        );
+        // The line and column of the bad byte, and no field: none is read yet.
         assert_eq!(
             error.to_string(),
             format!("{}:2:12: invalid UTF-8 (byte 0xe9)", path.display())
         );
+        assert!(matches!(error, MissionError::File(FileError::Invalid(_))));
     }
 
     #[test]

@@ -1191,22 +1191,12 @@ mission = "missions/codex.toml"
         let path = dir.path().join("daemon.toml");
         fs::write(&path, b"[daemon]\nsocket = \"/s\xff\"\n").unwrap();
         let error = Config::from_file(&path).unwrap_err();
-        assert!(
-            matches!(
-                &error,
-                ConfigError::Invalid(TomlError {
-                    line: 2,
-                    column: 13,
-                    field: None,
-                    ..
-                })
-            ),
-            "{error:?}"
-        );
+        // The line and column of the bad byte, and no field: none is read yet.
         assert_eq!(
             error.to_string(),
             format!("{}:2:13: invalid UTF-8 (byte 0xff)", path.display())
         );
+        assert!(matches!(error, ConfigError::Invalid(_)));
     }
 
     #[test]
