@@ -267,8 +267,7 @@ fn parse_grant(
     let field = |name: &str| format!("grant[{number}].{name}");
     let raw = grant.get_ref();
 
-    let path = required(doc, &raw.path, grant, &field("path"))?;
-    let expanded = absolute_path(doc, path, &field("path"), home)?;
+    let (path, expanded) = required_path(doc, &raw.path, grant, &field("path"), home)?;
     let ops_list = required(doc, &raw.ops, grant, &field("ops"))?;
     let bits = parse_ops(doc, ops_list, &field("ops"))?;
     let extent = parse_extent(doc, raw.extent.as_ref(), &field("extent"))?;
@@ -279,6 +278,19 @@ fn parse_grant(
         extent,
         line: doc.line(path.span().start),
     })
+}
+
+/// A required path of `table` (its `field`), absolute or starting with `~`
+/// (`home`): where it is written, and what it names.
+fn required_path<'a, U>(
+    doc: &Document<'_>,
+    value: &'a Option<Spanned<String>>,
+    table: &Spanned<U>,
+    field: &str,
+    home: Option<&Path>,
+) -> Result<(&'a Spanned<String>, PathBuf), TomlError> {
+    let written = required(doc, value, table, field)?;
+    Ok((written, absolute_path(doc, written, field, home)?))
 }
 
 /// A path written in the mission: absolute, or starting with `~` (`home`).
@@ -487,8 +499,13 @@ fn parse_webhook(
         return Err(url_error("must name a host".to_owned()));
     }
 
-    let secret_file = required(doc, &raw.secret_file, webhook, "vote.webhook.secret_file")?;
-    let secret_file = absolute_path(doc, secret_file, "vote.webhook.secret_file", home)?;
+    let (_, secret_file) = required_path(
+        doc,
+        &raw.secret_file,
+        webhook,
+        "vote.webhook.secret_file",
+        home,
+    )?;
 
     let clock_skew = match &raw.clock_skew {
         Some(value) => duration(doc, value, "vote.webhook.clock_skew", Some(MAX_CLOCK_SKEW))?,
@@ -512,8 +529,7 @@ fn parse_rule(
     let field = |name: &str| format!("vote.rule[{number}].{name}");
     let raw = rule.get_ref();
 
-    let path = required(doc, &raw.path, rule, &field("path"))?;
-    let expanded = absolute_path(doc, path, &field("path"), home)?;
+    let (path, expanded) = required_path(doc, &raw.path, rule, &field("path"), home)?;
     // Rules compare paths without resolving them, so `..` would never match
     // the path of a request: a deny rule with it would protect nothing.
     if expanded
