@@ -312,6 +312,15 @@ pub(super) mod tests {
     // Resolution.
 
     /// A mission without baseline whose grants start on line 5.
+    /// The grants one `[[grant]]` resolves to, for slot 1.
+    pub(crate) fn resolve_one(
+        path: &Path,
+        ops: &str,
+        extent: &str,
+    ) -> Result<ResolvedGrants, MissionError> {
+        mission(&grant(path, ops, extent)).resolve(1)
+    }
+
     pub(crate) fn mission(grants: &str) -> Mission {
         let text = format!("[mission]\nname = \"t\"\n[defaults]\nbaseline = \"none\"\n{grants}");
         Mission::parse_with_home(&text, Path::new("m.toml"), None).unwrap()
@@ -373,9 +382,7 @@ pub(super) mod tests {
     #[test]
     fn resolves_a_tree() {
         let dir = tempfile::tempdir().unwrap();
-        let resolved = mission(&grant(dir.path(), "\"read\"", "tree"))
-            .resolve(1)
-            .unwrap();
+        let resolved = resolve_one(dir.path(), "\"read\"", "tree").unwrap();
         assert_eq!(
             resolved.inode,
             vec![(
@@ -392,9 +399,7 @@ pub(super) mod tests {
     #[test]
     fn a_directory_as_a_file_grants_only_the_directory() {
         let dir = tempfile::tempdir().unwrap();
-        let resolved = mission(&grant(dir.path(), "\"read\"", "file"))
-            .resolve(1)
-            .unwrap();
+        let resolved = resolve_one(dir.path(), "\"read\"", "file").unwrap();
         assert_eq!(resolved.inode[0].1, file_ops(ops::READ));
     }
 
@@ -434,9 +439,7 @@ pub(super) mod tests {
         let real = dir.path().join("real");
         fs::create_dir(&real).unwrap();
         symlink(&real, dir.path().join("link")).unwrap();
-        let resolved = mission(&grant(&dir.path().join("link/new"), "\"create\"", "file"))
-            .resolve(1)
-            .unwrap();
+        let resolved = resolve_one(&dir.path().join("link/new"), "\"create\"", "file").unwrap();
         let parent = key_of(1, &real);
         let (key, _, _) = &resolved.names[0];
         assert_eq!((key.parent_dev, key.parent_ino), (parent.dev, parent.ino));
@@ -494,9 +497,7 @@ pub(super) mod tests {
         fs::create_dir(&target).unwrap();
         let link = dir.path().join("link");
         symlink(&target, &link).unwrap();
-        let resolved = mission(&grant(&link, "\"read\"", "tree"))
-            .resolve(1)
-            .unwrap();
+        let resolved = resolve_one(&link, "\"read\"", "tree").unwrap();
         assert_eq!(resolved.inode[0].0, key_of(1, &target));
         assert_ne!(
             resolved.inode[0].0.ino,
@@ -509,9 +510,7 @@ pub(super) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("a.txt");
         fs::write(&file, "a").unwrap();
-        let error = mission(&grant(&file, "\"read\"", "tree"))
-            .resolve(1)
-            .unwrap_err();
+        let error = resolve_one(&file, "\"read\"", "tree").unwrap_err();
         assert_eq!(
             error.to_string(),
             format!(
@@ -546,9 +545,7 @@ pub(super) mod tests {
     fn a_missing_parent_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("no/such.txt");
-        let error = mission(&grant(&path, "\"create\"", "file"))
-            .resolve(1)
-            .unwrap_err();
+        let error = resolve_one(&path, "\"create\"", "file").unwrap_err();
         assert_eq!(
             error.to_string(),
             format!(
@@ -563,9 +560,7 @@ pub(super) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("a.txt");
         fs::write(&file, "a").unwrap();
-        let error = mission(&grant(&file.join("b"), "\"create\"", "file"))
-            .resolve(1)
-            .unwrap_err();
+        let error = resolve_one(&file.join("b"), "\"create\"", "file").unwrap_err();
         // The lookup itself fails (ENOTDIR), not only the parent check.
         assert!(
             matches!(error, MissionError::Unresolvable { line: 6, ref path, .. } if *path == file.join("b")),
@@ -578,9 +573,7 @@ pub(super) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let link = dir.path().join("link");
         symlink(dir.path().join("nowhere"), &link).unwrap();
-        let error = mission(&grant(&link, "\"write\"", "file"))
-            .resolve(1)
-            .unwrap_err();
+        let error = resolve_one(&link, "\"write\"", "file").unwrap_err();
         assert!(
             matches!(error, MissionError::Rejected { ref field, .. } if field == "grant[1].path"),
             "{error}"
@@ -592,17 +585,13 @@ pub(super) mod tests {
     fn a_name_longer_than_255_bytes_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let longest = dir.path().join("x".repeat(255));
-        let resolved = mission(&grant(&longest, "\"create\"", "file"))
-            .resolve(1)
-            .unwrap();
+        let resolved = resolve_one(&longest, "\"create\"", "file").unwrap();
         assert_eq!(resolved.names[0].0.name_len, 255);
         assert_eq!(resolved.names[0].0.name[255], 0);
 
         // The kernel refuses the name too, so canonicalize reports it.
         let too_long = dir.path().join("x".repeat(256));
-        let error = mission(&grant(&too_long, "\"create\"", "file"))
-            .resolve(1)
-            .unwrap_err();
+        let error = resolve_one(&too_long, "\"create\"", "file").unwrap_err();
         assert!(
             matches!(
                 error,
