@@ -5,8 +5,8 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use super::{ask, print_json, requests::done, unexpected};
-use crate::control::{AgentGrants, ConfinedAgent, ControlRequest, ControlResponse, DaemonStatus};
+use super::{ask, list, print_json, requests::done, unexpected};
+use crate::control::{ControlRequest, ControlResponse, DaemonStatus};
 
 fn status_of(socket: &Path) -> anyhow::Result<DaemonStatus> {
     match ask(socket, &ControlRequest::Status)? {
@@ -48,17 +48,17 @@ pub(super) fn status(socket: &Path, json: bool) -> anyhow::Result<()> {
 
 /// Lists the confined agent cgroups.
 pub(super) fn agents(socket: &Path, json: bool) -> anyhow::Result<()> {
-    let agents: Vec<ConfinedAgent> = match ask(socket, &ControlRequest::Agents)? {
-        ControlResponse::Agents { agents } => agents,
-        other => return Err(unexpected(socket, &other)),
-    };
-    if json {
-        return print_json(&agents);
-    }
-    if agents.is_empty() {
-        println!("no agent cgroup is confined");
-    }
-    for agent in agents {
+    let agents = list(
+        socket,
+        &ControlRequest::Agents,
+        json,
+        "no agent cgroup is confined",
+        |answer| match answer {
+            ControlResponse::Agents { agents } => Ok(agents),
+            other => Err(other),
+        },
+    )?;
+    for agent in agents.into_iter().flatten() {
         println!(
             "{} {} (cgroup id {}, slot {}) mission {} [{}]",
             agent.agent, agent.cgroup, agent.id, agent.slot, agent.mission, agent.mode,
@@ -69,14 +69,17 @@ pub(super) fn agents(socket: &Path, json: bool) -> anyhow::Result<()> {
 
 /// Lists the grants of one agent, or of all.
 pub(super) fn grants(socket: &Path, agent: Option<String>, json: bool) -> anyhow::Result<()> {
-    let grants: Vec<AgentGrants> = match ask(socket, &ControlRequest::Grants { agent })? {
-        ControlResponse::Grants { grants } => grants,
-        other => return Err(unexpected(socket, &other)),
-    };
-    if json {
-        return print_json(&grants);
-    }
-    for agent in grants {
+    let grants = list(
+        socket,
+        &ControlRequest::Grants { agent },
+        json,
+        "",
+        |answer| match answer {
+            ControlResponse::Grants { grants } => Ok(grants),
+            other => Err(other),
+        },
+    )?;
+    for agent in grants.into_iter().flatten() {
         println!("{} {}", agent.agent, agent.cgroup);
         for grant in agent.grants {
             println!(

@@ -215,6 +215,28 @@ fn unexpected(socket: &std::path::Path, response: &ControlResponse) -> anyhow::E
     anyhow::anyhow!("unexpected answer from {}: {response:?}", socket.display())
 }
 
+/// Asks for a list: with `json`, prints it as JSON and returns `None`;
+/// otherwise says `empty` when it is empty and returns it to be printed.
+/// `pick` takes the list out of the answer of the kind asked for, and gives
+/// back any other answer.
+fn list<T: serde::Serialize>(
+    socket: &std::path::Path,
+    request: &ControlRequest,
+    json: bool,
+    empty: &str,
+    pick: impl FnOnce(ControlResponse) -> Result<Vec<T>, ControlResponse>,
+) -> anyhow::Result<Option<Vec<T>>> {
+    let items = pick(ask(socket, request)?).map_err(|other| unexpected(socket, &other))?;
+    if json {
+        print_json(&items)?;
+        return Ok(None);
+    }
+    if items.is_empty() && !empty.is_empty() {
+        println!("{empty}");
+    }
+    Ok(Some(items))
+}
+
 /// Prints a value as pretty JSON.
 fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(value)?);

@@ -2,7 +2,7 @@
 
 use std::{path::Path, time::Duration};
 
-use super::{ask, print_json, unexpected};
+use super::{ask, list, unexpected};
 use crate::{
     control::{ControlRequest, ControlResponse},
     vote::Lifetime,
@@ -10,17 +10,17 @@ use crate::{
 
 /// Lists the parked requests waiting for a person.
 pub(super) fn pending(socket: &Path, json: bool) -> anyhow::Result<()> {
-    let requests = match ask(socket, &ControlRequest::Pending)? {
-        ControlResponse::Pending { requests } => requests,
-        other => return Err(unexpected(socket, &other)),
-    };
-    if json {
-        return print_json(&requests);
-    }
-    if requests.is_empty() {
-        println!("no request is waiting");
-    }
-    for request in requests {
+    let requests = list(
+        socket,
+        &ControlRequest::Pending,
+        json,
+        "no request is waiting",
+        |answer| match answer {
+            ControlResponse::Pending { requests } => Ok(requests),
+            other => Err(other),
+        },
+    )?;
+    for request in requests.into_iter().flatten() {
         println!("{request}");
     }
     Ok(())
