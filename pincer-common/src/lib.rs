@@ -239,8 +239,12 @@ pub mod names {
 pub const COMPONENT_LEN: usize = 64;
 /// Path components copied into an event, leaf first.
 pub const MAX_COMPONENTS: usize = 16;
-/// Ancestors visited when looking for a tree grant.
-pub const MAX_TREE_DEPTH: u32 = 32;
+/// Ancestors visited when looking for a tree grant: deeper than any path an
+/// `open` can name (`PATH_MAX` is 4096 bytes, so at most 2048 components),
+/// with room for trees reached by relative paths. The walk runs under
+/// `bpf_loop`, so the limit costs nothing at load time; a walk that reaches
+/// it is counted ([`counter::WALK_LIMIT`]) and grants nothing above.
+pub const MAX_TREE_DEPTH: u32 = 4096;
 /// A file name with its NUL (`NAME_MAX` + 1).
 pub const NAME_LEN: usize = 256;
 
@@ -507,6 +511,10 @@ pub struct KernelOffsets {
     pub proc_inode_pid: u32,
     /// `pid.numbers[0].nr`: the process id in the initial namespace.
     pub pid_nr: u32,
+    /// Device (kernel encoding) of pipefs, where anonymous pipes live.
+    pub pipe_dev: u32,
+    /// Device (kernel encoding) of sockfs, where sockets live.
+    pub sock_dev: u32,
 }
 
 impl KernelOffsets {
@@ -539,6 +547,8 @@ impl KernelOffsets {
             proc_inode_vfs_inode: 0,
             proc_inode_pid: 0,
             pid_nr: 0,
+            pipe_dev: 0,
+            sock_dev: 0,
         }
     }
 }
@@ -606,7 +616,7 @@ const _: () = {
     assert!(core::mem::size_of::<CachedGrant>() == 16);
     assert!(core::mem::size_of::<NameGrantKey>() == 24 + NAME_LEN);
     assert!(core::mem::size_of::<AccessEvent>() == 104 + COMPONENT_LEN * MAX_COMPONENTS);
-    assert!(core::mem::size_of::<KernelOffsets>() == 104);
+    assert!(core::mem::size_of::<KernelOffsets>() == 112);
     assert!(core::mem::size_of::<Pending>() == 40);
     assert!(core::mem::size_of::<Verdict>() == 16);
     assert!(core::mem::size_of::<Twin>() == 16);

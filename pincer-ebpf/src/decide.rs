@@ -3,7 +3,7 @@
 //!
 //! | the access                                                         | enforce  | audit          | ask             |
 //! |--------------------------------------------------------------------|----------|----------------|-----------------|
-//! | granted                                                            | allow    | allow          | allow           |
+//! | granted, or an anonymous pipe or socket                            | allow    | allow          | allow           |
 //! | not granted                                                        | `EACCES` | allow + report | park ([`park`]) |
 //! | not granted, the syscall cannot restart ([`decide_unrestartable`]) | `EACCES` | allow + report | `EACCES`        |
 //! | refused whatever the grants ([`refuse`])                           | `EACCES` | allow + report | `EACCES`        |
@@ -20,6 +20,8 @@ use pincer_common::{
     Agent, CachedGrant, EACCES, ERESTARTNOINTR, GrantKey, MAX_TREE_DEPTH, agent_flags, counter,
     event_flags, mode, verdict,
 };
+
+use aya_ebpf::{cty::c_void, helpers::bpf_loop};
 
 use crate::{
     access::Access,
@@ -71,7 +73,9 @@ pub fn check(agent: &Agent, access: Result<Access, Failure>) -> Checked {
             (false, Access::unidentified())
         }
     };
-    let granted = if identified {
+    let granted = if identified && kernel::is_pipe_or_socket(kernel::off(), access.dev) {
+        access.ops
+    } else if identified {
         match granted_ops(agent.slot, &access) {
             Ok(granted) => granted,
             Err(ReadFailed) => {
@@ -269,7 +273,7 @@ fn granted_ops(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
 #[inline(always)]
 fn walk_grants(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
     let needed = access.ops;
-    let mut key = GrantKey {
+    let key = GrantKey {
         slot,
         _pad: 0,
         dev: access.dev,
@@ -293,35 +297,101 @@ fn walk_grants(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
     // points and bind mounts do not alias into a granted tree.
     let off = kernel::off();
     let mut dentry = access.dentry()?;
-    let mut reached_root = false;
     if !access.exists {
         // The directory was looked up above already.
         match kernel::parent(off, dentry)? {
             Some(parent) => dentry = parent,
-            None => reached_root = true,
+            None => return name_granted(slot, access, granted),
         }
     }
-    for _ in 0..MAX_TREE_DEPTH {
-        if reached_root {
-            break;
-        }
-        let Some(parent) = kernel::parent(off, dentry)? else {
-            reached_root = true;
-            break;
-        };
-        key.ino = kernel::dentry_ino(off, parent)?;
-        if let Some(grant) = unsafe { GRANTS.get(key) } {
-            granted |= grant.tree_ops;
-            if granted & needed == needed {
-                return Ok(granted);
-            }
-        }
-        dentry = parent;
+    let mut walk = TreeWalk {
+        key,
+        dentry: dentry as u64,
+        granted,
+        needed,
+        state: WALKING,
+    };
+    let ran = unsafe {
+        bpf_loop(
+            MAX_TREE_DEPTH,
+            tree_step as *mut c_void,
+            (&raw mut walk).cast(),
+            0,
+        )
+    };
+    match walk.state {
+        _ if ran < 0 => return Err(ReadFailed),
+        COVERED => return Ok(walk.granted),
+        READ_FAILED => return Err(ReadFailed),
+        WALKING => count(counter::WALK_LIMIT),
+        _ => {}
     }
-    if !reached_root {
-        count(counter::WALK_LIMIT);
+    name_granted(slot, access, walk.granted)
+}
+
+/// Where a tree walk stands.
+const WALKING: u32 = 0;
+/// Every needed operation is granted.
+const COVERED: u32 = 1;
+/// The root of the filesystem was reached.
+const ROOT: u32 = 2;
+/// A kernel read failed.
+const READ_FAILED: u32 = 3;
+
+/// The state of a tree walk, on the program's stack while `bpf_loop` runs
+/// [`tree_step`].
+#[repr(C)]
+struct TreeWalk {
+    /// The slot and device of the grants looked up; `ino` is set per step.
+    key: GrantKey,
+    /// The dentry whose parent the next step looks at.
+    dentry: u64,
+    /// Tree operations granted so far.
+    granted: u32,
+    /// What the access needs.
+    needed: u32,
+    /// [`WALKING`], [`COVERED`], [`ROOT`] or [`READ_FAILED`].
+    state: u32,
+}
+
+/// One step of the tree walk: looks up a tree grant on the parent of
+/// `walk.dentry` and moves up to it. Returns 1 to stop.
+///
+/// The walk runs under `bpf_loop`, whose callback the verifier checks once,
+/// so the walk can follow a path as deep as a path can be
+/// ([`MAX_TREE_DEPTH`]) without making the programs slower to load; each
+/// step costs two kernel reads and a hash lookup, and only the first access
+/// to an object walks (the grant cache answers the next).
+extern "C" fn tree_step(_index: u64, ctx: *mut c_void) -> i64 {
+    // SAFETY: `ctx` is the `TreeWalk` on the caller's stack, for the
+    // duration of `bpf_loop`.
+    let walk = unsafe { &mut *ctx.cast::<TreeWalk>() };
+    let off = kernel::off();
+    let parent = match kernel::parent(off, walk.dentry as *const u8) {
+        Ok(Some(parent)) => parent,
+        Ok(None) => {
+            walk.state = ROOT;
+            return 1;
+        }
+        Err(ReadFailed) => {
+            walk.state = READ_FAILED;
+            return 1;
+        }
+    };
+    let Ok(ino) = kernel::dentry_ino(off, parent) else {
+        walk.state = READ_FAILED;
+        return 1;
+    };
+    walk.key.ino = ino;
+    if let Some(grant) = unsafe { GRANTS.get(walk.key) } {
+        walk.granted |= grant.tree_ops;
+        if walk.granted & walk.needed == walk.needed {
+            walk.state = COVERED;
+            return 1;
+        }
     }
-    name_granted(slot, access, granted)
+    walk.dentry = parent as u64;
+    0
 }
 
 /// Adds the ops of a name grant on (directory, name) of the object.

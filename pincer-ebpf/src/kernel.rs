@@ -120,3 +120,12 @@ pub fn proc_pid(off: &KernelOffsets, inode: *const u8) -> Result<u32, ReadFailed
     }
     read(pid, off.pid_nr)
 }
+
+/// Whether `dev` is pipefs or sockfs: an anonymous pipe or a socket the task
+/// already holds (inherited, received, or reopened through
+/// `/proc/self/fd`) is no file of anyone's to protect. Named pipes and
+/// sockets on a filesystem are on that filesystem's device, and decided.
+#[inline(always)]
+pub fn is_pipe_or_socket(off: &KernelOffsets, dev: u64) -> bool {
+    dev != 0 && (dev == u64::from(off.pipe_dev) || dev == u64::from(off.sock_dev))
+}

@@ -152,7 +152,24 @@ fn offsets(btf: &Resolver<'_>) -> Result<KernelOffsets, BtfError> {
         proc_inode_vfs_inode: btf.offset("proc_inode", "vfs_inode")?,
         proc_inode_pid: btf.offset("proc_inode", "pid")?,
         pid_nr: btf.offset("pid", "numbers")? + btf.offset("upid", "nr")?,
+        pipe_dev: anonymous_dev(|| nix::unistd::pipe().map(|(read, _)| read)),
+        sock_dev: anonymous_dev(|| {
+            std::os::unix::net::UnixStream::pair().map(|(one, _)| one.into())
+        }),
     })
+}
+
+/// The kernel device of the filesystem behind a descriptor `make` opens (a
+/// pipe's pipefs, a socket's sockfs: one superblock each for the whole
+/// kernel), or zero when it cannot be had (then pipes and sockets are
+/// decided like files, and refused).
+fn anonymous_dev<E>(make: impl FnOnce() -> Result<std::os::fd::OwnedFd, E>) -> u32 {
+    make()
+        .ok()
+        .and_then(|fd| std::fs::File::from(fd).metadata().ok())
+        .map_or(0, |m| {
+            pincer_common::kernel_dev(std::os::unix::fs::MetadataExt::dev(&m)) as u32
+        })
 }
 
 /// The kernel device of `/proc`, or zero when it cannot be read (then no

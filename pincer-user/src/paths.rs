@@ -7,7 +7,10 @@
 //!   parked/<tid>                       parked events, until their verdict
 //!   registered/<cgroup id>             cgroups `pincer run` registered
 //!   daemon<pin dir>.lock               one daemon per pin directory
-//! /sys/fs/bpf/pincer/                  pinned programs and maps
+//! /sys/fs/bpf/pincer/                  the daemon's pinned programs and maps
+//! /sys/fs/bpf/pincer-guarded           pincer's processes, one map shared by
+//!                                      every pincer on the host
+//! /sys/fs/bpf/pincer-runs/<pid>/       the links of a `pincer run`
 //! /var/log/pincer/audit.jsonl(.key)    the daemon's audit log and its key
 //! ```
 //!
@@ -28,6 +31,13 @@ pub const DEFAULT_CONFIG: &str = "/etc/pincer/daemon.toml";
 pub const DEFAULT_PIN_DIR: &str = "/sys/fs/bpf/pincer";
 /// The daemon's audit log.
 pub const DEFAULT_AUDIT: &str = "/var/log/pincer/audit.jsonl";
+/// The map of pincer's processes, guarded from every agent on the host: each
+/// `pincer run` and the daemon load it from this pin (or create it there).
+pub const GUARDED_PIN: &str = "/sys/fs/bpf/pincer-guarded";
+/// Where each `pincer run` pins its links, in a directory named after its
+/// process id, so its agent stays confined whatever happens to its
+/// processes.
+pub const RUN_PINS: &str = "/sys/fs/bpf/pincer-runs";
 /// The cgroup2 mount the daemon looks for agent cgroups under.
 pub const DEFAULT_CGROUP_ROOT: &str = "/sys/fs/cgroup";
 

@@ -39,8 +39,15 @@ const RESUME_FOR: Duration = Duration::from_secs(3);
 /// What the watchdog looks after.
 pub enum Watched {
     /// `pincer run`'s one agent cgroup: its tasks are continued, and the
-    /// programs kept attached until the cgroup is empty, then it is removed.
-    Cgroup(PathBuf),
+    /// programs kept attached until the cgroup is empty, then it is removed,
+    /// and so are the run's pins (`pins`), which kept the programs attached
+    /// should the watchdog die too.
+    Run {
+        /// The agent cgroup.
+        cgroup: PathBuf,
+        /// The run's pins, if it has them.
+        pins: Option<PathBuf>,
+    },
     /// `pincer daemon`'s parked tasks, found in the kernel's pending table:
     /// they are continued (and meet `EACCES`); the pins keep the programs.
     /// `release` is the daemon's lock descriptor, closed in the watchdog so
@@ -110,6 +117,7 @@ impl Watchdog {
 
 /// The watchdog's life. Never returns.
 fn watch(pipe: OwnedFd, enforcer: &mut Enforcer, watched: Watched) -> ! {
+    let twin = nix::unistd::getppid().as_raw() as u32;
     if let Watched::Parked { release: Some(fd) } = watched {
         // SAFETY: the watchdog's copy of a descriptor only the daemon uses.
         unsafe { libc::close(fd) };
@@ -158,13 +166,16 @@ fn watch(pipe: OwnedFd, enforcer: &mut Enforcer, watched: Watched) -> ! {
     }
 
     // The twin is gone. No heartbeat: nothing parks any more, and a task
-    // continued while parked gets EACCES.
+    // continued while parked gets EACCES. Its guard entry goes with it (the
+    // guard map is every pincer's, and outlives this process).
     let _ = enforcer.heartbeat(0, 0);
+    let _ = enforcer.unguard(twin);
     let started = std::time::Instant::now();
-    let cgroup = match watched {
-        Watched::Cgroup(cgroup) => cgroup,
+    let (cgroup, pins) = match watched {
+        Watched::Run { cgroup, pins } => (cgroup, pins),
         Watched::Parked { .. } => {
             continue_parked(enforcer, RESUME_FOR, false);
+            let _ = enforcer.unguard(std::process::id());
             exit(0)
         }
     };
@@ -182,6 +193,10 @@ fn watch(pipe: OwnedFd, enforcer: &mut Enforcer, watched: Watched) -> ! {
         thread::sleep(Duration::from_millis(500));
     }
     let _ = fs::remove_dir(&cgroup);
+    if let Some(pins) = pins {
+        let _ = crate::loader::unpin(&pins);
+    }
+    let _ = enforcer.unguard(std::process::id());
     exit(0)
 }
 

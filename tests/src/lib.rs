@@ -218,11 +218,30 @@ pub fn pincer_kernel_objects() -> Vec<String> {
     }
     for map in aya::maps::loaded_maps().flatten() {
         let name = map.name_as_str().unwrap_or_default().to_owned();
-        if name.starts_with("PINCER_") {
+        // The guard map is shared by every pincer on the host and pinned:
+        // it outlives runs by design. What it holds is checked instead.
+        if name.starts_with("PINCER_") && name != pincer_common::names::GUARDED {
             found.push(format!("map {name}"));
         }
     }
+    found.extend(
+        guarded_pids()
+            .into_iter()
+            .filter(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+            .map(|pid| format!("guard of gone process {pid}")),
+    );
     found
+}
+
+/// The process ids in the host-wide guard map, if it is pinned.
+pub fn guarded_pids() -> Vec<u32> {
+    let Ok(data) = aya::maps::MapData::from_pin("/sys/fs/bpf/pincer-guarded") else {
+        return Vec::new();
+    };
+    let Ok(map) = aya::maps::HashMap::<_, u32, u32>::try_from(aya::maps::Map::HashMap(data)) else {
+        return Vec::new();
+    };
+    map.keys().filter_map(Result::ok).collect()
 }
 
 /// Waits until every pincer process is gone (the watchdog detaches the

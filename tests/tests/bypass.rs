@@ -7,6 +7,7 @@
 use std::{
     ffi::CString,
     fs,
+    io::Write,
     os::{
         fd::AsRawFd,
         unix::{fs::PermissionsExt, net::UnixListener},
@@ -218,7 +219,7 @@ fn mkdir_mknod_fifo_and_symlink_outside_the_tree_are_refused() {
 fn truncation_by_path_and_by_descriptor_is_refused() {
     let s = Scratch::new("bp-truncate");
     let m = full_tree(&s);
-    // A descriptor open for writing, inherited by the agent as fd 9.
+    // A descriptor open for writing, handed to the agent as fd 9.
     let inherited = fs::OpenOptions::new()
         .write(true)
         .open(s.path("secret/key"))
@@ -226,7 +227,7 @@ fn truncation_by_path_and_by_descriptor_is_refused() {
     let probe = probe_bin();
     let mut cmd = s.command(
         &m,
-        &[],
+        &["--pass-fd", "9"],
         &[
             probe.to_str().unwrap(),
             "truncate",
@@ -680,4 +681,193 @@ fn wait_other(first: &serde_json::Value) -> serde_json::Value {
         "a second request is parked"
     );
     found.unwrap()
+}
+
+#[test]
+fn anonymous_pipes_and_sockets_are_not_files_to_protect() {
+    let s = Scratch::new("bp-pipes");
+    let m = full_tree(&s);
+    // A pipe on standard input, reopened as `/dev/stdin` and `<(...)` do.
+    let out = s.run(&m, &["sh", "-c", "echo piped | cat /proc/self/fd/0"]);
+    assert_eq!(stdout_lines(&out), ["piped"]);
+    assert_eq!(out.status.code(), Some(0));
+    // A named pipe is a file like any other: not granted, refused.
+    let fifo = CString::new(s.p("secret/fifo")).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    assert_eq!(s.probe(&m, &["read", &s.p("secret/fifo")]), EACCES);
+
+    // A pipe and a socket passed in over a Unix socket arrive and work.
+    let socket = s.path("project/sock");
+    let listener = UnixListener::bind(&socket).unwrap();
+    let sender = thread::spawn(move || {
+        // Written and closed on this side first: the agent reads to the end.
+        let (pipe_out, pipe_in) = nix::unistd::pipe().unwrap();
+        nix::unistd::write(&pipe_in, b"piped\n").unwrap();
+        drop(pipe_in);
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        (&ours).write_all(b"sock\n").unwrap();
+        drop(ours);
+        for fd in [pipe_out.as_raw_fd(), theirs.as_raw_fd()] {
+            let (stream, _) = listener.accept().unwrap();
+            let iov = [std::io::IoSlice::new(b"x")];
+            sendmsg::<()>(
+                stream.as_raw_fd(),
+                &iov,
+                &[ControlMessage::ScmRights(&[fd])],
+                MsgFlags::empty(),
+                None,
+            )
+            .unwrap();
+        }
+    });
+    let sock = s.p("project/sock");
+    let r = s.probe_lines(&m, &[&["recv-fd", &sock], &["recv-fd", &sock]]);
+    sender.join().unwrap();
+    assert_eq!(r, ["ok fd read 6", "ok fd read 5"]);
+    let receipts: Vec<_> = s
+        .decisions()
+        .into_iter()
+        .filter(|d| d["hook"] == "file_receive" || d["path"] == s.p("secret/fifo"))
+        .collect();
+    // Only the named pipe was refused.
+    assert_eq!(receipts.len(), 1, "{receipts:?}");
+    assert_eq!(receipts[0]["verdict"], "deny");
+}
+
+/// `pincer run` with descriptor 7 open on `file`; `extra` flags before the
+/// command.
+fn run_holding_fd7(
+    s: &Scratch,
+    m: &std::path::Path,
+    file: &str,
+    extra: &[&str],
+    ops: &[&str],
+) -> Vec<String> {
+    let held = fs::OpenOptions::new().read(true).open(file).unwrap();
+    let probe = probe_bin();
+    let mut cmd_line = vec![probe.to_str().unwrap()];
+    cmd_line.extend_from_slice(ops);
+    let mut cmd = s.command(m, extra, &cmd_line);
+    let fd = held.as_raw_fd();
+    // SAFETY: only dup2 and fcntl between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            // Open across exec into `pincer run`, as `7<file` in a shell.
+            if libc::dup2(fd, 7) < 0 || libc::fcntl(7, libc::F_SETFD, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    stdout_lines(&cmd.output().unwrap())
+}
+
+#[test]
+fn descriptors_opened_before_the_agent_are_not_inherited_unless_passed() {
+    let s = Scratch::new("bp-inherit");
+    let m = full_tree(&s);
+    let secret = s.p("secret/key");
+    // Not passed: closed on exec.
+    let lines = run_holding_fd7(&s, &m, &secret, &[], &["fd-read", "7"]);
+    assert_eq!(lines, [format!("err {}", libc::EBADF)]);
+    // Passed on purpose: the agent reads through it, and the audit log
+    // says what was passed.
+    let lines = run_holding_fd7(&s, &m, &secret, &["--pass-fd", "7"], &["fd-read", "7"]);
+    assert_eq!(lines, ["ok fd read 11"]);
+    let passed: Vec<_> = s
+        .audit()
+        .into_iter()
+        .filter(|l| l["event"] == "descriptors")
+        .collect();
+    assert_eq!(passed.len(), 2, "{passed:?}");
+    let fds = passed[1]["fds"].as_array().unwrap();
+    assert!(
+        fds.iter().any(|d| d["fd"] == 7 && d["target"] == secret),
+        "{fds:?}"
+    );
+    assert!(
+        passed[0]["fds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["fd"] != 7)
+    );
+    // Standard descriptors are always passed; naming one is an error.
+    let out = s.run_with(&m, &["--pass-fd", "1"], &["true"]);
+    assert_eq!(out.status.code(), Some(125));
+}
+
+/// The `pincer` watchdog of the `pincer run` with process id `run`.
+fn watchdog_of(run: u32) -> Option<u32> {
+    fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+        let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let (comm, rest) = stat.split_once(") ")?;
+        let ppid: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+        (comm.ends_with("(pincer") && ppid == run).then_some(pid)
+    })
+}
+
+#[test]
+fn one_run_cannot_free_another_and_a_killed_run_stays_confined() {
+    let s = Scratch::new("bp-two-runs");
+    let m = full_tree(&s);
+    let fifo = CString::new(s.p("project/go")).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let probe = probe_bin();
+    // Run B's agent waits for the word, then tries the secret and the tree.
+    let script = format!(
+        "read word < {go}; {p} read {secret}; {p} read {project}",
+        go = s.p("project/go"),
+        p = probe.display(),
+        secret = s.p("secret/key"),
+        project = s.p("project/a.txt"),
+    );
+    let b = Reaped(
+        s.command(&m, &[], &["sh", "-c", &script])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let run_b = b.0.id();
+    let mut watchdog = None;
+    assert!(pincer_tests::wait_for(Duration::from_secs(60), || {
+        watchdog = watchdog_of(run_b);
+        watchdog.is_some()
+    }));
+    let watchdog = watchdog.unwrap();
+    // B's links are pinned while it runs.
+    let pins = std::path::Path::new("/sys/fs/bpf/pincer-runs").join(run_b.to_string());
+    assert!(pins.join("file_open").exists(), "{}", pins.display());
+
+    // Run A's agent cannot signal B's processes.
+    let r = s.probes(
+        &m,
+        &[
+            &["kill", &run_b.to_string(), "9"],
+            &["kill", &watchdog.to_string(), "9"],
+        ],
+    );
+    assert_eq!(r, [EPERM, EPERM]);
+
+    // Root outside every agent cgroup can: B's twin and watchdog die, and
+    // B's agent stays confined by the pinned links (no twin: refused).
+    for pid in [run_b, watchdog] {
+        assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    }
+    assert!(pincer_tests::wait_for(Duration::from_secs(30), || {
+        !std::path::Path::new(&format!("/proc/{watchdog}")).exists()
+    }));
+    fs::write(s.path("project/go"), "go\n").unwrap();
+    let mut b = b;
+    let out = read_stdout(&mut b.0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines, [format!("err {EACCES}").as_str(), "ok read 6"]);
+    secret_unchanged(&s);
+    // Its agent gone, the next run removes what B left.
+    let _ = b.0.wait();
+    assert!(pincer_tests::wait_for(Duration::from_secs(30), || {
+        s.run(&m, &["true"]);
+        !pins.exists()
+    }));
 }

@@ -2,7 +2,7 @@
 //! identity and extent, `EACCES` for everything else, audit mode, and clean
 //! teardown.
 
-use std::{fs, process::Command, time::Duration};
+use std::{fs, path::Path, process::Command, time::Duration};
 
 use pincer_tests::{
     EACCES, Reaped, Scratch, agent_cgroups, leftovers_after_exit, pincer_bin,
@@ -342,4 +342,33 @@ fn a_file_moved_out_of_the_tree_is_no_longer_granted() {
         ["ok read 6", "ok read 6", "err 13"],
         "{out}"
     );
+}
+
+#[test]
+fn a_tree_grant_reaches_far_below_its_directory() {
+    let s = Scratch::new("deep-tree");
+    let m = s.project_mission(r#""read", "write", "create""#);
+    // Deeper than the 32 levels the walk once stopped at: node_modules,
+    // Java packages and build output go this deep.
+    let deep = |top: &str| {
+        let mut path = s.path(top);
+        for _ in 0..300 {
+            path.push("d");
+        }
+        fs::create_dir_all(&path).unwrap();
+        fs::write(path.join("f.txt"), "deep\n").unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let project = deep("project");
+    let secret = deep("secret");
+    let r = s.probes(
+        &m,
+        &[
+            &["read", &format!("{project}/f.txt")],
+            &["create", &format!("{project}/new.txt")],
+            &["read", &format!("{secret}/f.txt")],
+        ],
+    );
+    assert_eq!(r, [0, 0, EACCES]);
+    assert!(Path::new(&format!("{project}/new.txt")).exists());
 }

@@ -109,7 +109,7 @@ use serde::{Deserialize, Serialize, de::IgnoredAny};
 use sha2::{Digest, Sha256};
 
 pub use self::{
-    record::{Record, VerdictRecord},
+    record::{Descriptor, Record, VerdictRecord},
     summary::Summary,
 };
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{
     events::Decision,
@@ -27,6 +27,14 @@ pub enum Record<'a> {
         /// Each counter by name.
         counters: BTreeMap<&'static str, u64>,
     },
+    /// The descriptors an agent's command started with (standard input,
+    /// output and error, and those `--pass-fd` named).
+    Descriptors {
+        /// The agent.
+        agent: &'a str,
+        /// Each descriptor and what it refers to.
+        fds: &'a [Descriptor],
+    },
     /// Vote grants withdrawn by `pincer revoke`.
     Revoke {
         /// The agent whose grants they were.
@@ -43,6 +51,15 @@ impl Record<'_> {
     pub const DECISION: &'static str = "decision";
     /// `event` of a verdict.
     pub const VERDICT: &'static str = "verdict";
+}
+
+/// A descriptor an agent's command inherited.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Descriptor {
+    /// Its number.
+    pub fd: i32,
+    /// What it refers to (`/proc/self/fd/<fd>`'s link), escaped.
+    pub target: String,
 }
 
 /// The verdict on a parked request, with every vote cast.

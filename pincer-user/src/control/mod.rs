@@ -68,6 +68,7 @@ pub use self::{
     server::{ControlHandler, ControlServer},
 };
 use crate::{
+    audit::Descriptor,
     request::Request,
     vote::{Extent, Lifetime},
 };
@@ -119,6 +120,9 @@ pub enum ControlRequest {
         /// `enforce`, `audit` or `ask`; the mission's own default otherwise.
         #[serde(default)]
         mode: Option<String>,
+        /// The descriptors the command starts with, for the audit log.
+        #[serde(default)]
+        descriptors: Vec<Descriptor>,
     },
     /// Releases a registered cgroup (daemon only).
     Unregister {

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Daemon, config::AgentConfig, config::CgroupPattern};
 use crate::{
+    audit::{Descriptor, Record},
     cgroup::PINCER_DIR,
     control::ControlResponse,
     mission::{Mission, Mode},
@@ -35,12 +36,14 @@ fn error(message: String) -> ControlResponse {
 impl Daemon {
     /// Confines `cgroup` (relative to the cgroup root, directly under
     /// `pincer/`) with the mission file `mission` for the `pincer run`
-    /// `caller`, and keeps the registration.
+    /// `caller`, keeps the registration, and audits the `descriptors` its
+    /// command starts with.
     pub(super) fn register(
         &mut self,
         cgroup: String,
         mission: PathBuf,
         mode: Option<String>,
+        descriptors: &[Descriptor],
         caller: u32,
     ) -> ControlResponse {
         let relative = Path::new(&cgroup);
@@ -96,6 +99,15 @@ impl Daemon {
             mode: mode.map(|m| m.to_string()),
             pid: caller,
         });
+        if !descriptors.is_empty() {
+            let record = Record::Descriptors {
+                agent: &agent.name,
+                fds: descriptors,
+            };
+            if let Err(e) = self.service.twin().audit(&record) {
+                return error(format!("{:#}", anyhow::Error::new(e)));
+            }
+        }
         // The command cannot signal or trace the `pincer run` that started
         // it, as with a run of its own.
         if let Err(e) = self.service.twin().guard(caller) {
@@ -169,7 +181,8 @@ impl Daemon {
             if fs::metadata(&path).map(|m| m.ino()).ok() != Some(kept.id) {
                 continue;
             }
-            match self.register(kept.cgroup.clone(), kept.mission, kept.mode, kept.pid) {
+            // Its descriptors were audited when it first registered.
+            match self.register(kept.cgroup.clone(), kept.mission, kept.mode, &[], kept.pid) {
                 ControlResponse::Ok { .. } => {
                     tracing::info!(cgroup = %kept.cgroup, pid = kept.pid, "confined a registered cgroup again");
                 }

@@ -166,7 +166,8 @@ impl Daemon {
                 cgroup,
                 mission,
                 mode,
-            } => self.register(cgroup, mission, mode, caller),
+                descriptors,
+            } => self.register(cgroup, mission, mode, &descriptors, caller),
             ControlRequest::Unregister { cgroup } => self.unregister(&cgroup, caller),
             ControlRequest::Revoke { agent, path } => self.revoke(&agent, path.as_deref())?,
             _ => ControlResponse::Error {

@@ -135,10 +135,14 @@ impl Enforcer {
             .collect())
     }
 
-    /// Forgets every guarded process (those of a previous daemon).
-    pub fn clear_guarded(&mut self) -> Result<(), LoadError> {
+    /// Forgets the guarded processes that are gone (a previous daemon's, a
+    /// run that was killed): the map is shared by every pincer on the host,
+    /// so the live ones are other pincers' and stay.
+    pub fn forget_dead_guarded(&mut self) -> Result<(), LoadError> {
         for pid in self.keys::<u32, u32>(names::GUARDED)? {
-            self.remove::<u32, u32>(names::GUARDED, &pid)?;
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                self.remove::<u32, u32>(names::GUARDED, &pid)?;
+            }
         }
         Ok(())
     }

@@ -42,7 +42,7 @@ use pincer_common::{
 use sha2::Digest;
 
 pub use self::maps::{Held, Kernel};
-use crate::btf;
+use crate::{btf, paths};
 
 /// The BPF object, embedded at build time (empty when it was not built).
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/pincer.bpf.o"));
@@ -175,11 +175,25 @@ impl Enforcer {
             .map_err(LoadError::Offsets)?;
         drop(vmlinux);
         tracing::debug!(elapsed = ?started.elapsed(), "read kernel BTF");
-        let mut ebpf = EbpfLoader::new()
+        let mut loader = EbpfLoader::new();
+        loader
             .override_global(names::OFFSETS, &offsets, true)
-            .map_max_entries(names::EVENTS, ring_bytes)
-            .load(OBJECT)
-            .map_err(LoadError::Object)?;
+            .map_max_entries(names::EVENTS, ring_bytes);
+        // One guard map for every pincer on the host, so that no agent can
+        // signal or trace any pincer process, whichever run confines it.
+        if on_bpffs(
+            Path::new(paths::GUARDED_PIN)
+                .parent()
+                .unwrap_or(Path::new("/")),
+        ) {
+            loader.map_pin_path(names::GUARDED, Path::new(paths::GUARDED_PIN));
+        } else {
+            tracing::warn!(
+                pin = paths::GUARDED_PIN,
+                "no BPF file system there: this pincer guards only its own processes"
+            );
+        }
+        let mut ebpf = loader.load(OBJECT).map_err(LoadError::Object)?;
         let kernel_btf = aya::Btf::from_sys_fs().map_err(LoadError::Btf)?;
         let hooks: Vec<&'static str> = hooks.iter().map(|hook| hook.name).collect();
         let mut programs: Vec<(&'static str, &mut Lsm)> = Vec::with_capacity(hooks.len());
@@ -232,11 +246,11 @@ impl Enforcer {
             path: path.to_owned(),
             message,
         };
-        let Some(ebpf) = self.ebpf.as_mut() else {
+        if self.ebpf.is_none() {
             return Err(pins(dir, "these programs are pinned already".into()));
-        };
-        let (maps_dir, links_dir) = (dir.join("maps"), dir.join("links"));
-        for sub in [dir, &maps_dir, &links_dir] {
+        }
+        let maps_dir = dir.join("maps");
+        for sub in [dir, &maps_dir] {
             fs::create_dir(sub).map_err(|e| pins(sub, format!("cannot create: {e}")))?;
         }
         // Only pincer's maps: the object's data sections (`.rodata`, ...)
@@ -257,8 +271,23 @@ impl Enforcer {
         let marker = dir.join(object_marker());
         twin.pin(&marker)
             .map_err(|e| pins(&marker, format!("cannot pin: {e}")))?;
+        self.pin_links(&dir.join("links"))
+    }
+
+    /// Pins every link under `dir`, which must not exist yet and whose
+    /// parent must be on a BPF file system: the programs stay attached until
+    /// the pins are removed, whatever happens to this process.
+    pub fn pin_links(&mut self, dir: &Path) -> Result<(), LoadError> {
+        let pins = |path: &Path, message: String| LoadError::Pins {
+            path: path.to_owned(),
+            message,
+        };
+        let Some(ebpf) = self.ebpf.as_mut() else {
+            return Err(pins(dir, "these programs are pinned already".into()));
+        };
+        fs::create_dir(dir).map_err(|e| pins(dir, format!("cannot create: {e}")))?;
         for (hook, id) in std::mem::take(&mut self.links) {
-            let path = links_dir.join(hook);
+            let path = dir.join(hook);
             let program: &mut Lsm = ebpf
                 .program_mut(hook)
                 .ok_or(LoadError::MissingProgram(hook))?
@@ -340,6 +369,13 @@ impl Enforcer {
         let map = self.maps.remove(name).ok_or_else(|| missing_map(name))?;
         RingBuf::try_from(map).map_err(|source| LoadError::Map { name, source })
     }
+}
+
+/// Whether `dir` is on a BPF file system, where maps and links can be
+/// pinned.
+pub fn on_bpffs(dir: &Path) -> bool {
+    const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
+    nix::sys::statfs::statfs(dir).is_ok_and(|fs| fs.filesystem_type().0 == BPF_FS_MAGIC)
 }
 
 /// The pin that says which object the pins belong to: a hash of the

@@ -64,8 +64,8 @@ pub struct Service {
 impl Service {
     /// Prepares loaded or reopened programs for a twin: takes their ring
     /// buffer, sends a first heartbeat, forks the watchdog (watching
-    /// `watched`) and guards this process and the watchdog from agents
-    /// (forgetting processes guarded by an earlier daemon).
+    /// `watched`) and guards this process and the watchdog from every agent
+    /// on the host (forgetting guarded processes that are gone).
     ///
     /// # Safety
     ///
@@ -80,7 +80,7 @@ impl Service {
         // SAFETY: single-threaded, by this function's own contract.
         let watchdog =
             unsafe { Watchdog::spawn(&mut enforcer, watched) }.map_err(TwinError::Watchdog)?;
-        enforcer.clear_guarded()?;
+        enforcer.forget_dead_guarded()?;
         enforcer.guard(std::process::id())?;
         enforcer.guard(watchdog.pid().as_raw() as u32)?;
         Ok(Prepared {
@@ -167,7 +167,12 @@ impl Service {
     /// attached) and the watchdog is told everything is clean, so it exits
     /// without touching anything.
     pub fn finish(self) {
-        let Service { twin, watchdog, .. } = self;
+        let Service {
+            mut twin, watchdog, ..
+        } = self;
+        // The guard map outlives this process (every pincer shares it).
+        let _ = twin.unguard(std::process::id());
+        let _ = twin.unguard(watchdog.pid().as_raw() as u32);
         drop(twin);
         watchdog.done();
     }

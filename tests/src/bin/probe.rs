@@ -207,6 +207,7 @@ fn run(op: &[OsString]) -> Option<Outcome> {
         b"execveat" => execveat(&arg(1), &arg(2)),
         b"uring-open" => uring_open(&arg(1)),
         b"recv-fd" => recv_fd(&arg(1)),
+        b"fd-read" => read_fd(num(1) as i32).map(|r| format!("fd {r}")),
         b"kill" => done(unsafe { libc::kill(pid(&arg(1)), num(2) as i32) }, "sent"),
         b"ptrace" => ptrace(pid(&arg(1))),
         b"cgroup-join" => {

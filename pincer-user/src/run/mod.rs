@@ -7,12 +7,14 @@
 //! unconfined. Whatever happens afterwards, the cgroup, the grants and the
 //! programs go away with `pincer run`.
 
+mod descriptors;
+
 use std::{
     ffi::OsString,
     fs::OpenOptions,
     io::{self, IsTerminal},
     os::fd::AsRawFd,
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::ExitStatus,
     sync::Arc,
 };
@@ -24,10 +26,10 @@ use nix::{
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::{
-    audit::{AuditError, AuditKey, AuditLog, Record},
+    audit::{AuditError, AuditKey, AuditLog, Descriptor, Record},
     cgroup::{self, AgentCgroup, CgroupError},
     control::{self, ControlError, ControlRequest, ControlResponse, ControlServer},
-    loader::{Enforcer, LoadError},
+    loader::{self, Enforcer, LoadError},
     mission::{Mission, MissionError, Mode},
     paths,
     toml_file::FileError,
@@ -35,6 +37,8 @@ use crate::{
     voters::{self, prompt::PromptBoard, webhook::WebhookError},
     watchdog::Watched,
 };
+
+use self::descriptors::PassError;
 
 /// Signals `pincer run` passes on to the command.
 const FORWARDED: [Signal; 6] = [
@@ -73,6 +77,11 @@ pub struct RunOptions {
     /// Audit granted accesses too (verbose).
     #[arg(long)]
     pub log_allowed: bool,
+    /// Hand descriptor N (3 or above) to the command; every other one but
+    /// standard input, output and error is closed (repeatable). What is
+    /// passed is in the audit log.
+    #[arg(long = "pass-fd", value_name = "N")]
+    pub pass_fd: Vec<i32>,
     /// The command to confine and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -108,6 +117,9 @@ pub enum RunError {
         #[source]
         source: io::Error,
     },
+    /// A `--pass-fd` cannot be passed.
+    #[error(transparent)]
+    Pass(#[from] PassError),
     /// The event loop failed.
     #[error("failed to supervise the command")]
     Supervise(#[source] io::Error),
@@ -178,8 +190,9 @@ fn daemon_at(socket: &std::path::Path) -> bool {
 
 fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunError> {
     let mission = Mission::from_file(&options.mission)?;
+    let inherited = descriptors::inherited(&options.pass_fd)?;
     if daemon_at(&options.socket) {
-        return run_registered(options, &mission, forwarded_set);
+        return run_registered(options, &mission, &inherited, forwarded_set);
     }
     // Resolved before anything is loaded: a mission that does not resolve
     // changes nothing.
@@ -195,12 +208,18 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         tracing::info!(cgroup = %stale.display(), "removed a stale agent cgroup");
     }
 
+    sweep_stale_pins(&root);
+
     tracing::trace!("loading");
-    let enforcer = Enforcer::load_with_ring(ring_bytes()?)?;
+    let mut enforcer = Enforcer::load_with_ring(ring_bytes()?)?;
     let cgroup = AgentCgroup::create(&root, &cgroup::run_cgroup_name(std::process::id()))?;
+    let pins = pin_links(&mut enforcer);
+    let watched = Watched::Run {
+        cgroup: cgroup.path().to_owned(),
+        pins: pins.clone(),
+    };
     // SAFETY: no thread has been started yet (the runtime comes next).
-    let prepared =
-        unsafe { Service::prepare(enforcer, Watched::Cgroup(cgroup.path().to_owned())) }?;
+    let prepared = unsafe { Service::prepare(enforcer, watched) }?;
     // Bound after the fork, so the watchdog never holds the listening socket
     // (a dead twin's socket must refuse connections, not hang them).
     let control = match mode {
@@ -230,6 +249,12 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
             policy: mission.vote.policy.clone(),
         },
     );
+    let confined = confined.and_then(|()| {
+        service.twin().audit(&Record::Descriptors {
+            agent: &mission.name,
+            fds: &inherited,
+        })
+    });
     let outcome = match confined {
         Ok(()) => {
             tracing::info!(
@@ -254,7 +279,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
                     let board = Arc::clone(&board);
                     std::thread::spawn(move || board.read_terminal(input));
                 }
-                supervise(&options.command, &cgroup, forwarded, &mut service).await
+                supervise(options, &cgroup, forwarded, &mut service).await
             })
         }
         Err(error) => Err(error.into()),
@@ -273,6 +298,11 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     }
     cgroup.kill_all();
     let released = service.twin().release(cgroup.id());
+    if let Some(pins) = &pins
+        && let Err(error) = loader::unpin(pins)
+    {
+        tracing::warn!(%error, "cannot remove the run's pins");
+    }
     service.finish();
     tracing::trace!("programs released");
     let removed = cgroup.remove();
@@ -284,6 +314,59 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     Ok(exit_code(status))
 }
 
+/// Pins the run's links under [`paths::RUN_PINS`]`/<pid>`, so that its
+/// agent stays confined even if this process and its watchdog are both
+/// killed (with no heartbeat, every ungranted access is then refused at
+/// once); `None`, with a warning, where no BPF file system is mounted.
+fn pin_links(enforcer: &mut Enforcer) -> Option<PathBuf> {
+    let runs = Path::new(paths::RUN_PINS);
+    let dir = runs.join(std::process::id().to_string());
+    let pinned = runs
+        .parent()
+        .filter(|bpffs| loader::on_bpffs(bpffs))
+        .ok_or_else(|| format!("{} is not on a BPF file system", runs.display()))
+        .and_then(|_| std::fs::create_dir_all(runs).map_err(|e| e.to_string()))
+        .and_then(|()| enforcer.pin_links(&dir).map_err(|e| e.to_string()));
+    match pinned {
+        Ok(()) => Some(dir),
+        Err(error) => {
+            tracing::warn!(%error, "the run's links are not pinned: its agent is confined while pincer or its watchdog lives");
+            None
+        }
+    }
+}
+
+/// Removes the pins of runs that are over: their `pincer run` is gone and
+/// so is their agent cgroup (which [`cgroup::sweep_stale`] removes once it
+/// is empty). Pins of a run whose agent still lives stay: they keep it
+/// confined.
+fn sweep_stale_pins(cgroup_root: &Path) {
+    let Ok(entries) = std::fs::read_dir(paths::RUN_PINS) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = Path::new(&format!("/proc/{pid}")).exists();
+        let cgroup = cgroup_root
+            .join(cgroup::PINCER_DIR)
+            .join(cgroup::run_cgroup_name(pid));
+        if !alive && !cgroup.exists() {
+            match loader::unpin(&entry.path()) {
+                Ok(()) => {
+                    tracing::info!(pins = %entry.path().display(), "removed the pins of a run that is over");
+                }
+                Err(error) => tracing::warn!(%error, "cannot remove stale pins"),
+            }
+        }
+    }
+}
+
 /// `pincer run` with a daemon: the daemon confines the cgroup with the
 /// mission (its programs, twin, votes and audit log serve the command), and
 /// this process only starts the command in the cgroup, passes signals on
@@ -292,6 +375,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
 fn run_registered(
     options: &RunOptions,
     mission: &Mission,
+    inherited: &[Descriptor],
     forwarded_set: &SigSet,
 ) -> Result<i32, RunError> {
     if options.audit.is_some() {
@@ -313,6 +397,7 @@ fn run_registered(
         cgroup: relative.clone(),
         mission: mission_file,
         mode: options.mode.map(|m| m.name().to_owned()),
+        descriptors: inherited.to_vec(),
     };
     match control::call(&options.socket, &register) {
         Ok(ControlResponse::Ok { message }) => {
@@ -339,7 +424,7 @@ fn run_registered(
         let mut forwarded = Forwarded::new().map_err(RunError::Supervise)?;
         sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(forwarded_set), None)
             .map_err(|e| RunError::Supervise(e.into()))?;
-        let mut child = spawn_in(&options.command, &cgroup)?;
+        let mut child = spawn_in(options, &cgroup)?;
         let pid = child.id().map(|id| Pid::from_raw(id as i32));
         loop {
             tokio::select! {
@@ -372,8 +457,10 @@ fn run_registered(
 }
 
 /// Starts the command as a child that joins `cgroup` between `fork` and
-/// `exec`, so not one instruction of it runs outside.
-fn spawn_in(command: &[OsString], cgroup: &AgentCgroup) -> Result<tokio::process::Child, RunError> {
+/// `exec`, so not one instruction of it runs outside, and that inherits no
+/// descriptor but 0–2 and those passed.
+fn spawn_in(options: &RunOptions, cgroup: &AgentCgroup) -> Result<tokio::process::Child, RunError> {
+    let command = &options.command;
     let procs = OpenOptions::new()
         .write(true)
         .open(cgroup.procs_path())
@@ -382,16 +469,18 @@ fn spawn_in(command: &[OsString], cgroup: &AgentCgroup) -> Result<tokio::process
             source,
         })?;
     let procs_fd = procs.as_raw_fd();
+    let closed = descriptors::closed_ranges(&options.pass_fd);
     let mut child = tokio::process::Command::new(&command[0]);
     child.args(&command[1..]);
-    // SAFETY: only async-signal-safe calls between fork and exec: one write(2).
+    // SAFETY: only async-signal-safe calls between fork and exec: write(2)
+    // and close_range(2).
     unsafe {
         child.pre_exec(move || {
             // "0" moves the writing process itself into the cgroup.
             if libc::write(procs_fd, b"0".as_ptr().cast(), 1) != 1 {
                 return Err(io::Error::last_os_error());
             }
-            Ok(())
+            descriptors::close_on_exec(&closed)
         });
     }
     let child = child.spawn().map_err(|source| RunError::Spawn {
@@ -433,12 +522,12 @@ fn terminal() -> Option<std::fs::File> {
 /// Starts the command inside the cgroup, forwards signals, runs the twin
 /// until the command exits.
 async fn supervise(
-    command: &[OsString],
+    options: &RunOptions,
     cgroup: &AgentCgroup,
     mut forwarded: Forwarded,
     service: &mut Service,
 ) -> Result<ExitStatus, RunError> {
-    let mut child = spawn_in(command, cgroup)?;
+    let mut child = spawn_in(options, cgroup)?;
     let pid = child.id().map(|id| Pid::from_raw(id as i32));
     if let Some(pid) = pid {
         service.twin().set_root(cgroup.id(), pid.as_raw() as u32);
