@@ -54,6 +54,38 @@ echo "raw none:    $(tr '\n' ' ' < /tmp/bench/none)"
 echo "raw outside: $(tr '\n' ' ' < /tmp/bench/outside)"
 echo "raw inside:  $(tr '\n' ' ' < /tmp/bench/inside)"
 
+# The tree walk: the first open of an object inside the agent cgroup misses
+# the grant cache and walks the object's ancestors up to the tree grant. Each
+# run opens FIRSTS distinct files once, at several depths below the grant, and
+# is timed next to the same opens with no program attached (the kernel's own
+# path lookup grows with the depth too, so the ratio is the walk's share).
+FIRSTS=${FIRSTS:-3000}
+WALK_ROUNDS=${WALK_ROUNDS:-7}
+echo
+echo "first open of $FIRSTS distinct files (grant cache miss: the tree walk), $WALK_ROUNDS rounds"
+printf '%-34s %12s %12s %8s\n' "levels below the tree grant" "none (ns)" "inside (ns)" "ratio"
+for depth in 3 100 1000; do
+    dir=/tmp/bench/project/walk$depth
+    level=1
+    while [ "$level" -lt "$depth" ]; do dir="$dir/d"; level=$((level + 1)); done
+    mkdir -p "$dir"
+    i=0
+    while [ "$i" -lt "$FIRSTS" ]; do : > "$dir/$i"; i=$((i + 1)); done
+    : > /tmp/bench/walk-none; : > /tmp/bench/walk-inside
+    pincer-bench open-each "$dir" "$FIRSTS" > /dev/null   # warm the dentry cache
+    round=1
+    while [ "$round" -le "$WALK_ROUNDS" ]; do
+        pincer-bench open-each "$dir" "$FIRSTS" >> /tmp/bench/walk-none
+        pincer run --mission /tmp/bench/mission.toml --audit /tmp/bench/audit.jsonl -- pincer-bench open-each "$dir" "$FIRSTS" >> /tmp/bench/walk-inside
+        round=$((round + 1))
+    done
+    none=$(median /tmp/bench/walk-none)
+    inside=$(median /tmp/bench/walk-inside)
+    printf '%-34s %12s %12s %8s\n' "$depth" "$none" "$inside" "$(awk "BEGIN { printf \"%.3f\", $inside / $none }")"
+    echo "raw none:    $(tr '\n' ' ' < /tmp/bench/walk-none)"
+    echo "raw inside:  $(tr '\n' ' ' < /tmp/bench/walk-inside)"
+done
+
 # A parked request's round trip: the mission voter allows every read of the
 # secret once, so each open parks, is voted on and resumes. Next to it, in the
 # same run, a pipe ping-pong between two processes.

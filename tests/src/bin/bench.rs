@@ -4,6 +4,7 @@
 //! pincer-bench open-close PATH ITERATIONS   mean ns per openat+close
 //! pincer-bench open-latency PATH ITERATIONS p50 and p99 µs of single openat+close
 //! pincer-bench pingpong ITERATIONS          p50 and p99 µs of a pipe round trip
+//! pincer-bench open-each DIR COUNT          mean ns per first open of DIR/0 .. DIR/COUNT-1
 //! ```
 //!
 //! `open-close` lets the guest script time the same loop with no program
@@ -11,7 +12,10 @@
 //! inside one. `open-latency` on a file that parks measures a parked
 //! request's round trip (event, vote, verdict, task running again);
 //! `pingpong` is the same-run baseline: one byte to a second process and back
-//! through two pipes.
+//! through two pipes. `open-each` opens distinct files once each, so inside
+//! an agent cgroup every open misses the grant cache and walks the file's
+//! ancestors up to the tree grant: timed at several depths, it is the cost
+//! of the walk.
 
 use std::{ffi::CString, os::unix::ffi::OsStrExt, process::ExitCode, time::Instant};
 
@@ -27,6 +31,12 @@ fn main() -> ExitCode {
             let path = CString::new(args[1].as_bytes()).expect("no NUL in the path");
             return match number(2) {
                 Some(n) => open_latency(&path, n),
+                None => usage(),
+            };
+        }
+        (Some("open-each"), 3) => {
+            return match number(2) {
+                Some(n) => open_each(std::path::Path::new(&args[1]), n),
                 None => usage(),
             };
         }
@@ -70,7 +80,9 @@ fn open_close(path: &CString) -> std::io::Result<()> {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: pincer-bench open-close PATH N | open-latency PATH N | pingpong N");
+    eprintln!(
+        "usage: pincer-bench open-close PATH N | open-latency PATH N | pingpong N | open-each DIR N"
+    );
     ExitCode::from(2)
 }
 
@@ -92,6 +104,25 @@ fn open_latency(path: &CString, iterations: u64) -> ExitCode {
         samples.push(start.elapsed().as_secs_f64() * 1e6);
     }
     report(samples);
+    ExitCode::SUCCESS
+}
+
+fn open_each(dir: &std::path::Path, count: u64) -> ExitCode {
+    // The names are built before the clock starts: only the opens are timed.
+    let paths: Vec<CString> = (0..count)
+        .map(|i| CString::new(dir.join(i.to_string()).as_os_str().as_bytes()).expect("no NUL"))
+        .collect();
+    let start = Instant::now();
+    for path in &paths {
+        if let Err(error) = open_close(path) {
+            eprintln!("pincer-bench: open of {path:?} failed: {error}");
+            return ExitCode::FAILURE;
+        }
+    }
+    println!(
+        "{:.1}",
+        start.elapsed().as_nanos() as f64 / count.max(1) as f64
+    );
     ExitCode::SUCCESS
 }
 
