@@ -148,19 +148,13 @@ fn offsets(btf: &Resolver<'_>) -> Result<KernelOffsets, BtfError> {
         inode_i_mode: btf.offset("inode", "i_mode")?,
         iattr_ia_valid: btf.offset("iattr", "ia_valid")?,
         setattr_has_idmap: setattr_has_idmap(btf)?,
-        proc_dev: proc_dev(),
         proc_inode_vfs_inode: btf.offset("proc_inode", "vfs_inode")?,
         proc_inode_pid: btf.offset("proc_inode", "pid")?,
         pid_nr: btf.offset("pid", "numbers")? + btf.offset("upid", "nr")?,
-    })
-}
-
-/// The kernel device of `/proc`, or zero when it cannot be read (then no
-/// open is recognized as a `/proc` entry of a guarded process, and the
-/// ptrace check still guards the sensitive ones).
-fn proc_dev() -> u32 {
-    std::fs::metadata("/proc").map_or(0, |m| {
-        pincer_common::kernel_dev(std::os::unix::fs::MetadataExt::dev(&m)) as u32
+        super_block_s_magic: btf.offset("super_block", "s_magic")?,
+        pid_tasks: btf.offset("pid", "tasks")?,
+        task_struct_pid_links: btf.offset("task_struct", "pid_links")?,
+        path_dentry: btf.offset("path", "dentry")?,
     })
 }
 
