@@ -155,9 +155,29 @@ hooks! {
     /// `security_path_notify`: an inotify watch, a dnotify request or a
     /// fanotify mark is placed.
     PATH_NOTIFY = 29, "path_notify", Exactly(3), Always;
+    /// `security_msg_queue_alloc`: a System V message queue is created.
+    MSG_QUEUE_ALLOC = 30, "msg_queue_alloc_security", Exactly(1), Always;
+    /// `security_shm_alloc`: a System V shared memory segment is created.
+    SHM_ALLOC = 31, "shm_alloc_security", Exactly(1), Always;
+    /// `security_sem_alloc`: a System V semaphore set is created.
+    SEM_ALLOC = 32, "sem_alloc_security", Exactly(1), Always;
+    /// `security_ipc_permission`: a System V IPC object is opened, used or
+    /// read (`*get` of an existing key, `msgsnd`, `msgrcv`, `shmat`,
+    /// `semop`, `IPC_STAT`).
+    IPC_PERMISSION = 33, "ipc_permission", Exactly(2), Always;
+    /// `security_msg_queue_msgctl`: `msgctl` (`IPC_RMID`, `IPC_SET`, ...).
+    MSG_QUEUE_MSGCTL = 34, "msg_queue_msgctl", Exactly(2), Always;
+    /// `security_shm_shmctl`: `shmctl`.
+    SHM_SHMCTL = 35, "shm_shmctl", Exactly(2), Always;
+    /// `security_sem_semctl`: `semctl`.
+    SEM_SEMCTL = 36, "sem_semctl", Exactly(2), Always;
+    /// `security_key_alloc`: a key or keyring is created.
+    KEY_ALLOC = 37, "key_alloc", Exactly(3), Always;
+    /// `security_key_permission`: a key or keyring is used.
+    KEY_PERMISSION = 38, "key_permission", Exactly(3), Always;
     /// `security_inode_get_acl` (6.2 and later; before, ACLs are extended
     /// attributes): a POSIX ACL is read.
-    INODE_GET_ACL = 30, "inode_get_acl", Exactly(3), WhenPresent;
+    INODE_GET_ACL = 39, "inode_get_acl", Exactly(3), WhenPresent;
 }
 
 /// The hook with this id, if there is one.

@@ -151,6 +151,10 @@ pub mod event_flags {
     /// processes' entries (kernel settings: `/proc/sys`, `sysrq-trigger`,
     /// ...).
     pub const KERNEL_SETTING: u32 = 1 << 15;
+    /// Denied whatever the grants: an IPC object or a key created outside the
+    /// agent's cgroup. The path is empty and `ino` holds the object's id (the
+    /// IPC identifier, the key's serial number).
+    pub const NOT_OWNED: u32 = 1 << 16;
 }
 
 /// Indices of the per-CPU counters in [`names::COUNTERS`].
@@ -246,6 +250,10 @@ pub mod names {
     /// Process id → non-zero: pincer's own processes (twin, watchdog),
     /// which agents cannot signal or trace.
     pub const GUARDED: &str = "PINCER_GUARDED";
+    /// Kernel address of an IPC object or a key → id of the agent cgroup
+    /// whose task created it (objects created outside agents have no
+    /// entry).
+    pub const OWNERS: &str = "PINCER_OWNERS";
     /// The [`crate::KernelOffsets`] global.
     pub const OFFSETS: &str = "PINCER_OFFSETS";
 }
@@ -267,6 +275,10 @@ pub const MAX_GRANTS: u32 = 65536;
 pub const MAX_NAME_GRANTS: u32 = 8192;
 /// Guarded pincer processes at once.
 pub const MAX_GUARDED: u32 = 256;
+/// IPC objects and keys agents created that are remembered at once (the
+/// least recently used are forgotten: their creators can no longer reach
+/// them).
+pub const MAX_OWNED: u32 = 16384;
 /// Parked requests at once, over all agents.
 pub const MAX_PENDING: u32 = 4096;
 /// `SIGSTOP`.
@@ -532,6 +544,12 @@ pub struct KernelOffsets {
     pub task_struct_pid_links: u32,
     /// `path.dentry`.
     pub path_dentry: u32,
+    /// `kern_ipc_perm.id`.
+    pub kern_ipc_perm_id: u32,
+    /// `key.serial`.
+    pub key_serial: u32,
+    /// `task_struct.real_cred`.
+    pub task_struct_real_cred: u32,
 }
 
 impl KernelOffsets {
@@ -567,6 +585,9 @@ impl KernelOffsets {
             pid_tasks: 0,
             task_struct_pid_links: 0,
             path_dentry: 0,
+            kern_ipc_perm_id: 0,
+            key_serial: 0,
+            task_struct_real_cred: 0,
         }
     }
 }
@@ -642,7 +663,7 @@ const _: () = {
     assert!(core::mem::size_of::<CachedGrant>() == 16);
     assert!(core::mem::size_of::<NameGrantKey>() == 24 + NAME_LEN);
     assert!(core::mem::size_of::<AccessEvent>() == 104 + COMPONENT_LEN * MAX_COMPONENTS);
-    assert!(core::mem::size_of::<KernelOffsets>() == 116);
+    assert!(core::mem::size_of::<KernelOffsets>() == 128);
     assert!(core::mem::size_of::<Pending>() == 40);
     assert!(core::mem::size_of::<Verdict>() == 16);
     assert!(core::mem::size_of::<Twin>() == 16);
@@ -662,6 +683,7 @@ const _: () = {
         names::SCRATCH,
         names::PATHS,
         names::GUARDED,
+        names::OWNERS,
         names::OFFSETS,
     ];
     let mut i = 0;

@@ -212,9 +212,10 @@ extern "C" fn path_step(index: u64, ctx: *mut c_void) -> i64 {
     0
 }
 
-/// Sends the event of a refusal that names no file, with `flags`: a
-/// self-protection refusal (`event_flags::GUARD`: the process, capability
-/// or kind of kernel data acted on, or zero, in `ino`). No path.
+/// Sends the event of a refusal that names no file: a self-protection
+/// refusal (`event_flags::GUARD`: the process, capability or kind of kernel
+/// data acted on, or zero, in `ino`), or an IPC object or key not the
+/// agent's (`event_flags::NOT_OWNED`: its id in `ino`). No path.
 #[inline(always)]
 pub fn send_refusal(agent: &Agent, hook: u32, object: u64, verdict: u32, flags: u32) {
     let Some(mut entry) = EVENTS.reserve::<AccessEvent>(0) else {

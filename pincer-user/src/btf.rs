@@ -155,6 +155,9 @@ fn offsets(btf: &Resolver<'_>) -> Result<KernelOffsets, BtfError> {
         pid_tasks: btf.offset("pid", "tasks")?,
         task_struct_pid_links: btf.offset("task_struct", "pid_links")?,
         path_dentry: btf.offset("path", "dentry")?,
+        kern_ipc_perm_id: btf.offset("kern_ipc_perm", "id")?,
+        key_serial: btf.offset("key", "serial")?,
+        task_struct_real_cred: btf.offset("task_struct", "real_cred")?,
     })
 }
 

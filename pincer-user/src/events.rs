@@ -181,7 +181,7 @@ const DENIED_AT_ONCE: [(u32, &str); 6] = [
 
 /// What no grant gives, by the flag the kernel set: the first flag set names
 /// the rule.
-const REFUSED_ALWAYS: [(u32, &str); 5] = [
+const REFUSED_ALWAYS: [(u32, &str); 6] = [
     (event_flags::DEVICE_NODE, "agents never create device nodes"),
     (event_flags::BLOCK_DEVICE, "agents never open block devices"),
     (
@@ -195,6 +195,10 @@ const REFUSED_ALWAYS: [(u32, &str); 5] = [
     (
         event_flags::KERNEL_SETTING,
         "agents never write to /proc outside their own processes' entries",
+    ),
+    (
+        event_flags::NOT_OWNED,
+        "IPC objects and keys created outside the agent's cgroup are never open to it",
     ),
 ];
 
@@ -385,8 +389,10 @@ pub fn decision(event: &AccessEvent, mounts: &Mounts) -> Decision {
         ),
         _ => ("deny", deny_reason(event.flags, missing)),
     };
-    // Refusals that name no file: a task, a capability.
-    let path = if event.flags & event_flags::GUARD != 0 && !reads_a_file(event.hook) {
+    // Refusals that name no file: a task, a capability, an IPC object, a key.
+    let path = if event.flags & (event_flags::GUARD | event_flags::NOT_OWNED) != 0
+        && !reads_a_file(event.hook)
+    {
         String::new()
     } else {
         event_path(event, mounts)
@@ -576,6 +582,16 @@ mod tests {
         assert_eq!(
             decision(&e, &mounts).reason,
             "audit mode: would be denied, agents never write to /proc outside their own processes' entries"
+        );
+        let mut e = event(&[], event_flags::NOT_OWNED);
+        e.hook = hook::IPC_PERMISSION;
+        e.ino = 32768;
+        let d = decision(&e, &mounts);
+        assert_eq!(d.path, "");
+        assert_eq!(d.ino, 32768);
+        assert_eq!(
+            d.reason,
+            "IPC objects and keys created outside the agent's cgroup are never open to it"
         );
         // A guarded /proc entry read through an attribute names the file.
         let mut e = event(&[b"environ", b"7"], event_flags::GUARD);

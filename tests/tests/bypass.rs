@@ -1249,3 +1249,162 @@ fn an_inherited_directory_descriptor_gives_no_change_notifications() {
     assert_eq!(stdout_lines(&out), ["err 13", "ok watching"]);
     assert_eq!(deny_reasons(&s, "path_notify"), ["no grant covers read"]);
 }
+
+/// System V IPC keys of the objects made outside the agent's cgroup.
+const IPC_KEY: i32 = 0x5049_4e43;
+
+/// A message queue, a shared memory segment and a semaphore set made
+/// outside every agent cgroup, open to everyone by their modes; removed on
+/// drop.
+struct ForeignIpc {
+    msg: i32,
+    shm: i32,
+    sem: i32,
+}
+
+impl ForeignIpc {
+    fn new() -> ForeignIpc {
+        let flags = libc::IPC_CREAT | 0o666;
+        // SAFETY: plain System V calls with valid arguments.
+        let ipc = unsafe {
+            ForeignIpc {
+                msg: libc::msgget(IPC_KEY, flags),
+                shm: libc::shmget(IPC_KEY + 1, 4096, flags),
+                sem: libc::semget(IPC_KEY + 2, 1, flags),
+            }
+        };
+        assert!(ipc.msg >= 0 && ipc.shm >= 0 && ipc.sem >= 0);
+        ipc
+    }
+
+    /// Whether all three still exist.
+    fn exist(&self) -> bool {
+        // SAFETY: IPC_STAT into zeroed structures of the right types.
+        unsafe {
+            let mut msg: libc::msqid_ds = std::mem::zeroed();
+            let mut shm: libc::shmid_ds = std::mem::zeroed();
+            libc::msgctl(self.msg, libc::IPC_STAT, &mut msg) == 0
+                && libc::shmctl(self.shm, libc::IPC_STAT, &mut shm) == 0
+                && libc::semctl(self.sem, 0, libc::GETVAL) >= 0
+        }
+    }
+}
+
+impl Drop for ForeignIpc {
+    fn drop(&mut self) {
+        // SAFETY: removing what `new` made; errors (already gone) are fine.
+        unsafe {
+            libc::msgctl(self.msg, libc::IPC_RMID, std::ptr::null_mut());
+            libc::shmctl(self.shm, libc::IPC_RMID, std::ptr::null_mut());
+            libc::semctl(self.sem, 0, libc::IPC_RMID);
+        }
+    }
+}
+
+#[test]
+fn ipc_objects_made_outside_the_cgroup_are_out_of_reach() {
+    let s = Scratch::new("bp-ipc");
+    let m = full_tree(&s);
+    let ipc = ForeignIpc::new();
+    let (msg, shm, sem) = (
+        ipc.msg.to_string(),
+        ipc.shm.to_string(),
+        ipc.sem.to_string(),
+    );
+    let (msg_key, shm_key, sem_key) = (
+        IPC_KEY.to_string(),
+        (IPC_KEY + 1).to_string(),
+        (IPC_KEY + 2).to_string(),
+    );
+    let uses: &[&[&str]] = &[
+        &["msg-get", &msg_key],
+        &["msg-send", &msg],
+        &["msg-stat", &msg],
+        &["shm-get", &shm_key],
+        &["shm-attach", &shm],
+        &["sem-get", &sem_key],
+        &["sem-op", &sem],
+    ];
+    let removals: &[&[&str]] = &[&["msg-rm", &msg], &["shm-rm", &shm], &["sem-rm", &sem]];
+    let mut inside: Vec<&[&str]> = uses.iter().chain(removals).copied().collect();
+    inside.push(&["ipc-own"]);
+    let lines = s.probe_lines(&m, &inside);
+    assert_eq!(lines[..10], ["err 13"; 10], "{lines:?}");
+    assert_eq!(lines[10], "ok queue, segment and semaphores used");
+    assert!(ipc.exist(), "the agent removed nothing");
+    let hooks: Vec<String> = s
+        .decisions()
+        .into_iter()
+        .filter(|d| d["verdict"] == "deny")
+        .map(|d| {
+            assert_eq!(
+                d["reason"],
+                "IPC objects and keys created outside the agent's cgroup are never open to it"
+            );
+            d["hook"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(
+        hooks,
+        [
+            "ipc_permission",
+            "ipc_permission",
+            "ipc_permission",
+            "ipc_permission",
+            "ipc_permission",
+            "ipc_permission",
+            "ipc_permission",
+            "msg_queue_msgctl",
+            "shm_shmctl",
+            "sem_semctl"
+        ]
+    );
+    // Outside every agent cgroup the same calls work.
+    let outside: Vec<&[&str]> = uses.iter().chain(removals).copied().collect();
+    let lines = pincer_tests::probe_outside(&outside);
+    assert!(lines.iter().all(|l| l.starts_with("ok")), "{lines:?}");
+    assert!(!ipc.exist());
+}
+
+#[test]
+fn keys_made_outside_the_cgroup_are_out_of_reach() {
+    let s = Scratch::new("bp-keys");
+    let m = full_tree(&s);
+    let serial = foreign_key();
+    let ops: &[&[&str]] = &[&["key-read", &serial]];
+    assert_eq!(pincer_tests::probe_outside(ops), ["ok read 11"]);
+    let lines = s.probe_lines(&m, &[&["key-read", &serial], &["key-own"]]);
+    // `keyctl read` looks the key up with its permission check deferred to
+    // the security modules, and reports a refused lookup as `ENOKEY`.
+    assert_eq!(lines, ["err 126", "ok read 4"]);
+    let denied = decisions_of(&s, "key_permission");
+    assert!(!denied.is_empty());
+    assert!(denied.iter().all(|(verdict, reason)| verdict == "deny"
+        && reason
+            == "IPC objects and keys created outside the agent's cgroup are never open to it"));
+}
+
+/// Adds a user key holding the secret to root's user keyring, readable by
+/// anyone its permissions concern; returns its serial number.
+fn foreign_key() -> String {
+    const KEY_SPEC_USER_KEYRING: i32 = -4;
+    const KEYCTL_SETPERM: i32 = 5;
+    let (kind, name) = (c"user", c"pincer-test-secret");
+    // SAFETY: add_key and keyctl with valid strings and lengths.
+    let serial = unsafe {
+        libc::syscall(
+            libc::SYS_add_key,
+            kind.as_ptr(),
+            name.as_ptr(),
+            SECRET.as_ptr(),
+            SECRET.len(),
+            KEY_SPEC_USER_KEYRING,
+        )
+    };
+    assert!(serial > 0, "add_key: {}", std::io::Error::last_os_error());
+    // Every permission to possessor, user, group and others: only pincer
+    // stands between an agent and the key.
+    let r = unsafe { libc::syscall(libc::SYS_keyctl, KEYCTL_SETPERM, serial, 0x3f3f_3f3fu32) };
+    assert_eq!(r, 0, "setperm: {}", std::io::Error::last_os_error());
+    serial.to_string()
+}

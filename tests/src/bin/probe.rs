@@ -358,6 +358,34 @@ fn run(op: &[OsString]) -> Option<Outcome> {
         b"readlink" => std::fs::read_link(arg(1))
             .map(|target| format!("target {}", target.display()))
             .map_err(|e| e.raw_os_error().unwrap_or(255)),
+        b"msg-get" => done(unsafe { libc::msgget(num(1) as i32, 0) }, "got"),
+        b"shm-get" => done(unsafe { libc::shmget(num(1) as i32, 0, 0) }, "got"),
+        b"sem-get" => done(unsafe { libc::semget(num(1) as i32, 0, 0) }, "got"),
+        b"msg-send" => msg_send(num(1) as i32),
+        b"msg-stat" => {
+            let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
+            done(
+                unsafe { libc::msgctl(num(1) as i32, libc::IPC_STAT, &mut ds) },
+                "stat",
+            )
+        }
+        b"msg-rm" => done(
+            unsafe { libc::msgctl(num(1) as i32, libc::IPC_RMID, std::ptr::null_mut()) },
+            "removed",
+        ),
+        b"shm-attach" => shm_attach(num(1) as i32),
+        b"shm-rm" => done(
+            unsafe { libc::shmctl(num(1) as i32, libc::IPC_RMID, std::ptr::null_mut()) },
+            "removed",
+        ),
+        b"sem-op" => sem_op(num(1) as i32),
+        b"sem-rm" => done(
+            unsafe { libc::semctl(num(1) as i32, 0, libc::IPC_RMID) },
+            "removed",
+        ),
+        b"ipc-own" => ipc_own(),
+        b"key-read" => key_read(num(1) as i32),
+        b"key-own" => key_own(),
         _ => return None,
     })
 }
@@ -849,6 +877,127 @@ fn fanotify_perm(path: &OsStr) -> Outcome {
     let result = done(r, "marked");
     close(fd);
     result
+}
+
+fn msg_send(id: i32) -> Outcome {
+    /// A message: its type, then its text.
+    #[repr(C)]
+    struct Message {
+        mtype: libc::c_long,
+        text: [u8; 4],
+    }
+    let message = Message {
+        mtype: 1,
+        text: *b"ping",
+    };
+    // SAFETY: a message of the size passed.
+    done(
+        unsafe { libc::msgsnd(id, (&raw const message).cast(), 4, libc::IPC_NOWAIT) },
+        "sent",
+    )
+}
+
+fn shm_attach(id: i32) -> Outcome {
+    // SAFETY: attach anywhere, detach at once.
+    let at = unsafe { libc::shmat(id, std::ptr::null(), libc::SHM_RDONLY) };
+    if at as isize == -1 {
+        return Err(errno());
+    }
+    unsafe { libc::shmdt(at) };
+    Ok("attached".to_owned())
+}
+
+fn sem_op(id: i32) -> Outcome {
+    let mut op = libc::sembuf {
+        sem_num: 0,
+        sem_op: 1,
+        sem_flg: libc::IPC_NOWAIT as i16,
+    };
+    // SAFETY: one operation on semaphore 0.
+    done(unsafe { libc::semop(id, &mut op, 1) }, "done")
+}
+
+fn ipc_own() -> Outcome {
+    let perms = libc::IPC_CREAT | 0o600;
+    // SAFETY: private objects, used and removed here.
+    let msg = unsafe { libc::msgget(libc::IPC_PRIVATE, perms) };
+    done(msg, "")?;
+    msg_send(msg)?;
+    let mut buf = [0u8; 64];
+    let n = unsafe { libc::msgrcv(msg, buf.as_mut_ptr().cast(), 56, 0, libc::IPC_NOWAIT) };
+    if n != 4 {
+        return Err(errno());
+    }
+    done(
+        unsafe { libc::msgctl(msg, libc::IPC_RMID, std::ptr::null_mut()) },
+        "",
+    )?;
+    let shm = unsafe { libc::shmget(libc::IPC_PRIVATE, 4096, perms) };
+    done(shm, "")?;
+    shm_attach(shm)?;
+    done(
+        unsafe { libc::shmctl(shm, libc::IPC_RMID, std::ptr::null_mut()) },
+        "",
+    )?;
+    let sem = unsafe { libc::semget(libc::IPC_PRIVATE, 1, perms) };
+    done(sem, "")?;
+    sem_op(sem)?;
+    done(unsafe { libc::semctl(sem, 0, libc::IPC_RMID) }, "")?;
+    Ok("queue, segment and semaphores used".to_owned())
+}
+
+/// `keyctl(2)` commands.
+const KEYCTL_JOIN_SESSION_KEYRING: i32 = 1;
+const KEYCTL_READ: i32 = 11;
+/// `KEY_SPEC_SESSION_KEYRING`.
+const KEY_SPEC_SESSION_KEYRING: i32 = -3;
+
+fn key_read(serial: i32) -> Outcome {
+    let mut buf = [0u8; 256];
+    // SAFETY: a buffer of the length passed.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_keyctl,
+            KEYCTL_READ,
+            serial,
+            buf.as_mut_ptr(),
+            buf.len(),
+        )
+    };
+    if n < 0 {
+        Err(errno())
+    } else {
+        Ok(format!("read {n}"))
+    }
+}
+
+fn key_own() -> Outcome {
+    // SAFETY: an anonymous session keyring, then a user key in it.
+    let ring = unsafe {
+        libc::syscall(
+            libc::SYS_keyctl,
+            KEYCTL_JOIN_SESSION_KEYRING,
+            std::ptr::null::<u8>(),
+        )
+    };
+    if ring < 0 {
+        return Err(errno());
+    }
+    let (kind, name) = (c(OsStr::new("user")), c(OsStr::new("own")));
+    let key = unsafe {
+        libc::syscall(
+            libc::SYS_add_key,
+            kind.as_ptr(),
+            name.as_ptr(),
+            b"mine".as_ptr(),
+            4usize,
+            KEY_SPEC_SESSION_KEYRING,
+        )
+    };
+    if key < 0 {
+        return Err(errno());
+    }
+    key_read(key as i32)
 }
 
 fn finit_module(path: &OsStr) -> Outcome {
