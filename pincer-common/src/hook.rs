@@ -137,6 +137,47 @@ hooks! {
     INODE_SET_ACL = 21, "inode_set_acl", Exactly(4), WhenPresent;
     /// `security_inode_remove_acl` (6.2 and later): a POSIX ACL is removed.
     INODE_REMOVE_ACL = 22, "inode_remove_acl", Exactly(3), WhenPresent;
+    /// `security_capable`: a capability check.
+    CAPABLE = 23, "capable", Exactly(4), Always;
+    /// `security_kernel_load_data`: the kernel is handed code or data from
+    /// memory (`init_module`, `kexec_load`, firmware and policy uploads).
+    KERNEL_LOAD_DATA = 24, "kernel_load_data", Exactly(2), Always;
+    /// `security_kernel_read_file`: the kernel reads code or data from a
+    /// file (`finit_module`, `kexec_file_load`, firmware, policies,
+    /// certificates).
+    KERNEL_READ_FILE = 25, "kernel_read_file", Exactly(3), Always;
+    /// `security_inode_getxattr`: an extended attribute is read.
+    INODE_GETXATTR = 26, "inode_getxattr", Exactly(2), Always;
+    /// `security_inode_listxattr`: extended attribute names are listed.
+    INODE_LISTXATTR = 27, "inode_listxattr", Exactly(1), Always;
+    /// `security_inode_readlink`: a symbolic link's target is read.
+    INODE_READLINK = 28, "inode_readlink", Exactly(1), Always;
+    /// `security_path_notify`: an inotify watch, a dnotify request or a
+    /// fanotify mark is placed.
+    PATH_NOTIFY = 29, "path_notify", Exactly(3), Always;
+    /// `security_msg_queue_alloc`: a System V message queue is created.
+    MSG_QUEUE_ALLOC = 30, "msg_queue_alloc_security", Exactly(1), Always;
+    /// `security_shm_alloc`: a System V shared memory segment is created.
+    SHM_ALLOC = 31, "shm_alloc_security", Exactly(1), Always;
+    /// `security_sem_alloc`: a System V semaphore set is created.
+    SEM_ALLOC = 32, "sem_alloc_security", Exactly(1), Always;
+    /// `security_ipc_permission`: a System V IPC object is opened, used or
+    /// read (`*get` of an existing key, `msgsnd`, `msgrcv`, `shmat`,
+    /// `semop`, `IPC_STAT`).
+    IPC_PERMISSION = 33, "ipc_permission", Exactly(2), Always;
+    /// `security_msg_queue_msgctl`: `msgctl` (`IPC_RMID`, `IPC_SET`, ...).
+    MSG_QUEUE_MSGCTL = 34, "msg_queue_msgctl", Exactly(2), Always;
+    /// `security_shm_shmctl`: `shmctl`.
+    SHM_SHMCTL = 35, "shm_shmctl", Exactly(2), Always;
+    /// `security_sem_semctl`: `semctl`.
+    SEM_SEMCTL = 36, "sem_semctl", Exactly(2), Always;
+    /// `security_key_alloc`: a key or keyring is created.
+    KEY_ALLOC = 37, "key_alloc", Exactly(3), Always;
+    /// `security_key_permission`: a key or keyring is used.
+    KEY_PERMISSION = 38, "key_permission", Exactly(3), Always;
+    /// `security_inode_get_acl` (6.2 and later; before, ACLs are extended
+    /// attributes): a POSIX ACL is read.
+    INODE_GET_ACL = 39, "inode_get_acl", Exactly(3), WhenPresent;
 }
 
 /// The hook with this id, if there is one.

@@ -8,7 +8,8 @@
 //!
 //! - Words: [`ops`] (operation bits), [`mode`] (an agent's mode),
 //!   [`agent_flags`], [`verdict`] and [`event_flags`] (what an event says),
-//!   [`counter`] (the kernel's counters), [`names`] (map names), and
+//!   [`counter`] (the kernel's counters), [`names`] (map names), [`caps`]
+//!   (capabilities: the default set and those never given), and
 //!   [`hook`], the one table of hooks (id, name, BTF function, argument
 //!   count) the programs, the loader's BTF check and the event decoder read.
 //! - Map keys and values: [`Agent`], [`GrantKey`], [`GrantValue`],
@@ -92,6 +93,7 @@ pub mod verdict {
     pub const PARKED: u32 = 4;
 }
 
+pub mod caps;
 pub mod hook;
 
 /// Errno of the self-protection hooks (`kill`, `ptrace`, `bpf`, `mount`,
@@ -136,6 +138,23 @@ pub mod event_flags {
     /// Denied instead of parked: neither end of a hard link or rename is
     /// granted (one end at a time can be asked about).
     pub const BOTH_ENDS: u32 = 1 << 11;
+    /// Denied whatever the grants: agents never open block devices (a disk
+    /// holds every file behind every grant).
+    pub const BLOCK_DEVICE: u32 = 1 << 12;
+    /// Denied whatever the grants: agents never open files of the kernel's
+    /// debugging and tracing file systems (debugfs, tracefs).
+    pub const KERNEL_FS: u32 = 1 << 13;
+    /// Denied whatever the grants: a `/proc/<pid>` entry of a process outside
+    /// the agent's cgroup.
+    pub const OTHER_PROCESS: u32 = 1 << 14;
+    /// Denied whatever the grants: a write to `/proc` outside the agent's own
+    /// processes' entries (kernel settings: `/proc/sys`, `sysrq-trigger`,
+    /// ...).
+    pub const KERNEL_SETTING: u32 = 1 << 15;
+    /// Denied whatever the grants: an IPC object or a key created outside the
+    /// agent's cgroup. The path is empty and `ino` holds the object's id (the
+    /// IPC identifier, the key's serial number).
+    pub const NOT_OWNED: u32 = 1 << 16;
 }
 
 /// Indices of the per-CPU counters in [`names::COUNTERS`].
@@ -231,6 +250,10 @@ pub mod names {
     /// Process id → non-zero: pincer's own processes (twin, watchdog),
     /// which agents cannot signal or trace.
     pub const GUARDED: &str = "PINCER_GUARDED";
+    /// Kernel address of an IPC object or a key → id of the agent cgroup
+    /// whose task created it (objects created outside agents have no
+    /// entry).
+    pub const OWNERS: &str = "PINCER_OWNERS";
     /// The [`crate::KernelOffsets`] global.
     pub const OFFSETS: &str = "PINCER_OFFSETS";
 }
@@ -256,6 +279,10 @@ pub const MAX_GRANTS: u32 = 65536;
 pub const MAX_NAME_GRANTS: u32 = 8192;
 /// Guarded pincer processes at once.
 pub const MAX_GUARDED: u32 = 256;
+/// IPC objects and keys agents created that are remembered at once (the
+/// least recently used are forgotten: their creators can no longer reach
+/// them).
+pub const MAX_OWNED: u32 = 16384;
 /// Parked requests at once, over all agents.
 pub const MAX_PENDING: u32 = 4096;
 /// `SIGSTOP`.
@@ -281,6 +308,11 @@ pub struct Agent {
     pub flags: u32,
     /// Explicit padding; always zero.
     pub _pad: u32,
+    /// The capabilities the agent's tasks may use, bit `n` for capability
+    /// `n` ([`caps`]): [`caps::DEFAULT`] and what the mission adds, never
+    /// one of [`caps::NEVER`]. Every other capability check fails with
+    /// `EPERM`, whatever credentials the task holds.
+    pub capabilities: u64,
 }
 
 /// Key of an inode grant: an object by identity, for one mission slot.
@@ -502,9 +534,6 @@ pub struct KernelOffsets {
     /// Non-zero when the `inode_setattr` hook takes a `mnt_idmap` first
     /// (6.8 and later), so the dentry is its second argument.
     pub setattr_has_idmap: u32,
-    /// Device (kernel encoding) of the `/proc` the loader sees: opens there
-    /// are checked against pincer's guarded processes.
-    pub proc_dev: u32,
     /// `proc_inode.vfs_inode`.
     pub proc_inode_vfs_inode: u32,
     /// `proc_inode.pid`.
@@ -515,6 +544,20 @@ pub struct KernelOffsets {
     pub pipe_dev: u32,
     /// Device (kernel encoding) of sockfs, where sockets live.
     pub sock_dev: u32,
+    /// `super_block.s_magic`.
+    pub super_block_s_magic: u32,
+    /// `pid.tasks`: `tasks[PIDTYPE_PID].first` is the task's `pid_links[0]`.
+    pub pid_tasks: u32,
+    /// `task_struct.pid_links`.
+    pub task_struct_pid_links: u32,
+    /// `path.dentry`.
+    pub path_dentry: u32,
+    /// `kern_ipc_perm.id`.
+    pub kern_ipc_perm_id: u32,
+    /// `key.serial`.
+    pub key_serial: u32,
+    /// `task_struct.real_cred`.
+    pub task_struct_real_cred: u32,
 }
 
 impl KernelOffsets {
@@ -543,12 +586,18 @@ impl KernelOffsets {
             inode_i_mode: 0,
             iattr_ia_valid: 0,
             setattr_has_idmap: 0,
-            proc_dev: 0,
             proc_inode_vfs_inode: 0,
             proc_inode_pid: 0,
             pid_nr: 0,
             pipe_dev: 0,
             sock_dev: 0,
+            super_block_s_magic: 0,
+            pid_tasks: 0,
+            task_struct_pid_links: 0,
+            path_dentry: 0,
+            kern_ipc_perm_id: 0,
+            key_serial: 0,
+            task_struct_real_cred: 0,
         }
     }
 }
@@ -606,17 +655,25 @@ pub mod file_type {
     pub const BLOCK: u32 = 0o060000;
 }
 
+/// `super_block.s_magic` of the file systems agents never open.
+pub mod fs_magic {
+    /// `DEBUGFS_MAGIC`.
+    pub const DEBUGFS: u32 = 0x6462_6720;
+    /// `TRACEFS_MAGIC`.
+    pub const TRACEFS: u32 = 0x7472_6163;
+}
+
 /// `CLONE_INTO_CGROUP`: `clone3` places the child in another cgroup.
 pub const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 
 const _: () = {
-    assert!(core::mem::size_of::<Agent>() == 16);
+    assert!(core::mem::size_of::<Agent>() == 24);
     assert!(core::mem::size_of::<GrantKey>() == 24);
     assert!(core::mem::size_of::<GrantValue>() == 8);
     assert!(core::mem::size_of::<CachedGrant>() == 16);
     assert!(core::mem::size_of::<NameGrantKey>() == 24 + NAME_LEN);
     assert!(core::mem::size_of::<AccessEvent>() == 104 + COMPONENT_LEN * MAX_COMPONENTS);
-    assert!(core::mem::size_of::<KernelOffsets>() == 112);
+    assert!(core::mem::size_of::<KernelOffsets>() == 136);
     assert!(core::mem::size_of::<Pending>() == 40);
     assert!(core::mem::size_of::<Verdict>() == 16);
     assert!(core::mem::size_of::<Twin>() == 16);
@@ -636,6 +693,7 @@ const _: () = {
         names::SCRATCH,
         names::PATHS,
         names::GUARDED,
+        names::OWNERS,
         names::OFFSETS,
     ];
     let mut i = 0;

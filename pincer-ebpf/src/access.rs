@@ -29,8 +29,10 @@ pub struct Access {
     /// null for an open until [`Access::dentry`] reads it from `file`, as
     /// only the slower paths need it.
     pub dentry: *const u8,
-    /// The opened file (null for a creation).
+    /// The opened file (null unless the access is to an open file).
     pub file: *const u8,
+    /// The object's inode (null for a creation).
+    pub inode: *const u8,
     /// Whether the object exists (it does not yet for a creation).
     pub exists: bool,
 }
@@ -47,6 +49,7 @@ impl Access {
             ino: 0,
             dentry: core::ptr::null(),
             file: core::ptr::null(),
+            inode: core::ptr::null(),
             exists: false,
         }
     }
@@ -68,6 +71,7 @@ impl Access {
             ino,
             dentry: core::ptr::null(),
             file,
+            inode,
             exists: true,
         })
     }
@@ -79,7 +83,7 @@ impl Access {
         let off = kernel::off();
         let inode = kernel::dentry_inode(off, dentry)?;
         let identity = kernel::identity(off, inode)?;
-        Ok(Access::named(hook, ops, identity, dentry, true))
+        Ok(Access::named(hook, ops, identity, dentry, inode))
     }
 
     /// An access needing `ops` to make the new name (the negative dentry
@@ -93,7 +97,7 @@ impl Access {
     ) -> Result<Access, Failure> {
         kernel::loaded()?;
         let identity = kernel::identity(kernel::off(), dir)?;
-        Ok(Access::named(hook, ops, identity, name, false))
+        Ok(Access::named(hook, ops, identity, name, core::ptr::null()))
     }
 
     /// The destination end of a rename: `create` for a new name in
@@ -111,13 +115,20 @@ impl Access {
         let exists = !replaced.is_null();
         let identity = kernel::identity(off, if exists { replaced } else { new_dir })?;
         let ops = if exists { ops::DELETE } else { ops::CREATE };
-        Ok(Access::named(hook, ops, identity, new_dentry, exists))
+        Ok(Access::named(hook, ops, identity, new_dentry, replaced))
     }
 
-    /// An access to the object named by `dentry`, or to the name itself when
-    /// the object does not exist (then `identity` is its directory's).
+    /// An access to the object named by `dentry` (whose inode is `inode`), or
+    /// to the name itself when the object does not exist (`inode` is null;
+    /// then `identity` is its directory's).
     #[inline(always)]
-    fn named(hook: u32, ops: u32, identity: (u64, u64), dentry: *const u8, exists: bool) -> Access {
+    fn named(
+        hook: u32,
+        ops: u32,
+        identity: (u64, u64),
+        dentry: *const u8,
+        inode: *const u8,
+    ) -> Access {
         let (dev, ino) = identity;
         Access {
             hook,
@@ -126,7 +137,8 @@ impl Access {
             ino,
             dentry,
             file: core::ptr::null(),
-            exists,
+            inode,
+            exists: !inode.is_null(),
         }
     }
 

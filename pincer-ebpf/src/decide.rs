@@ -6,7 +6,8 @@
 //! | granted, or an anonymous pipe or socket                            | allow    | allow          | allow           |
 //! | not granted                                                        | `EACCES` | allow + report | park ([`park`]) |
 //! | not granted, the syscall cannot restart ([`decide_unrestartable`]) | `EACCES` | allow + report | `EACCES`        |
-//! | refused whatever the grants ([`refuse`])                           | `EACCES` | allow + report | `EACCES`        |
+//! | given by a rule beside the grants ([`decide_with`])                | allow    | allow          | allow           |
+//! | refused whatever the grants ([`decide_with`])                      | `EACCES` | allow + report | `EACCES`        |
 //! | two ends ([`decide_pair`]), one not granted                        | `EACCES` | allow + report | park that end   |
 //! | two ends, neither granted                                          | `EACCES` | allow + report | `EACCES`        |
 //! | not identified (no offsets, a read failed)                         | `EACCES` | allow + report | `EACCES`        |
@@ -62,6 +63,14 @@ impl Checked {
 /// Looks up what the agent's grants give on an access.
 #[inline(always)]
 pub fn check(agent: &Agent, access: Result<Access, Failure>) -> Checked {
+    check_also(agent, access, 0)
+}
+
+/// Looks up what the agent's grants give on an access, and adds `also`
+/// (operations a rule gives whatever the grants); the grants are not looked
+/// up when `also` covers the access.
+#[inline(always)]
+fn check_also(agent: &Agent, access: Result<Access, Failure>, also: u32) -> Checked {
     let (identified, access) = match access {
         Ok(access) => (true, access),
         Err(Failure::NoOffsets) => {
@@ -73,18 +82,20 @@ pub fn check(agent: &Agent, access: Result<Access, Failure>) -> Checked {
             (false, Access::unidentified())
         }
     };
-    let granted = if identified && kernel::is_pipe_or_socket(kernel::off(), access.dev) {
+    let granted = if !identified {
+        0
+    } else if kernel::is_pipe_or_socket(kernel::off(), access.dev) {
         access.ops
-    } else if identified {
+    } else if also & access.ops == access.ops {
+        also
+    } else {
         match granted_ops(agent.slot, &access) {
-            Ok(granted) => granted,
+            Ok(granted) => granted | also,
             Err(ReadFailed) => {
                 count(counter::READ_FAILED);
-                0
+                also
             }
         }
-    } else {
-        0
     };
     Checked {
         granted,
@@ -99,6 +110,20 @@ pub fn decide(agent: &Agent, access: Result<Access, Failure>) -> i32 {
     settle(agent, check(agent, access), 0, 0)
 }
 
+/// Decides an access by a rule beside the grants (see [`crate::objects`]):
+/// `also` is given besides them, and a non-zero `forced` refuses whatever
+/// they give, for the reason of that event flag. One call of [`settle`]
+/// for every outcome, so the program holds one copy of it.
+#[inline(always)]
+pub fn decide_with(agent: &Agent, access: Result<Access, Failure>, also: u32, forced: u32) -> i32 {
+    let checked = if forced == 0 {
+        check_also(agent, access, also)
+    } else {
+        unchecked(agent, access, forced)
+    };
+    settle(agent, checked, forced, forced)
+}
+
 /// Like [`decide`] for a hook whose system call cannot be restarted: an
 /// ungranted access is denied in ask mode too.
 #[inline(always)]
@@ -106,10 +131,10 @@ pub fn decide_unrestartable(agent: &Agent, access: Result<Access, Failure>) -> i
     settle(agent, check(agent, access), event_flags::NOT_RESTARTABLE, 0)
 }
 
-/// Refuses an access whatever the grants (allows and reports it in audit
-/// mode); `why` is the event flag that says why.
+/// An access refused whatever the grants, for the reason of event flag
+/// `why`: nothing is looked up.
 #[inline(always)]
-pub fn refuse(agent: &Agent, access: Result<Access, Failure>, why: u32) -> i32 {
+fn unchecked(agent: &Agent, access: Result<Access, Failure>, why: u32) -> Checked {
     if why == event_flags::GUARD && agent.mode != mode::AUDIT {
         count(counter::GUARDED);
     }
@@ -117,12 +142,11 @@ pub fn refuse(agent: &Agent, access: Result<Access, Failure>, why: u32) -> i32 {
         Ok(access) => (true, access),
         Err(_) => (false, Access::unidentified()),
     };
-    let checked = Checked {
+    Checked {
         granted: 0,
         identified,
         access,
-    };
-    settle(agent, checked, why, why)
+    }
 }
 
 /// Decides an operation with two ends (a hard link, a rename), allowed only

@@ -68,6 +68,15 @@ pub fn identity(off: &KernelOffsets, inode: *const u8) -> Result<(u64, u64), Rea
     Ok((u64::from(dev), ino))
 }
 
+/// The magic number of the file system an inode belongs to
+/// (`super_block.s_magic`).
+#[inline(always)]
+pub fn fs_magic(off: &KernelOffsets, inode: *const u8) -> Result<u32, ReadFailed> {
+    let sb: *const u8 = read(inode, off.inode_i_sb)?;
+    // `s_magic` is an `unsigned long`; every magic number fits its low half.
+    read(sb, off.super_block_s_magic)
+}
+
 /// The parent of a dentry, or `None` at the root of its filesystem.
 #[inline(always)]
 pub fn parent(off: &KernelOffsets, dentry: *const u8) -> Result<Option<*const u8>, ReadFailed> {
@@ -108,16 +117,18 @@ pub fn task_cgroup_id(off: &KernelOffsets, task: *const u8) -> Result<u64, ReadF
     read(kn, off.kernfs_node_id)
 }
 
-/// The process id (in the initial namespace) a `/proc/<pid>/...` inode
-/// belongs to, zero for other `/proc` inodes. Only for inodes of procfs,
-/// whose inodes are embedded in a `struct proc_inode`.
+/// The `struct pid` a `/proc/<pid>/...` inode belongs to, null for other
+/// `/proc` inodes. Only for inodes of procfs, whose inodes are embedded in a
+/// `struct proc_inode`.
 #[inline(always)]
-pub fn proc_pid(off: &KernelOffsets, inode: *const u8) -> Result<u32, ReadFailed> {
+pub fn proc_pid_struct(off: &KernelOffsets, inode: *const u8) -> Result<*const u8, ReadFailed> {
     let proc_inode = inode.wrapping_sub(off.proc_inode_vfs_inode as usize);
-    let pid: *const u8 = read(proc_inode, off.proc_inode_pid)?;
-    if pid.is_null() {
-        return Ok(0);
-    }
+    read(proc_inode, off.proc_inode_pid)
+}
+
+/// The process id (in the initial namespace) of a `struct pid`.
+#[inline(always)]
+pub fn pid_nr(off: &KernelOffsets, pid: *const u8) -> Result<u32, ReadFailed> {
     read(pid, off.pid_nr)
 }
 
@@ -128,4 +139,16 @@ pub fn proc_pid(off: &KernelOffsets, inode: *const u8) -> Result<u32, ReadFailed
 #[inline(always)]
 pub fn is_pipe_or_socket(off: &KernelOffsets, dev: u64) -> bool {
     dev != 0 && (dev == u64::from(off.pipe_dev) || dev == u64::from(off.sock_dev))
+}
+
+/// The task a `struct pid` names (its `PIDTYPE_PID` task), null once that
+/// task is gone.
+#[inline(always)]
+pub fn pid_task(off: &KernelOffsets, pid: *const u8) -> Result<*const u8, ReadFailed> {
+    // `tasks[PIDTYPE_PID].first` points into the task's `pid_links[0]`.
+    let link: *const u8 = read(pid, off.pid_tasks)?;
+    if link.is_null() {
+        return Ok(core::ptr::null());
+    }
+    Ok(link.wrapping_sub(off.task_struct_pid_links as usize))
 }

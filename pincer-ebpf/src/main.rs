@@ -6,17 +6,21 @@
 //! agent, the file hooks ([`hooks::file`]) identify the object by (device,
 //! inode) ([`access`]) and check it against the agent's grants ([`decide`]);
 //! what is not granted is denied with `EACCES` (enforce mode), allowed and
-//! reported (audit mode) or parked for the twin ([`park`], ask mode). The
-//! self-protection hooks ([`hooks::guard`]) refuse with `EPERM` whatever the
-//! grants. Every decision that userspace must see is sent on the
-//! [`maps::EVENTS`] ring buffer ([`report`]); a full ring buffer never turns
-//! a denial into an allow, it is counted (and a request that cannot be sent
-//! is denied).
+//! reported (audit mode) or parked for the twin ([`park`], ask mode); some
+//! objects are decided by a rule before the grants ([`objects`]: block
+//! devices, debugfs, `/proc`). The self-protection hooks ([`hooks::guard`])
+//! refuse with `EPERM` whatever the grants, capabilities outside the agent's
+//! set among them; IPC objects and keys ([`hooks::owned`]) are reached only
+//! by the cgroup that created them. Every decision that userspace must see
+//! is sent on the [`maps::EVENTS`] ring buffer ([`report`]); a full ring
+//! buffer never turns a denial into an allow, it is counted (and a request
+//! that cannot be sent is denied).
 //!
 //! The programs are listed below, one per hook, with the function in
-//! [`hooks`] that decides it. Modules depend one way: `hooks` → `decide` →
-//! `park`, `report` → `access` → `kernel`, `maps`; the types and names shared
-//! with userspace (the hook table among them) come from `pincer_common`.
+//! [`hooks`] that decides it. Modules depend one way: `hooks` → `objects`,
+//! `decide` → `park`, `report` → `access` → `kernel`, `maps`; the types and
+//! names shared with userspace (the hook table among them) come from
+//! `pincer_common`.
 #![cfg_attr(target_arch = "bpf", no_std)]
 #![cfg_attr(target_arch = "bpf", no_main)]
 // For the one atomic instruction in `maps::bump_epoch`.
@@ -27,10 +31,11 @@ mod decide;
 mod hooks;
 mod kernel;
 mod maps;
+mod objects;
 mod park;
 mod report;
 
-use hooks::{file, guard, programs};
+use hooks::{file, guard, owned, programs};
 use pincer_common::ops;
 
 programs! {
@@ -56,6 +61,23 @@ programs! {
     task_alloc => guard::task_alloc(),
     inode_set_acl => file::object(ops::SETATTR),
     inode_remove_acl => file::object(ops::SETATTR),
+    capable => guard::capable(),
+    kernel_load_data => guard::kernel_data(0),
+    kernel_read_file => guard::kernel_data(1),
+    inode_getxattr => file::xattr_read(),
+    inode_listxattr => file::xattr_read(),
+    inode_readlink => file::inode_readlink(),
+    path_notify => file::path_notify(),
+    msg_queue_alloc_security => owned::created(),
+    shm_alloc_security => owned::created(),
+    sem_alloc_security => owned::created(),
+    ipc_permission => owned::ipc(),
+    msg_queue_msgctl => owned::ipc(),
+    shm_shmctl => owned::ipc(),
+    sem_semctl => owned::ipc(),
+    key_alloc => owned::key_created(),
+    key_permission => owned::key_permission(),
+    inode_get_acl => file::acl_read(),
 }
 
 #[cfg(target_arch = "bpf")]

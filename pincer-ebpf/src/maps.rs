@@ -7,8 +7,8 @@ use aya_ebpf::{
 };
 use pincer_common::{
     Agent, COMPONENT_LEN, CachedGrant, EVENTS_BYTES, GrantKey, GrantValue, MAX_AGENTS,
-    MAX_CACHED_GRANTS, MAX_COMPONENTS, MAX_GRANTS, MAX_GUARDED, MAX_NAME_GRANTS, MAX_PENDING,
-    NameGrantKey, Pending, Twin, Verdict, counter,
+    MAX_CACHED_GRANTS, MAX_COMPONENTS, MAX_GRANTS, MAX_GUARDED, MAX_NAME_GRANTS, MAX_OWNED,
+    MAX_PENDING, NameGrantKey, Pending, Twin, Verdict, counter,
 };
 
 /// Agent cgroups: cgroup id → slot and mode.
@@ -71,6 +71,12 @@ pub static PATHS: PerCpuArray<[[u8; COMPONENT_LEN]; MAX_COMPONENTS]> =
 /// Pincer's own processes by process id (see `pincer_common::names::GUARDED`).
 #[map(name = "PINCER_GUARDED")]
 pub static GUARDED: HashMap<u32, u32> = HashMap::with_max_entries(MAX_GUARDED, 0);
+
+/// Who created an IPC object or a key, by its kernel address (see
+/// `hooks::owned`). Least recently used entries go first when it is full:
+/// their objects become nobody's.
+#[map(name = "PINCER_OWNERS")]
+pub static OWNERS: LruHashMap<u64, u64> = LruHashMap::with_max_entries(MAX_OWNED, 0);
 
 /// The agent the current task belongs to, if any: the one lookup every task
 /// outside agent cgroups pays.

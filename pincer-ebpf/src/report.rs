@@ -212,10 +212,12 @@ extern "C" fn path_step(index: u64, ctx: *mut c_void) -> i64 {
     0
 }
 
-/// Sends the event of a self-protection refusal: no object path, the target
-/// task's process id (or zero) in `ino`.
+/// Sends the event of a refusal that names no file: a self-protection
+/// refusal (`event_flags::GUARD`: the process, capability or kind of kernel
+/// data acted on, or zero, in `ino`), or an IPC object or key not the
+/// agent's (`event_flags::NOT_OWNED`: its id in `ino`). No path.
 #[inline(always)]
-pub fn send_guard(agent: &Agent, hook: u32, target: u32, verdict: u32) {
+pub fn send_refusal(agent: &Agent, hook: u32, object: u64, verdict: u32, flags: u32) {
     let Some(mut entry) = EVENTS.reserve::<AccessEvent>(0) else {
         count(counter::RINGBUF_FULL);
         return;
@@ -226,7 +228,7 @@ pub fn send_guard(agent: &Agent, hook: u32, target: u32, verdict: u32) {
     unsafe {
         (*event).cgroup_id = bpf_get_current_cgroup_id();
         (*event).dev = 0;
-        (*event).ino = u64::from(target);
+        (*event).ino = object;
         (*event).request_id = 0;
         (*event).parent_ino = 0;
         (*event).name_hash = 0;
@@ -238,7 +240,7 @@ pub fn send_guard(agent: &Agent, hook: u32, target: u32, verdict: u32) {
         (*event).verdict = verdict;
         (*event).hook = hook;
         (*event).depth = 0;
-        (*event).flags = event_flags::GUARD;
+        (*event).flags = flags;
         (*event)._pad = 0;
         (*event).comm = bpf_get_current_comm().unwrap_or([0; 16]);
     }

@@ -148,7 +148,6 @@ fn offsets(btf: &Resolver<'_>) -> Result<KernelOffsets, BtfError> {
         inode_i_mode: btf.offset("inode", "i_mode")?,
         iattr_ia_valid: btf.offset("iattr", "ia_valid")?,
         setattr_has_idmap: setattr_has_idmap(btf)?,
-        proc_dev: proc_dev(),
         proc_inode_vfs_inode: btf.offset("proc_inode", "vfs_inode")?,
         proc_inode_pid: btf.offset("proc_inode", "pid")?,
         pid_nr: btf.offset("pid", "numbers")? + btf.offset("upid", "nr")?,
@@ -156,6 +155,13 @@ fn offsets(btf: &Resolver<'_>) -> Result<KernelOffsets, BtfError> {
         sock_dev: anonymous_dev(|| {
             std::os::unix::net::UnixStream::pair().map(|(one, _)| one.into())
         }),
+        super_block_s_magic: btf.offset("super_block", "s_magic")?,
+        pid_tasks: btf.offset("pid", "tasks")?,
+        task_struct_pid_links: btf.offset("task_struct", "pid_links")?,
+        path_dentry: btf.offset("path", "dentry")?,
+        kern_ipc_perm_id: btf.offset("kern_ipc_perm", "id")?,
+        key_serial: btf.offset("key", "serial")?,
+        task_struct_real_cred: btf.offset("task_struct", "real_cred")?,
     })
 }
 
@@ -170,15 +176,6 @@ fn anonymous_dev<E>(make: impl FnOnce() -> Result<std::os::fd::OwnedFd, E>) -> u
         .map_or(0, |m| {
             pincer_common::kernel_dev(std::os::unix::fs::MetadataExt::dev(&m)) as u32
         })
-}
-
-/// The kernel device of `/proc`, or zero when it cannot be read (then no
-/// open is recognized as a `/proc` entry of a guarded process, and the
-/// ptrace check still guards the sensitive ones).
-fn proc_dev() -> u32 {
-    std::fs::metadata("/proc").map_or(0, |m| {
-        pincer_common::kernel_dev(std::os::unix::fs::MetadataExt::dev(&m)) as u32
-    })
 }
 
 /// Whether `inode_setattr` takes `(idmap, dentry, attr)` (6.8 and later)

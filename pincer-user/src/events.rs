@@ -6,7 +6,9 @@
 
 use std::{borrow::Cow, collections::HashMap, fs};
 
-use pincer_common::{AccessEvent, COMPONENT_LEN, MAX_COMPONENTS, event_flags, hook, ops, verdict};
+use pincer_common::{
+    AccessEvent, COMPONENT_LEN, MAX_COMPONENTS, caps, event_flags, hook, ops, verdict,
+};
 use serde::Serialize;
 
 use crate::{
@@ -177,10 +179,41 @@ const DENIED_AT_ONCE: [(u32, &str); 6] = [
     (event_flags::PENDING_FULL, "too many parked requests"),
 ];
 
+/// What no grant gives, by the flag the kernel set: the first flag set names
+/// the rule.
+const REFUSED_ALWAYS: [(u32, &str); 6] = [
+    (event_flags::DEVICE_NODE, "agents never create device nodes"),
+    (event_flags::BLOCK_DEVICE, "agents never open block devices"),
+    (
+        event_flags::KERNEL_FS,
+        "agents never open the kernel's debugging and tracing file systems",
+    ),
+    (
+        event_flags::OTHER_PROCESS,
+        "the /proc entries of processes outside the agent's cgroup are never open to it",
+    ),
+    (
+        event_flags::KERNEL_SETTING,
+        "agents never write to /proc outside their own processes' entries",
+    ),
+    (
+        event_flags::NOT_OWNED,
+        "IPC objects and keys created outside the agent's cgroup are never open to it",
+    ),
+];
+
+/// The rule that refused an access whatever the grants, if one did.
+fn refused_always(flags: u32) -> Option<&'static str> {
+    REFUSED_ALWAYS
+        .iter()
+        .find(|(flag, _)| flags & flag != 0)
+        .map(|(_, why)| *why)
+}
+
 /// Why the kernel denied an access at once.
 fn deny_reason(flags: u32, missing: u32) -> String {
-    if flags & event_flags::DEVICE_NODE != 0 {
-        return "agents never create device nodes".to_owned();
+    if let Some(why) = refused_always(flags) {
+        return why.to_owned();
     }
     let not_granted = format!("no grant covers {}", op_names(missing).join(", "));
     match DENIED_AT_ONCE.iter().find(|(flag, _)| flags & flag != 0) {
@@ -257,20 +290,69 @@ pub fn hook_name(hook: u32) -> &'static str {
 
 /// What a self-protection refusal stopped.
 fn guard_reason(event: &AccessEvent) -> String {
+    if event.hook == hook::CAPABLE {
+        return capability_reason(event.ino);
+    }
     let what = match event.hook {
         hook::TASK_KILL => format!("a signal to pincer's process {}", event.ino),
         hook::PTRACE => format!(
             "tracing process {} outside the agent's cgroup (ptrace, or its /proc entries)",
             event.ino
         ),
-        hook::FILE_OPEN => "opening the /proc entries of pincer's processes".to_owned(),
+        _ if reads_a_file(event.hook) => {
+            "reading the /proc entries of pincer's processes".to_owned()
+        }
         hook::BPF => "the bpf system call".to_owned(),
         hook::SB_MOUNT | hook::MOVE_MOUNT => "mounting".to_owned(),
         hook::SB_UMOUNT => "unmounting".to_owned(),
         hook::TASK_ALLOC => "starting a process in another cgroup".to_owned(),
+        hook::KERNEL_LOAD_DATA | hook::KERNEL_READ_FILE => {
+            format!("loading {} into the kernel", kernel_data(event.ino))
+        }
         _ => "an action".to_owned(),
     };
     format!("pincer protects itself and the confinement: {what} is never allowed to agents")
+}
+
+/// Whether a hook opens or reads an existing file, and so names it even when
+/// it refuses whatever the grants (a `/proc` entry of pincer's processes).
+fn reads_a_file(id: u32) -> bool {
+    matches!(
+        id,
+        hook::FILE_OPEN
+            | hook::INODE_GETXATTR
+            | hook::INODE_LISTXATTR
+            | hook::INODE_GET_ACL
+            | hook::INODE_READLINK
+            | hook::PATH_NOTIFY
+    )
+}
+
+/// Why a capability was refused (`cap` is its number).
+fn capability_reason(cap: u64) -> String {
+    let Some(name) = u32::try_from(cap).ok().and_then(caps::name) else {
+        return format!("capability {cap} is unknown to pincer: refused to agents");
+    };
+    if caps::NEVER & caps::bit(cap as u32) != 0 {
+        format!("the capability {name} is never given to agents: it reaches the kernel or pincer")
+    } else {
+        format!(
+            "the capability {name} is not among the agent's (a mission may add it: defaults.capabilities)"
+        )
+    }
+}
+
+/// What the kernel was asked to load, by its `kernel_read_file_id` or
+/// `kernel_load_data_id` (the two enumerations agree).
+fn kernel_data(id: u64) -> &'static str {
+    match id {
+        1 => "firmware",
+        2 => "a module",
+        3 | 4 => "a kexec image",
+        5 => "a security policy",
+        6 => "a certificate",
+        _ => "code or data",
+    }
 }
 
 /// Sanitizes an event into a decision.
@@ -282,9 +364,12 @@ pub fn decision(event: &AccessEvent, mounts: &Mounts) -> Decision {
             "audit",
             format!("audit mode: would be denied, {}", guard_reason(event)),
         ),
-        verdict::AUDITED if event.flags & event_flags::DEVICE_NODE != 0 => (
+        verdict::AUDITED if refused_always(event.flags).is_some() => (
             "audit",
-            "audit mode: would be denied, agents never create device nodes".to_owned(),
+            format!(
+                "audit mode: would be denied, {}",
+                deny_reason(event.flags, missing)
+            ),
         ),
         verdict::AUDITED => (
             "audit",
@@ -304,7 +389,10 @@ pub fn decision(event: &AccessEvent, mounts: &Mounts) -> Decision {
         ),
         _ => ("deny", deny_reason(event.flags, missing)),
     };
-    let path = if event.flags & event_flags::GUARD != 0 && event.hook != hook::FILE_OPEN {
+    // Refusals that name no file: a task, a capability, an IPC object, a key.
+    let path = if event.flags & (event_flags::GUARD | event_flags::NOT_OWNED) != 0
+        && !reads_a_file(event.hook)
+    {
         String::new()
     } else {
         event_path(event, mounts)
@@ -449,6 +537,71 @@ mod tests {
                 .starts_with("audit mode: would be denied, pincer protects itself")
         );
         assert!(d.reason.contains("mounting"));
+    }
+
+    #[test]
+    fn capability_and_kernel_load_refusals_say_which() {
+        let mut e = event(&[], event_flags::GUARD);
+        e.hook = hook::CAPABLE;
+        e.ino = u64::from(caps::SYS_MODULE);
+        let d = decision(&e, &Mounts::default());
+        assert_eq!(d.hook, "capable");
+        assert_eq!(d.path, "");
+        assert_eq!(
+            d.reason,
+            "the capability sys_module is never given to agents: it reaches the kernel or pincer"
+        );
+        e.ino = u64::from(caps::NET_RAW);
+        assert_eq!(
+            decision(&e, &Mounts::default()).reason,
+            "the capability net_raw is not among the agent's (a mission may add it: defaults.capabilities)"
+        );
+        e.ino = 63;
+        assert_eq!(
+            decision(&e, &Mounts::default()).reason,
+            "capability 63 is unknown to pincer: refused to agents"
+        );
+        e.hook = hook::KERNEL_READ_FILE;
+        e.ino = 2;
+        assert_eq!(
+            decision(&e, &Mounts::default()).reason,
+            "pincer protects itself and the confinement: loading a module into the kernel is never allowed to agents"
+        );
+    }
+
+    #[test]
+    fn rules_beside_the_grants_name_themselves() {
+        let mounts = Mounts::default();
+        let mut e = event(&[b"1", b"proc"], event_flags::OTHER_PROCESS);
+        assert_eq!(
+            decision(&e, &mounts).reason,
+            "the /proc entries of processes outside the agent's cgroup are never open to it"
+        );
+        e.verdict = verdict::AUDITED;
+        e.flags = event_flags::KERNEL_SETTING;
+        assert_eq!(
+            decision(&e, &mounts).reason,
+            "audit mode: would be denied, agents never write to /proc outside their own processes' entries"
+        );
+        let mut e = event(&[], event_flags::NOT_OWNED);
+        e.hook = hook::IPC_PERMISSION;
+        e.ino = 32768;
+        let d = decision(&e, &mounts);
+        assert_eq!(d.path, "");
+        assert_eq!(d.ino, 32768);
+        assert_eq!(
+            d.reason,
+            "IPC objects and keys created outside the agent's cgroup are never open to it"
+        );
+        // A guarded /proc entry read through an attribute names the file.
+        let mut e = event(&[b"environ", b"7"], event_flags::GUARD);
+        e.hook = hook::INODE_GETXATTR;
+        let d = decision(&e, &mounts);
+        assert_eq!(d.path, "…/7/environ");
+        assert_eq!(
+            d.reason,
+            "pincer protects itself and the confinement: reading the /proc entries of pincer's processes is never allowed to agents"
+        );
     }
 
     #[test]

@@ -175,6 +175,28 @@ impl Drop for Scratch {
     }
 }
 
+/// Runs several probe operations in one probe process outside every agent
+/// cgroup (the control that shows a mechanism works) and returns each one's
+/// output line.
+pub fn probe_outside(ops: &[&[&str]]) -> Vec<String> {
+    let mut args: Vec<&str> = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        if i > 0 {
+            args.push(",");
+        }
+        args.extend_from_slice(op);
+    }
+    let out = Command::new(probe_bin())
+        .args(&args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let lines = stdout_lines(&out);
+    eprintln!("outside: {args:?} -> {lines:?}");
+    assert_eq!(lines.len(), ops.len(), "one line per operation: {lines:?}");
+    lines
+}
+
 /// The lines a finished command printed on standard output.
 pub fn stdout_lines(out: &Output) -> Vec<String> {
     String::from_utf8_lossy(&out.stdout)

@@ -300,42 +300,46 @@ fn set_xattr(path: &std::path::Path, name: &str, value: &[u8]) {
 #[test]
 fn chmod_chown_and_xattrs_outside_the_tree_are_refused() {
     let s = Scratch::new("bp-attr");
-    set_xattr(&s.path("secret/key"), "trusted.pincer", b"keep");
-    set_xattr(&s.path("project/a.txt"), "trusted.gone", b"x");
     fs::set_permissions(s.path("secret/key"), fs::Permissions::from_mode(0o600)).unwrap();
+    set_acl(&s.path("secret/key"));
+    set_acl(&s.path("project/a.txt"));
+    let key_mode = fs::metadata(s.path("secret/key"))
+        .unwrap()
+        .permissions()
+        .mode();
     let m = full_tree(&s);
     let key = s.p("secret/key");
     let a = s.p("project/a.txt");
+    let acl = "system.posix_acl_access";
     let r = s.probes(
         &m,
         &[
             &["chmod", &key, "644"],
             &["chown", &key, "1000", "1000"],
-            &["setxattr", &key, "trusted.evil", "1"],
-            &["removexattr", &key, "trusted.pincer"],
+            &["setxattr", &key, "user.evil", "1"],
+            &["removexattr", &key, acl],
             &["chmod", &a, "640"],
             &["chown", &a, "1000", "1000"],
+            &["removexattr", &a, acl],
+            // `trusted.*` attributes need `CAP_SYS_ADMIN`, which no agent
+            // has, even inside its tree.
             &["setxattr", &a, "trusted.new", "1"],
-            &["removexattr", &a, "trusted.gone"],
             // Through `inode_setxattr` on 6.1, `inode_set_acl` since 6.2.
             &["setfacl", &key],
             &["setfacl", &s.p("project/b.txt")],
         ],
     );
-    assert_eq!(r, [EACCES, EACCES, EACCES, EACCES, 0, 0, 0, 0, EACCES, 0]);
+    assert_eq!(
+        r,
+        [EACCES, EACCES, EACCES, EACCES, 0, 0, 0, EPERM, EACCES, 0]
+    );
     let meta = fs::metadata(s.path("secret/key")).unwrap();
-    assert_eq!(meta.permissions().mode() & 0o7777, 0o600);
+    assert_eq!(meta.permissions().mode(), key_mode);
     assert_eq!(std::os::unix::fs::MetadataExt::uid(&meta), 0);
-    assert_eq!(
-        xattr(&s.path("secret/key"), "trusted.pincer").as_deref(),
-        Some(&b"keep"[..])
-    );
-    assert_eq!(xattr(&s.path("secret/key"), "trusted.evil"), None);
-    assert_eq!(
-        xattr(&s.path("project/a.txt"), "trusted.new").as_deref(),
-        Some(&b"1"[..])
-    );
-    assert_eq!(xattr(&s.path("project/a.txt"), "trusted.gone"), None);
+    assert_eq!(xattr(&s.path("secret/key"), acl).map(|v| v.len()), Some(44));
+    assert_eq!(xattr(&s.path("secret/key"), "user.evil"), None);
+    assert_eq!(xattr(&s.path("project/a.txt"), acl), None);
+    assert_eq!(xattr(&s.path("project/a.txt"), "trusted.new"), None);
     let meta = fs::metadata(s.path("project/a.txt")).unwrap();
     assert_eq!(meta.permissions().mode() & 0o7777, 0o640);
     secret_unchanged(&s);
@@ -541,10 +545,12 @@ fn an_agent_cannot_signal_or_trace_pincer() {
     assert_eq!(lines[5..], ["err 1", "err 1"], "{lines:?}");
     // The twin survived to report the probe's status.
     assert_eq!(out.status.code(), Some(EPERM));
+    // `bpf(2)` may also ask for `CAP_BPF` first (6.1): the capability rule's
+    // refusals are left out here.
     let hooks: Vec<String> = s
         .decisions()
         .into_iter()
-        .filter(|d| d["verdict"] == "deny")
+        .filter(|d| d["verdict"] == "deny" && d["hook"] != "capable")
         .map(|d| d["hook"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(
@@ -612,12 +618,17 @@ fn a_bind_mount_in_a_new_mount_namespace_is_refused() {
     assert_eq!(r, [EPERM]);
     assert!(s.path("project/src/main.rs").exists());
     assert!(!s.path("project/src/key").exists());
-    let guarded: Vec<_> = s
-        .decisions()
-        .into_iter()
-        .filter(|d| d["hook"] == "sb_mount")
-        .collect();
-    assert_eq!(guarded.len(), 1);
+    // The new mount namespace needs `CAP_SYS_ADMIN`: refused there, before
+    // `sb_mount` (which would refuse the mount itself) is reached.
+    assert_eq!(
+        decisions_of(&s, "capable"),
+        [(
+            "deny".to_owned(),
+            "the capability sys_admin is never given to agents: it reaches the kernel or pincer"
+                .to_owned()
+        )]
+    );
+    assert!(decisions_of(&s, "sb_mount").is_empty());
 }
 
 #[test]
@@ -681,6 +692,722 @@ fn wait_other(first: &serde_json::Value) -> serde_json::Value {
         "a second request is parked"
     );
     found.unwrap()
+}
+
+/// The decisions of one hook, as (verdict, reason).
+fn decisions_of(s: &Scratch, hook: &str) -> Vec<(String, String)> {
+    s.decisions()
+        .into_iter()
+        .filter(|d| d["hook"] == hook)
+        .map(|d| {
+            (
+                d["verdict"].as_str().unwrap_or_default().to_owned(),
+                d["reason"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A file that is no kernel module: the loader refuses it as soon as it
+/// reads it (`ENOEXEC`), which shows a load got past every check before.
+/// It is longer than an ELF header: `init_module` refuses anything shorter
+/// before it asks `kernel_load_data`.
+fn not_a_module(s: &Scratch) -> String {
+    let mut bytes = b"\x7fELF not really a module\n".to_vec();
+    bytes.resize(256, b'\n');
+    fs::write(s.path("project/evil.ko"), bytes).unwrap();
+    s.p("project/evil.ko")
+}
+
+#[test]
+fn kernel_modules_and_kexec_are_refused_to_agents() {
+    let s = Scratch::new("bp-modules");
+    let module = not_a_module(&s);
+    let m = full_tree(&s);
+    let ops: &[&[&str]] = &[
+        &["finit-module", &module],
+        &["init-module", &module],
+        &["kexec-unload"],
+    ];
+    // Outside every agent cgroup the calls reach the module loader and
+    // kexec.
+    assert_eq!(
+        pincer_tests::probe_outside(ops),
+        ["err 8", "err 8", "ok unloaded"]
+    );
+    assert_eq!(s.probes(&m, ops), [EPERM, EPERM, EPERM]);
+    let refused: Vec<_> = decisions_of(&s, "capable")
+        .into_iter()
+        .map(|(verdict, reason)| {
+            assert_eq!(verdict, "deny");
+            reason
+        })
+        .collect();
+    for cap in ["sys_module", "sys_boot"] {
+        assert!(
+            refused.contains(&format!(
+                "the capability {cap} is never given to agents: it reaches the kernel or pincer"
+            )),
+            "{refused:?}"
+        );
+    }
+}
+
+#[test]
+fn the_kernel_refuses_to_load_an_agents_module_even_past_the_capability_check() {
+    // In audit mode the capability check lets the call through (and
+    // reports it): the kernel's own load hooks are then what an agent
+    // meets, and they report too.
+    let s = Scratch::new("bp-modules-audit");
+    let module = not_a_module(&s);
+    let m = full_tree(&s);
+    let out = s.run_with(
+        &m,
+        &["--mode", "audit"],
+        &[
+            probe_bin().to_str().unwrap(),
+            "finit-module",
+            &module,
+            ",",
+            "init-module",
+            &module,
+        ],
+    );
+    assert_eq!(stdout_lines(&out), ["err 8", "err 8"]);
+    for hook in ["kernel_read_file", "kernel_load_data"] {
+        let seen = decisions_of(&s, hook);
+        assert_eq!(
+            seen,
+            [(
+                "audit".to_owned(),
+                "audit mode: would be denied, pincer protects itself and the confinement: \
+                 loading a module into the kernel is never allowed to agents"
+                    .to_owned()
+            )],
+            "{hook}"
+        );
+    }
+    assert!(
+        decisions_of(&s, "capable")
+            .iter()
+            .any(|(verdict, reason)| verdict == "audit" && reason.contains("sys_module"))
+    );
+}
+
+#[test]
+fn kernel_memory_and_raw_devices_stay_closed_whatever_the_grants() {
+    let s = Scratch::new("bp-kmem");
+    // Grants that name the kernel's memory outright.
+    let mut mission = tree_mission_all(&s);
+    for path in ["/proc/kcore", "/proc/kmsg", "/dev/mem", "/dev/port"] {
+        mission.push_str(&format!(
+            "\n[[grant]]\npath = \"{path}\"\nops = [\"read\", \"write\"]\n"
+        ));
+    }
+    let m = s.mission(&mission);
+    let mut ops: Vec<&[&str]> = vec![
+        &["peek", "/proc/kcore"],
+        &["open", "/proc/kmsg"],
+        &["peek", "/dev/mem"],
+    ];
+    // The 6.12 cloud kernel has no `/dev/port` (`CONFIG_DEVPORT` off); where
+    // it exists its open asks for `CAP_SYS_RAWIO` like `/dev/mem`.
+    if std::path::Path::new("/dev/port").exists() {
+        ops.push(&["open", "/dev/port"]);
+    }
+    let outside = pincer_tests::probe_outside(&ops);
+    assert_eq!(outside[0], "ok peeked 64", "{outside:?}");
+    assert_eq!(outside[1..3], ["ok opened", "ok peeked 64"]);
+    assert!(outside[3..].iter().all(|l| l == "ok opened"), "{outside:?}");
+    assert_eq!(s.probes(&m, &ops), vec![EPERM; ops.len()]);
+    let refused: Vec<_> = decisions_of(&s, "capable")
+        .into_iter()
+        .map(|(_, reason)| reason)
+        .collect();
+    for cap in ["sys_rawio", "syslog"] {
+        assert!(refused.iter().any(|r| r.contains(cap)), "{refused:?}");
+    }
+}
+
+/// A mission granting every operation on `project/` (and the runtime
+/// baseline), as TOML to add to.
+fn tree_mission_all(s: &Scratch) -> String {
+    format!(
+        "[mission]\nname = \"test\"\n\n[[grant]]\npath = \"{}\"\nops = [{ALL_OPS}]\nextent = \"tree\"\n",
+        s.p("project")
+    )
+}
+
+#[test]
+fn block_devices_and_debugfs_are_never_opened_by_agents() {
+    let s = Scratch::new("bp-blockdev");
+    // A block device node (the first loop device) and debugfs, both granted.
+    let node = s.path("project/disk");
+    let path = std::ffi::CString::new(node.to_str().unwrap()).unwrap();
+    // SAFETY: a valid path; a block device node 7:0.
+    let r = unsafe { libc::mknod(path.as_ptr(), libc::S_IFBLK | 0o600, libc::makedev(7, 0)) };
+    assert_eq!(r, 0, "mknod: {}", std::io::Error::last_os_error());
+    let debugfs = debugfs_file();
+    let mut mission = tree_mission_all(&s);
+    mission.push_str(
+        "\n[[grant]]\npath = \"/sys/kernel/debug\"\nops = [\"read\"]\nextent = \"tree\"\n",
+    );
+    let m = s.mission(&mission);
+    let ops: &[&[&str]] = &[&["open", &s.p("project/disk")], &["peek", &debugfs]];
+    let outside = pincer_tests::probe_outside(ops);
+    // Outside, the open reaches the block layer (no loop device is set up,
+    // hence `ENXIO`) and debugfs.
+    assert_eq!(outside[0], "err 6", "{outside:?}");
+    assert!(outside[1].starts_with("ok peeked"), "{outside:?}");
+    assert_eq!(s.probes(&m, ops), [EACCES, EACCES]);
+    let reasons = deny_reasons(&s, "file_open");
+    assert_eq!(
+        reasons,
+        [
+            "agents never open block devices",
+            "agents never open the kernel's debugging and tracing file systems"
+        ]
+    );
+}
+
+/// A regular file of debugfs (mounted at `/sys/kernel/debug` if it is not
+/// yet).
+fn debugfs_file() -> String {
+    let dir = std::path::Path::new("/sys/kernel/debug");
+    if fs::read_dir(dir).map_or(true, |mut d| d.next().is_none()) {
+        let status = std::process::Command::new("mount")
+            .args(["-t", "debugfs", "debugfs", "/sys/kernel/debug"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    // A file readable by root on both kernels.
+    for candidate in [
+        "sched/features",
+        "sched_features",
+        "gpio",
+        "clk/clk_summary",
+    ] {
+        let path = dir.join(candidate);
+        if path.is_file() {
+            return path.to_string_lossy().into_owned();
+        }
+    }
+    let found = fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .expect("a file in debugfs");
+    found.path().to_string_lossy().into_owned()
+}
+
+#[test]
+fn proc_shows_an_agent_its_own_processes_and_harmless_global_files_only() {
+    let s = Scratch::new("bp-proc-rule");
+    let m = full_tree(&s);
+    // Outside, init's entries and the kernel's files are there to read.
+    assert_eq!(
+        pincer_tests::probe_outside(&[&["open", "/proc/1/status"], &["open", "/proc/1/cmdline"]]),
+        ["ok opened", "ok opened"]
+    );
+    // The shell's child `sleep` is the agent's own process.
+    let script = format!(
+        "sleep 30 & exec {0} read /proc/$!/status , read /proc/self/status , read /proc/self/net/dev , \
+         read /proc/meminfo , read /proc/sys/kernel/osrelease , list /proc , readlink /proc/self , \
+         write /proc/self/comm probe2 , \
+         read /proc/1/status , read /proc/1/cmdline , list /proc/1/fd , read /proc/1/net/dev , \
+         read /proc/kcore , read /proc/kallsyms , read /proc/kmsg , \
+         write /proc/sys/kernel/hostname pwned , write /proc/sysrq-trigger h ; kill $!",
+        probe_bin().display()
+    );
+    let out = s.run(&m, &["sh", "-c", &script]);
+    let lines = stdout_lines(&out);
+    assert_eq!(lines.len(), 17, "{lines:?}");
+    for (i, line) in lines[..8].iter().enumerate() {
+        assert!(line.starts_with("ok"), "{i}: {lines:?}");
+    }
+    // `/proc/self` names the reader's own entries.
+    let own = lines[6].strip_prefix("ok target ").unwrap_or_default();
+    assert!(own.parse::<u32>().is_ok(), "{lines:?}");
+    assert_eq!(lines[8..], ["err 13"; 9], "{lines:?}");
+    let reasons = deny_reasons(&s, "file_open");
+    let other = "the /proc entries of processes outside the agent's cgroup are never open to it";
+    let setting = "agents never write to /proc outside their own processes' entries";
+    assert_eq!(
+        reasons,
+        [
+            other,
+            other,
+            other,
+            other,
+            "no grant covers read",
+            "no grant covers read",
+            "no grant covers read",
+            setting,
+            setting
+        ]
+    );
+    assert_ne!(
+        fs::read_to_string("/proc/sys/kernel/hostname").unwrap(),
+        "pwned\n"
+    );
+}
+
+#[test]
+fn ps_lists_only_the_agents_own_processes() {
+    let s = Scratch::new("bp-ps");
+    let m = full_tree(&s);
+    let out = s.run(&m, &["sh", "-c", "sleep 30 & ps -o pid,comm; kill $!"]);
+    let listed: Vec<String> = stdout_lines(&out)
+        .iter()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect();
+    // The shell, its `sleep` and `ps` itself; not init, not pincer.
+    assert!(!listed.contains(&"1".to_owned()), "{listed:?}");
+    assert!(listed.len() >= 3, "{listed:?}");
+    let names = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(names.contains("sleep") && names.contains("ps"), "{names}");
+    assert!(!names.contains("pincer"), "{names}");
+}
+
+#[test]
+fn ordinary_root_work_keeps_the_default_capabilities() {
+    let s = Scratch::new("bp-caps-ok");
+    let m = full_tree(&s);
+    let a = s.p("project/a.txt");
+    let lines = s.probe_lines(
+        &m,
+        &[
+            &["chown", &a, "1000", "1000"],
+            &["chmod", &a, "600"],
+            // Root reads a file its mode closes to everyone.
+            &["read", &a],
+            &["chown", &a, "0", "0"],
+            &["kill-child"],
+            &["bind-port", "8080"],
+            &["bind-port", "80"],
+            &["mkfifo", &s.p("project/fifo")],
+        ],
+    );
+    assert_eq!(
+        lines,
+        [
+            "ok changed",
+            "ok changed",
+            "ok read 6",
+            "ok changed",
+            "ok killed",
+            "ok bound",
+            "ok bound",
+            "ok made"
+        ]
+    );
+    assert!(
+        decisions_of(&s, "capable").is_empty(),
+        "{:?}",
+        s.decisions()
+    );
+}
+
+#[test]
+fn a_capability_outside_the_set_is_refused_unless_the_mission_adds_it() {
+    let s = Scratch::new("bp-caps-mission");
+    let ops: &[&[&str]] = &[&["raw-socket"]];
+    assert_eq!(pincer_tests::probe_outside(ops), ["ok opened"]);
+    let m = full_tree(&s);
+    assert_eq!(s.probes(&m, ops), [EPERM]);
+    assert_eq!(
+        decisions_of(&s, "capable"),
+        [(
+            "deny".to_owned(),
+            "the capability net_raw is not among the agent's (a mission may add it: defaults.capabilities)"
+                .to_owned()
+        )]
+    );
+    let m = s.mission(&format!(
+        "{}\n[defaults]\ncapabilities = [\"net_raw\"]\n",
+        tree_mission_all(&s)
+    ));
+    assert_eq!(s.probes(&m, ops), [0]);
+}
+
+#[test]
+fn the_new_mount_api_is_refused() {
+    let s = Scratch::new("bp-mount-api");
+    let m = full_tree(&s);
+    // A mount the agent's owner made, which the agent must not turn
+    // read-only or reconfigure.
+    let mnt = s.path("mnt");
+    fs::create_dir(&mnt).unwrap();
+    let _mounted = Tmpfs::mount(&mnt);
+    let target = s.p("project/src");
+    let mnt = s.p("mnt");
+    let ops: &[&[&str]] = &[
+        &["fsopen-mount", &target],
+        &["fspick-ro", &mnt],
+        &["mount-setattr-ro", &mnt],
+        &["open-tree-clone", &mnt],
+        &["bind-mount", &mnt, &target],
+    ];
+    assert_eq!(s.probes(&m, ops), [EPERM; 5]);
+    fs::write(s.path("mnt/still-writable"), "yes").unwrap();
+    assert!(s.path("project/src/main.rs").exists());
+    let refused = decisions_of(&s, "capable");
+    assert_eq!(refused.len(), 5, "{refused:?}");
+    assert!(
+        refused.iter().all(|(_, r)| r.contains("sys_admin")),
+        "{refused:?}"
+    );
+    // Outside every agent cgroup each call works: a tmpfs mounted on the
+    // target, the mount made read-only twice over, a clone of it.
+    let outside = pincer_tests::probe_outside(&ops[..4]);
+    assert_eq!(
+        outside,
+        ["ok mounted", "ok reconfigured", "ok set", "ok cloned"]
+    );
+    assert!(!s.path("project/src/main.rs").exists(), "tmpfs on top");
+    unmount(&target);
+    assert!(fs::write(s.path("mnt/now"), "no").is_err());
+}
+
+/// A tmpfs mounted for a test, unmounted on drop.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &std::path::Path) -> Tmpfs {
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "tmpfs"])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        Tmpfs(dir.to_owned())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        unmount(&self.0.to_string_lossy());
+    }
+}
+
+fn unmount(path: &str) {
+    let _ = std::process::Command::new("umount").arg(path).status();
+}
+
+/// Sets a POSIX access ACL that gives user 1000 read on `path` (a minimal
+/// one would only change the mode): version 2, then (tag, perm, id) entries
+/// in tag order, 44 bytes.
+fn set_acl(path: &std::path::Path) {
+    let mut acl = 2u32.to_le_bytes().to_vec();
+    for (tag, perm, id) in [
+        (0x01u16, 6u16, u32::MAX),
+        (0x02, 4, 1000),
+        (0x04, 4, u32::MAX),
+        (0x10, 4, u32::MAX),
+        (0x20, 4, u32::MAX),
+    ] {
+        acl.extend_from_slice(&tag.to_le_bytes());
+        acl.extend_from_slice(&perm.to_le_bytes());
+        acl.extend_from_slice(&id.to_le_bytes());
+    }
+    set_xattr(path, "system.posix_acl_access", &acl);
+}
+
+#[test]
+fn attributes_link_targets_and_notifications_need_read() {
+    let s = Scratch::new("bp-metadata");
+    let m = full_tree(&s);
+    set_acl(&s.path("secret/key"));
+    set_acl(&s.path("project/a.txt"));
+    std::os::unix::fs::symlink("key", s.path("secret/link")).unwrap();
+    std::os::unix::fs::symlink("a.txt", s.path("project/link")).unwrap();
+    let acl = "system.posix_acl_access";
+    let ops: &[&[&str]] = &[
+        &["getxattr", &s.p("secret/key"), acl],
+        &["listxattr", &s.p("secret/key")],
+        &["readlink", &s.p("secret/link")],
+        &["inotify", &s.p("secret")],
+        &["inotify", &s.p("secret/key")],
+        &["fanotify-perm", &s.p("project/a.txt")],
+        &["getxattr", &s.p("project/a.txt"), acl],
+        &["listxattr", &s.p("project/a.txt")],
+        &["readlink", &s.p("project/link")],
+        &["inotify", &s.p("project")],
+        // The line: `stat` shows what a directory search shows.
+        &["stat", &s.p("secret/key")],
+    ];
+    // Outside every agent cgroup each of them works.
+    let outside = pincer_tests::probe_outside(ops);
+    assert_eq!(
+        outside,
+        [
+            "ok value 44",
+            "ok names 24",
+            "ok target key",
+            "ok watching",
+            "ok watching",
+            "ok marked",
+            "ok value 44",
+            "ok names 24",
+            "ok target a.txt",
+            "ok watching",
+            "ok size 11"
+        ]
+    );
+    let inside = s.probe_lines(&m, ops);
+    assert_eq!(
+        inside,
+        [
+            "err 13",
+            "err 13",
+            "err 13",
+            "err 13",
+            "err 13",
+            "err 1",
+            "ok value 44",
+            "ok names 24",
+            "ok target a.txt",
+            "ok watching",
+            "ok size 11"
+        ]
+    );
+    let mut hooks: Vec<String> = s
+        .decisions()
+        .into_iter()
+        .filter(|d| d["verdict"] == "deny")
+        .map(|d| {
+            format!(
+                "{} {}",
+                d["hook"].as_str().unwrap(),
+                d["reason"].as_str().unwrap()
+            )
+        })
+        .collect();
+    hooks.sort();
+    // ACLs are read through `inode_get_acl` since 6.2.
+    let acl_hook = if kernel_at_least(6, 2) {
+        "inode_get_acl"
+    } else {
+        "inode_getxattr"
+    };
+    let mut expected = vec![
+        format!("{acl_hook} no grant covers read"),
+        "capable the capability sys_admin is never given to agents: it reaches the kernel or pincer".to_owned(),
+        "inode_listxattr no grant covers read".to_owned(),
+        "inode_readlink no grant covers read".to_owned(),
+        "path_notify no grant covers read".to_owned(),
+        "path_notify no grant covers read".to_owned(),
+    ];
+    expected.sort();
+    assert_eq!(hooks, expected);
+}
+
+/// Whether the running kernel is at least `major.minor`.
+fn kernel_at_least(major: u32, minor: u32) -> bool {
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut parts = release
+        .trim()
+        .split(['.', '-'])
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let found = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    found >= (major, minor)
+}
+
+#[test]
+fn an_inherited_directory_descriptor_gives_no_change_notifications() {
+    let s = Scratch::new("bp-dnotify");
+    let m = full_tree(&s);
+    let secret = fs::File::open(s.path("secret")).unwrap();
+    let project = fs::File::open(s.path("project")).unwrap();
+    let probe = probe_bin();
+    let mut cmd = s.command(
+        &m,
+        &[],
+        &[
+            probe.to_str().unwrap(),
+            "dnotify",
+            "9",
+            ",",
+            "dnotify",
+            "10",
+        ],
+    );
+    let fds = [(secret.as_raw_fd(), 9), (project.as_raw_fd(), 10)];
+    // SAFETY: only dup2 and fcntl between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            for (from, to) in fds {
+                if libc::dup2(from, to) < 0 || libc::fcntl(to, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(stdout_lines(&out), ["err 13", "ok watching"]);
+    assert_eq!(deny_reasons(&s, "path_notify"), ["no grant covers read"]);
+}
+
+/// System V IPC keys of the objects made outside the agent's cgroup.
+const IPC_KEY: i32 = 0x5049_4e43;
+
+/// A message queue, a shared memory segment and a semaphore set made
+/// outside every agent cgroup, open to everyone by their modes; removed on
+/// drop.
+struct ForeignIpc {
+    msg: i32,
+    shm: i32,
+    sem: i32,
+}
+
+impl ForeignIpc {
+    fn new() -> ForeignIpc {
+        let flags = libc::IPC_CREAT | 0o666;
+        // SAFETY: plain System V calls with valid arguments.
+        let ipc = unsafe {
+            ForeignIpc {
+                msg: libc::msgget(IPC_KEY, flags),
+                shm: libc::shmget(IPC_KEY + 1, 4096, flags),
+                sem: libc::semget(IPC_KEY + 2, 1, flags),
+            }
+        };
+        assert!(ipc.msg >= 0 && ipc.shm >= 0 && ipc.sem >= 0);
+        ipc
+    }
+
+    /// Whether all three still exist.
+    fn exist(&self) -> bool {
+        // SAFETY: IPC_STAT into zeroed structures of the right types.
+        unsafe {
+            let mut msg: libc::msqid_ds = std::mem::zeroed();
+            let mut shm: libc::shmid_ds = std::mem::zeroed();
+            libc::msgctl(self.msg, libc::IPC_STAT, &mut msg) == 0
+                && libc::shmctl(self.shm, libc::IPC_STAT, &mut shm) == 0
+                && libc::semctl(self.sem, 0, libc::GETVAL) >= 0
+        }
+    }
+}
+
+impl Drop for ForeignIpc {
+    fn drop(&mut self) {
+        // SAFETY: removing what `new` made; errors (already gone) are fine.
+        unsafe {
+            libc::msgctl(self.msg, libc::IPC_RMID, std::ptr::null_mut());
+            libc::shmctl(self.shm, libc::IPC_RMID, std::ptr::null_mut());
+            libc::semctl(self.sem, 0, libc::IPC_RMID);
+        }
+    }
+}
+
+#[test]
+fn ipc_objects_made_outside_the_cgroup_are_out_of_reach() {
+    let s = Scratch::new("bp-ipc");
+    let m = full_tree(&s);
+    let ipc = ForeignIpc::new();
+    let (msg, shm, sem) = (
+        ipc.msg.to_string(),
+        ipc.shm.to_string(),
+        ipc.sem.to_string(),
+    );
+    let (msg_key, shm_key, sem_key) = (
+        IPC_KEY.to_string(),
+        (IPC_KEY + 1).to_string(),
+        (IPC_KEY + 2).to_string(),
+    );
+    let uses: &[&[&str]] = &[
+        &["msg-get", &msg_key],
+        &["msg-send", &msg],
+        &["msg-stat", &msg],
+        &["shm-get", &shm_key],
+        &["shm-attach", &shm],
+        &["sem-get", &sem_key],
+        &["sem-op", &sem],
+    ];
+    let removals: &[&[&str]] = &[&["msg-rm", &msg], &["shm-rm", &shm], &["sem-rm", &sem]];
+    let mut inside: Vec<&[&str]> = uses.iter().chain(removals).copied().collect();
+    inside.push(&["ipc-own"]);
+    let lines = s.probe_lines(&m, &inside);
+    assert_eq!(lines[..10], ["err 13"; 10], "{lines:?}");
+    assert_eq!(lines[10], "ok queue, segment and semaphores used");
+    assert!(ipc.exist(), "the agent removed nothing");
+    let hooks: Vec<String> = s
+        .decisions()
+        .into_iter()
+        .filter(|d| d["verdict"] == "deny")
+        .map(|d| {
+            assert_eq!(
+                d["reason"],
+                "IPC objects and keys created outside the agent's cgroup are never open to it"
+            );
+            d["hook"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(
+        hooks,
+        [
+            "ipc_permission",
+            "ipc_permission",
+            "ipc_permission",
+            "ipc_permission",
+            "ipc_permission",
+            "ipc_permission",
+            "ipc_permission",
+            "msg_queue_msgctl",
+            "shm_shmctl",
+            "sem_semctl"
+        ]
+    );
+    // Outside every agent cgroup the same calls work.
+    let outside: Vec<&[&str]> = uses.iter().chain(removals).copied().collect();
+    let lines = pincer_tests::probe_outside(&outside);
+    assert!(lines.iter().all(|l| l.starts_with("ok")), "{lines:?}");
+    assert!(!ipc.exist());
+}
+
+#[test]
+fn keys_made_outside_the_cgroup_are_out_of_reach() {
+    let s = Scratch::new("bp-keys");
+    let m = full_tree(&s);
+    let serial = foreign_key();
+    let ops: &[&[&str]] = &[&["key-read", &serial]];
+    assert_eq!(pincer_tests::probe_outside(ops), ["ok read 11"]);
+    let lines = s.probe_lines(&m, &[&["key-read", &serial], &["key-own"]]);
+    // `keyctl read` looks the key up with its permission check deferred to
+    // the security modules, and reports a refused lookup as `ENOKEY`.
+    assert_eq!(lines, ["err 126", "ok read 4"]);
+    let denied = decisions_of(&s, "key_permission");
+    assert!(!denied.is_empty());
+    assert!(denied.iter().all(|(verdict, reason)| verdict == "deny"
+        && reason
+            == "IPC objects and keys created outside the agent's cgroup are never open to it"));
+}
+
+/// Adds a user key holding the secret to root's user keyring, readable by
+/// anyone its permissions concern; returns its serial number.
+fn foreign_key() -> String {
+    const KEY_SPEC_USER_KEYRING: i32 = -4;
+    const KEYCTL_SETPERM: i32 = 5;
+    let (kind, name) = (c"user", c"pincer-test-secret");
+    // SAFETY: add_key and keyctl with valid strings and lengths.
+    let serial = unsafe {
+        libc::syscall(
+            libc::SYS_add_key,
+            kind.as_ptr(),
+            name.as_ptr(),
+            SECRET.as_ptr(),
+            SECRET.len(),
+            KEY_SPEC_USER_KEYRING,
+        )
+    };
+    assert!(serial > 0, "add_key: {}", std::io::Error::last_os_error());
+    // Every permission to possessor, user, group and others: only pincer
+    // stands between an agent and the key.
+    let r = unsafe { libc::syscall(libc::SYS_keyctl, KEYCTL_SETPERM, serial, 0x3f3f_3f3fu32) };
+    assert_eq!(r, 0, "setperm: {}", std::io::Error::last_os_error());
+    serial.to_string()
 }
 
 #[test]

@@ -7,44 +7,107 @@
 //! identified; [`super`] says what comes before and after.
 
 use aya_ebpf::programs::LsmContext;
-use pincer_common::{event_flags, file_type, ops};
+use pincer_common::{Agent, event_flags, file_type, ops};
 
-use super::{agent, fixed_arg, guard};
+use super::{agent, fixed_arg};
 use crate::{
     access::{self, Access},
     decide::{self, decide},
     kernel::{self, Failure},
     maps,
+    objects::{self, Rule},
 };
 
 /// `security_file_open(struct file *file)`: an existing object is opened,
 /// including by `execve` (the program and its interpreter).
 ///
-/// | the open                                           | enforce            | audit          | ask                |
-/// |----------------------------------------------------|--------------------|----------------|--------------------|
-/// | the grants cover what its mode asks for            | allow              | allow          | allow              |
-/// | they do not                                        | `EACCES`           | allow + report | park               |
-/// | a `/proc/<pid>` entry of one of pincer's processes | `EACCES` (guarded) | allow + report | `EACCES` (guarded) |
+/// | the open                                                   | enforce            | audit          | ask                |
+/// |------------------------------------------------------------|--------------------|----------------|--------------------|
+/// | the grants cover what its mode asks for                    | allow              | allow          | allow              |
+/// | they do not                                                | `EACCES`           | allow + report | park               |
+/// | refused whatever the grants ([`objects`]: a block device, debugfs, another process's `/proc` entries, a `/proc` write) | `EACCES` | allow + report | `EACCES` |
+/// | a `/proc/<pid>` entry of one of pincer's processes         | `EACCES` (guarded) | allow + report | `EACCES` (guarded) |
+/// | a `/proc/<pid>` entry of a process in the agent's cgroup   | allow              | allow          | allow              |
 ///
 /// What the mode asks for ([`access::for_open`]): opened for exec
 /// (`__FMODE_EXEC` in `f_flags`: `execve`, `execveat`, a memfd, an
 /// interpreter) needs `exec` only, the kernel's read for exec being part of
 /// it; otherwise read and/or write as the open mode says. The open that has
 /// just created its file needs nothing more: `inode_create` decided the
-/// creation, and a new empty file holds nothing to protect. `/proc/<pid>`
-/// entries of pincer's processes are refused whatever the grants (the
-/// `/proc` baseline grants reads there).
+/// creation, and a new empty file holds nothing to protect.
 #[inline(always)]
 pub fn file_open<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
     let agent = agent::<HOOK>(ctx)?;
     let file: *const u8 = ctx.arg(0);
-    let access = Access::opened(HOOK, file, access::for_open);
-    if matches!(&access, Ok(a) if a.dev == u64::from(kernel::off().proc_dev))
-        && guard::is_guarded_proc(file)
-    {
-        return Ok(decide::refuse(&agent, access, event_flags::GUARD));
-    }
-    Ok(decide(&agent, access))
+    Ok(decide_existing(
+        &agent,
+        Access::opened(HOOK, file, access::for_open),
+        0,
+    ))
+}
+
+/// The hooks that read what an object holds besides its data, needing
+/// `read` on it: `security_inode_getxattr(struct dentry *dentry, const char *name)`
+/// and `security_inode_listxattr(struct dentry *dentry)`, extended
+/// attributes (and, before 6.2, POSIX ACLs) are read or listed.
+///
+/// | the object                                             | enforce  | audit          | ask      |
+/// |--------------------------------------------------------|----------|----------------|----------|
+/// | `read` granted on it                                   | allow    | allow          | allow    |
+/// | not granted                                            | `EACCES` | allow + report | park     |
+/// | another process's `/proc` entry ([`objects`])          | `EACCES` | allow + report | `EACCES` |
+///
+/// An attribute holds what the object's owner put there (`user.*` values,
+/// labels, ACLs): as much the object's as its bytes. `stat` is not
+/// mediated: the type, mode, owner, size, times and link count of any
+/// object the agent can name stay visible, as Unix shows them to anyone who
+/// may search the directory.
+#[inline(always)]
+pub fn xattr_read<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    let agent = agent::<HOOK>(ctx)?;
+    Ok(read_object::<HOOK>(&agent, ctx.arg(0), 0))
+}
+
+/// `security_inode_get_acl(idmap, struct dentry *dentry, const char *acl_name)`
+/// (6.2 and later): a POSIX ACL is read. As [`xattr_read`].
+#[inline(always)]
+pub fn acl_read<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    let agent = agent::<HOOK>(ctx)?;
+    Ok(read_object::<HOOK>(&agent, ctx.arg(1), 0))
+}
+
+/// `security_inode_readlink(struct dentry *dentry)`: a symbolic link's
+/// target is read, which needs `read` on the link. As [`xattr_read`],
+/// except that the global links of `/proc` (`self`, `thread-self`,
+/// `mounts`, `net`) are read by anyone: they name the reader's own entries.
+///
+/// Following a link while a path is looked up is not mediated: what the
+/// path reaches is decided when it is used. A grant's path is resolved
+/// through its links, and the mission grants reading those links.
+#[inline(always)]
+pub fn inode_readlink<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    let agent = agent::<HOOK>(ctx)?;
+    Ok(read_object::<HOOK>(&agent, ctx.arg(0), ops::READ))
+}
+
+/// `security_path_notify(const struct path *path, u64 mask, unsigned int obj_type)`:
+/// an inotify watch, a dnotify request (`fcntl(F_NOTIFY)`, on a descriptor
+/// the agent may have inherited) or a fanotify mark on the object (or its
+/// mount or file system) would report what happens to it and, for a
+/// directory, the names made and removed in it: it needs `read`, as
+/// [`xattr_read`]. (fanotify permission events, which would let the agent
+/// hold other processes' opens, need `CAP_SYS_ADMIN`, which agents never
+/// have.)
+#[inline(always)]
+pub fn path_notify<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    let agent = agent::<HOOK>(ctx)?;
+    let path: *const u8 = ctx.arg(0);
+    let dentry = kernel::loaded()
+        .and_then(|()| Ok(kernel::read::<*const u8>(path, kernel::off().path_dentry)?));
+    Ok(match dentry {
+        Ok(dentry) => read_object::<HOOK>(&agent, dentry, 0),
+        Err(failure) => decide(&agent, Err(failure)),
+    })
 }
 
 /// The hooks that make a new name, needing `ops` for it (the programs'
@@ -115,10 +178,9 @@ pub fn inode_mknod<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
     let access = Access::new_name(HOOK, ops::CREATE, ctx.arg(0), ctx.arg(1));
     let mode: u64 = ctx.arg(2);
     let kind = mode as u32 & file_type::MASK;
-    if kind == file_type::CHAR || kind == file_type::BLOCK {
-        return Ok(decide::refuse(&agent, access, event_flags::DEVICE_NODE));
-    }
-    Ok(decide(&agent, access))
+    let device = kind == file_type::CHAR || kind == file_type::BLOCK;
+    let forced = if device { event_flags::DEVICE_NODE } else { 0 };
+    Ok(decide::decide_with(&agent, access, 0, forced))
 }
 
 /// The hooks that need `ops` on the existing object of their dentry
@@ -248,6 +310,33 @@ pub fn file_receive<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
     let agent = agent::<HOOK>(ctx)?;
     let access = Access::opened(HOOK, ctx.arg(0), access::for_received);
     Ok(decide::decide_unrestartable(&agent, access))
+}
+
+/// Decides `read` on the existing object of `dentry`; `proc_global` as in
+/// [`objects::rule`].
+#[inline(always)]
+fn read_object<const HOOK: u32>(agent: &Agent, dentry: *const u8, proc_global: u32) -> i32 {
+    decide_existing(
+        agent,
+        Access::existing(HOOK, ops::READ, dentry),
+        proc_global,
+    )
+}
+
+/// Decides an access to an existing object: first what [`objects::rule`]
+/// says of it, then the grants.
+#[inline(always)]
+fn decide_existing(agent: &Agent, access: Result<Access, Failure>, proc_global: u32) -> i32 {
+    let (access, also, forced) = match access {
+        Ok(access) => match objects::rule(&access, proc_global) {
+            Ok(Rule::Grants) => (Ok(access), 0, 0),
+            Ok(Rule::Also(ops)) => (Ok(access), ops, 0),
+            Ok(Rule::Refused(why)) => (Ok(access), 0, why),
+            Err(_) => (Err(Failure::Read), 0, 0),
+        },
+        Err(failure) => (Err(failure), 0, 0),
+    };
+    decide::decide_with(agent, access, also, forced)
 }
 
 /// Decides an operation with two ends, the object and its new name, which

@@ -1,14 +1,16 @@
 //! Self-protection: what an agent may never do, whatever its grants, because
-//! it would switch pincer off or step outside its cgroup. A refusal is the
-//! kernel's own answer to a forbidden signal, trace or mount, `EPERM`, and is
-//! reported (`event_flags::GUARD`); in audit mode it is allowed and reported,
-//! like everything else. Nothing here parks.
+//! it would switch pincer off, step outside its cgroup or reach into the
+//! kernel: signal or trace pincer, `bpf`, mount, start a process elsewhere,
+//! use a capability outside its set, have the kernel load code. A refusal is
+//! the kernel's own answer to a forbidden action, `EPERM`, and is reported
+//! (`event_flags::GUARD`); in audit mode it is allowed and reported, like
+//! everything else. Nothing here parks.
 //!
 //! The tables below are for a task in an agent cgroup; [`super`] says what
 //! comes before.
 
 use aya_ebpf::{helpers::bpf_get_current_cgroup_id, programs::LsmContext};
-use pincer_common::{Agent, CLONE_INTO_CGROUP, EPERM, counter, mode, verdict};
+use pincer_common::{Agent, CLONE_INTO_CGROUP, EPERM, caps, counter, event_flags, mode, verdict};
 
 use super::agent;
 use crate::{
@@ -109,31 +111,85 @@ pub fn task_alloc<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
     Ok(refuse(&agent, HOOK, 0))
 }
 
-/// Whether an open file is a `/proc/<pid>` entry of one of pincer's guarded
-/// processes (unreadable counts as guarded): `file_open` refuses those.
+/// `security_capable(const struct cred *cred, struct user_namespace *ns, int cap, unsigned int opts)`:
+/// agents use only the capabilities of their set (`Agent::capabilities`:
+/// the default set and what the mission adds, see `pincer_common::caps`),
+/// in every user namespace, whatever their credentials hold.
+///
+/// | the capability                     | enforce | audit          | ask     |
+/// |------------------------------------|---------|----------------|---------|
+/// | in the agent's set                 | allow   | allow          | allow   |
+/// | any other                          | `EPERM` | allow + report | `EPERM` |
+/// | any other, asked `CAP_OPT_NOAUDIT` | `EPERM` | allow          | `EPERM` |
+///
+/// The kernel asks with `CAP_OPT_NOAUDIT` to pick a path, not because the
+/// task attempted something (whether `kallsyms` shows addresses, whether a
+/// `trusted.*` name is listed): refused, counted, not reported. The check
+/// is decided for the task that runs (an agent's task checking another
+/// process's credentials is refused what its own set lacks; a process
+/// outside agents checking an agent's credentials is not an agent). For a
+/// task outside every agent cgroup this is the one hash lookup of every
+/// program.
 #[inline(always)]
-pub fn is_guarded_proc(file: *const u8) -> bool {
-    let off = kernel::off();
-    let pid = kernel::read::<*const u8>(file, off.file_f_inode)
-        .and_then(|inode| kernel::proc_pid(off, inode));
-    match pid {
-        Ok(0) => false,
-        Ok(pid) => unsafe { maps::GUARDED.get(pid) }.is_some(),
-        Err(_) => true,
+pub fn capable<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    let agent = agent::<HOOK>(ctx)?;
+    let cap: u64 = ctx.arg(2);
+    let cap = cap as u32;
+    if cap < 64 && agent.capabilities & (1u64 << cap) != 0 {
+        return Ok(0);
     }
+    let opts: u64 = ctx.arg(3);
+    let quiet = opts as u32 & caps::OPT_NOAUDIT != 0;
+    Ok(refuse_as(&agent, HOOK, cap, quiet))
+}
+
+/// `security_kernel_load_data(enum kernel_load_data_id id, bool contents)`
+/// and `security_kernel_read_file(struct file *file, enum kernel_read_file_id id, bool contents)`:
+/// an agent never has the kernel load code or data, whether from memory
+/// (`init_module`, `kexec_load`) or from a file (`finit_module`,
+/// `kexec_file_load`), nor firmware, security policies or certificates on
+/// its behalf. `id_arg` is the argument that holds the id.
+///
+/// | the load | enforce | audit          | ask     |
+/// |----------|---------|----------------|---------|
+/// | any      | `EPERM` | allow + report | `EPERM` |
+///
+/// The capability checks refuse modules (`CAP_SYS_MODULE`) and kexec
+/// (`CAP_SYS_BOOT`) before these hooks are reached; these refuse again
+/// where the kernel is about to take the code, whichever check led there
+/// (a new load path, a capability a future kernel checks differently,
+/// firmware a driver loads while it serves the agent), so one mistake in a
+/// capability set cannot run code in the kernel.
+#[inline(always)]
+pub fn kernel_data<const HOOK: u32>(ctx: &LsmContext, id_arg: usize) -> Result<i32, i32> {
+    let agent = agent::<HOOK>(ctx)?;
+    let id: u64 = ctx.arg(id_arg);
+    Ok(refuse(&agent, HOOK, id as u32))
 }
 
 /// Refuses a guarded action with `EPERM` (allows and reports it in audit
-/// mode); `target` is the process acted on, or zero.
+/// mode); `target` is what was acted on: a process id, a capability, the
+/// kind of kernel data, or zero.
 #[inline(always)]
 fn refuse(agent: &Agent, hook: u32, target: u32) -> i32 {
+    refuse_as(agent, hook, target, false)
+}
+
+/// Like [`refuse`]; a `quiet` refusal is counted but not reported.
+#[inline(always)]
+fn refuse_as(agent: &Agent, hook: u32, target: u32, quiet: bool) -> i32 {
+    let flags = event_flags::GUARD;
     if agent.mode == mode::AUDIT {
-        count(counter::AUDITED);
-        report::send_guard(agent, hook, target, verdict::AUDITED);
+        if !quiet {
+            count(counter::AUDITED);
+            report::send_refusal(agent, hook, u64::from(target), verdict::AUDITED, flags);
+        }
         return 0;
     }
     count(counter::GUARDED);
     count(counter::DENIED);
-    report::send_guard(agent, hook, target, verdict::DENIED);
+    if !quiet {
+        report::send_refusal(agent, hook, u64::from(target), verdict::DENIED, flags);
+    }
     -EPERM
 }

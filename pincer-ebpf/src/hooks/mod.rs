@@ -2,7 +2,9 @@
 //! `pincer_common::hook::ALL`, defined by [`programs!`] from a list of
 //! hook names and the functions that decide them. [`file`] has the hooks
 //! that decide an access to a file against the agent's grants; [`guard`] the
-//! self-protection hooks, which refuse whatever the grants.
+//! self-protection hooks, which refuse whatever the grants (capabilities
+//! among them); [`owned`] the hooks of IPC objects and keys, which an agent
+//! reaches only when its own cgroup created them.
 //!
 //! Every such function is generic over its hook's id and starts with
 //! [`agent`], so every program starts the same way:
@@ -21,6 +23,7 @@
 
 pub mod file;
 pub mod guard;
+pub mod owned;
 
 use aya_ebpf::{EbpfContext, programs::LsmContext};
 use pincer_common::{Agent, hook};

@@ -168,6 +168,7 @@ impl Daemon {
                 slot,
                 mode,
                 report_allowed: false,
+                capabilities: mission.capabilities,
                 grants,
                 voters: voters::for_mission(&mission.vote, &self.board)?,
                 policy: mission.vote.policy.clone(),

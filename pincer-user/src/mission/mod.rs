@@ -14,6 +14,7 @@
 //! [defaults]
 //! baseline = "runtime"        # "runtime" (the default) or "none"
 //! on_unknown = "ask"          # "deny" (the default), "audit" or "ask"
+//! capabilities = ["net_admin"] # added to the default set (pincer_common::caps)
 //!
 //! [vote]                      # how a parked request (on_unknown = "ask") is decided
 //! voters = ["mission", "prompt", "webhook"]  # the default is ["mission", "prompt"]

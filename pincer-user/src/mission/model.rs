@@ -73,6 +73,10 @@ pub struct Mission {
     pub baseline: Baseline,
     /// `[defaults].on_unknown`.
     pub on_unknown: Mode,
+    /// The capabilities the agent may use (bits of
+    /// [`pincer_common::caps`]): the default set and what
+    /// `[defaults].capabilities` adds.
+    pub capabilities: u64,
     /// `[vote]`: how parked requests are decided.
     pub vote: Voting,
 }

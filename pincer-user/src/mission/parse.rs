@@ -5,7 +5,7 @@ use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use humantime::DurationError;
-use pincer_common::ops;
+use pincer_common::{caps, ops};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -55,6 +55,7 @@ struct RawGrant {
 struct RawDefaults {
     baseline: Option<Spanned<String>>,
     on_unknown: Option<Spanned<String>>,
+    capabilities: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Deserialize)]
@@ -134,12 +135,16 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
 
     let mut baseline = Baseline::default();
     let mut on_unknown = Mode::default();
+    let mut capabilities = caps::DEFAULT;
     if let Some(defaults) = &raw.defaults {
         if let Some(value) = &defaults.get_ref().baseline {
             baseline = choice(doc, value, "defaults.baseline", "baseline", Baseline::NAMES)?;
         }
         if let Some(value) = &defaults.get_ref().on_unknown {
             on_unknown = choice(doc, value, "defaults.on_unknown", "value", Mode::ON_UNKNOWN)?;
+        }
+        if let Some(list) = &defaults.get_ref().capabilities {
+            capabilities |= parse_capabilities(doc, list)?;
         }
     }
 
@@ -154,6 +159,7 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
         grants,
         baseline,
         on_unknown,
+        capabilities,
         vote,
     })
 }
@@ -344,6 +350,41 @@ fn parse_ops(
         )?;
     }
     Ok(bits)
+}
+
+/// `defaults.capabilities`: capability names (`net_admin`, as the kernel
+/// names them, lower case and without `CAP_`), each once, none of those no
+/// agent is given.
+fn parse_capabilities(
+    doc: &Document<'_>,
+    list: &Spanned<Vec<Spanned<String>>>,
+) -> Result<u64, TomlError> {
+    let mut set = 0;
+    for (index, value) in list.get_ref().iter().enumerate() {
+        let field = format!("defaults.capabilities[{}]", index + 1);
+        let error = |message: String| doc.field_error(value.span().start, &field, message);
+        let written = value.get_ref();
+        let Some(&(cap, name)) = caps::NAMES.iter().find(|(_, name)| *name == written) else {
+            // `CAP_NET_ADMIN` and `cap_net_admin` mean `net_admin`.
+            let lower = written.to_ascii_lowercase();
+            let plain = lower.strip_prefix("cap_").unwrap_or(&lower);
+            let hint = caps::NAMES
+                .iter()
+                .find(|(_, known)| *known == plain)
+                .map_or(String::new(), |(_, known)| format!(" (write it {known:?})"));
+            return Err(error(format!("unknown capability {written:?}{hint}")));
+        };
+        if caps::NEVER & caps::bit(cap) != 0 {
+            return Err(error(format!(
+                "{name} is never given to an agent: it reaches the kernel or pincer itself"
+            )));
+        }
+        if set & caps::bit(cap) != 0 {
+            return Err(error(format!("duplicate capability {written:?}")));
+        }
+        set |= caps::bit(cap);
+    }
+    Ok(set)
 }
 
 fn parse_extent(
@@ -682,6 +723,7 @@ baseline = "none"
                 ],
                 baseline: Baseline::None,
                 on_unknown: Mode::Enforce,
+                capabilities: caps::DEFAULT,
                 vote: Voting::default(),
             }
         );
@@ -693,8 +735,75 @@ baseline = "none"
         assert_eq!(mission.name, "idle");
         assert!(mission.grants.is_empty());
         assert_eq!(mission.baseline, Baseline::Runtime);
+        assert_eq!(mission.capabilities, caps::DEFAULT);
         let mission = parse("[mission]\nname = \"x\"\n[defaults]\n").unwrap();
         assert_eq!(mission.baseline, Baseline::Runtime);
+    }
+
+    #[test]
+    fn capabilities_add_to_the_default_set() {
+        let text =
+            "[mission]\nname = \"m\"\n[defaults]\ncapabilities = [\"net_admin\", \"net_raw\"]\n";
+        assert_eq!(
+            parse(text).unwrap().capabilities,
+            caps::DEFAULT | caps::bit(caps::NET_ADMIN) | caps::bit(caps::NET_RAW)
+        );
+        let text = "[mission]\nname = \"m\"\n[defaults]\ncapabilities = []\n";
+        assert_eq!(parse(text).unwrap().capabilities, caps::DEFAULT);
+        // Naming one of the default set again is harmless.
+        let text = "[mission]\nname = \"m\"\n[defaults]\ncapabilities = [\"chown\"]\n";
+        assert_eq!(parse(text).unwrap().capabilities, caps::DEFAULT);
+    }
+
+    #[test]
+    fn bad_capabilities_name_their_entry() {
+        let capabilities = |list: &str| {
+            invalid(&format!(
+                "[mission]\nname = \"m\"\n[defaults]\ncapabilities = [{list}]\n"
+            ))
+        };
+        assert_eq!(
+            capabilities("\"net_admin\", \"sys_admin\""),
+            (
+                4,
+                30,
+                field("defaults.capabilities[2]"),
+                "sys_admin is never given to an agent: it reaches the kernel or pincer itself"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            capabilities("\"CAP_NET_RAW\""),
+            (
+                4,
+                17,
+                field("defaults.capabilities[1]"),
+                "unknown capability \"CAP_NET_RAW\" (write it \"net_raw\")".to_owned()
+            )
+        );
+        assert_eq!(
+            capabilities("\"superpower\""),
+            (
+                4,
+                17,
+                field("defaults.capabilities[1]"),
+                "unknown capability \"superpower\"".to_owned()
+            )
+        );
+        assert_eq!(
+            capabilities("\"kill\", \"kill\""),
+            (
+                4,
+                25,
+                field("defaults.capabilities[2]"),
+                "duplicate capability \"kill\"".to_owned()
+            )
+        );
+        assert_eq!(
+            capabilities("7").2,
+            field("defaults.capabilities[1]"),
+            "a number is not a name"
+        );
     }
 
     #[test]

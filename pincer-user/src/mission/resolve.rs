@@ -3,13 +3,14 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::ffi::OsString;
 use std::fmt;
 use std::fs;
 use std::hash::Hash;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 use pincer_common::{GrantKey, GrantValue, NAME_LEN, NameGrantKey, kernel_dev, ops};
 
@@ -151,6 +152,13 @@ impl Mission {
             source,
         };
 
+        add_links(
+            slot,
+            path,
+            &format!("mission line {}: {}", grant.line, path.display()),
+            inode,
+        )
+        .map_err(|source| unresolvable(path, source))?;
         match fs::canonicalize(path).and_then(fs::metadata) {
             Ok(metadata) => {
                 let value = match grant.extent {
@@ -258,21 +266,21 @@ impl Mission {
 }
 
 /// Adds the entries of [`RUNTIME_BASELINE`] that exist on this machine for
-/// mission `slot`: a directory as a tree, anything else as a file.
+/// mission `slot`: a `tree` entry that is a directory as a tree, anything
+/// else as the object itself; and the links on the way to each for reading.
 fn add_runtime(slot: u32, inode: &mut Entries<GrantKey>) -> Result<(), MissionError> {
-    for (path, bits) in RUNTIME_BASELINE {
+    for (path, bits, extent) in RUNTIME_BASELINE {
         let path = Path::new(path);
+        let baseline = |source| MissionError::Baseline {
+            path: path.to_owned(),
+            source,
+        };
         let metadata = match fs::canonicalize(path).and_then(fs::metadata) {
             Ok(metadata) => metadata,
             Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
-            Err(source) => {
-                return Err(MissionError::Baseline {
-                    path: path.to_owned(),
-                    source,
-                });
-            }
+            Err(source) => return Err(baseline(source)),
         };
-        let value = if metadata.is_dir() {
+        let value = if *extent == Extent::Tree && metadata.is_dir() {
             GrantValue {
                 file_ops: 0,
                 tree_ops: *bits,
@@ -283,13 +291,84 @@ fn add_runtime(slot: u32, inode: &mut Entries<GrantKey>) -> Result<(), MissionEr
                 tree_ops: 0,
             }
         };
+        let reason = format!("baseline runtime: {}", path.display());
+        add_links(slot, path, &reason, inode).map_err(baseline)?;
+        inode.add(grant_key(slot, &metadata), value, reason);
+    }
+    Ok(())
+}
+
+/// Grants reading the symbolic links met while `path` is resolved (the
+/// links themselves: `readlink` needs `read` on a link), for a grant whose
+/// reason is `reason`.
+fn add_links(
+    slot: u32,
+    path: &Path,
+    reason: &str,
+    inode: &mut Entries<GrantKey>,
+) -> io::Result<()> {
+    for (link, metadata) in links_on_path(path)? {
         inode.add(
             grant_key(slot, &metadata),
-            value,
-            format!("baseline runtime: {}", path.display()),
+            GrantValue {
+                file_ops: ops::READ,
+                tree_ops: 0,
+            },
+            format!("{reason} (the symbolic link {} on its way)", link.display()),
         );
     }
     Ok(())
+}
+
+/// The kernel's limit on symbolic links followed in one lookup.
+const MAX_LINKS: usize = 40;
+
+/// The symbolic links met while an absolute `path` is resolved, in the order
+/// they are met, each with its own metadata (not its target's). Stops
+/// quietly where the path no longer exists.
+pub(super) fn links_on_path(path: &Path) -> io::Result<Vec<(PathBuf, fs::Metadata)>> {
+    let mut links = Vec::new();
+    let mut resolved = PathBuf::from("/");
+    // Components still to resolve, the next one last.
+    let mut todo = stacked(path);
+    while let Some(name) = todo.pop() {
+        if name == ".." {
+            resolved.pop();
+            continue;
+        }
+        let candidate = resolved.join(&name);
+        let metadata = match fs::symlink_metadata(&candidate) {
+            Ok(metadata) => metadata,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => break,
+            Err(error) => return Err(error),
+        };
+        if !metadata.file_type().is_symlink() {
+            resolved = candidate;
+            continue;
+        }
+        if links.len() == MAX_LINKS {
+            return Err(io::Error::from_raw_os_error(libc::ELOOP));
+        }
+        let target = fs::read_link(&candidate)?;
+        links.push((candidate, metadata));
+        if target.is_absolute() {
+            resolved = PathBuf::from("/");
+        }
+        todo.extend(stacked(&target));
+    }
+    Ok(links)
+}
+
+/// The names of a path to resolve one by one, the first one last.
+fn stacked(path: &Path) -> Vec<OsString> {
+    path.components()
+        .rev()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name.to_owned()),
+            Component::ParentDir => Some("..".into()),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -464,7 +543,8 @@ pub(super) mod tests {
         ]
         .concat();
         let resolved = mission(&grants).resolve(1).unwrap();
-        assert_eq!(resolved.inode.len(), 2);
+        // The file, the directory, and the link itself (for reading it).
+        assert_eq!(resolved.inode.len(), 3);
         let (key, value, reason) = &resolved.inode[0];
         assert_eq!(*key, key_of(1, &file));
         assert_eq!(*value, file_ops(ops::READ | ops::WRITE));
@@ -477,6 +557,9 @@ pub(super) mod tests {
             )
         );
         let (key, value, _) = &resolved.inode[1];
+        assert_eq!(*key, grant_key(1, &fs::symlink_metadata(&link).unwrap()));
+        assert_eq!(*value, file_ops(ops::READ));
+        let (key, value, _) = &resolved.inode[2];
         assert_eq!(*key, key_of(1, dir.path()));
         assert_eq!(
             *value,
@@ -498,10 +581,64 @@ pub(super) mod tests {
         let link = dir.path().join("link");
         symlink(&target, &link).unwrap();
         let resolved = resolve_one(&link, "\"read\"", "tree").unwrap();
-        assert_eq!(resolved.inode[0].0, key_of(1, &target));
-        assert_ne!(
-            resolved.inode[0].0.ino,
-            fs::symlink_metadata(&link).unwrap().ino()
+        let link_key = grant_key(1, &fs::symlink_metadata(&link).unwrap());
+        assert_eq!(
+            resolved.inode,
+            vec![
+                (
+                    link_key,
+                    file_ops(ops::READ),
+                    Reason(format!(
+                        "mission line 6: {} (the symbolic link {} on its way)",
+                        link.display(),
+                        link.display()
+                    ))
+                ),
+                (
+                    key_of(1, &target),
+                    tree_ops(ops::READ),
+                    Reason(format!("mission line 6: {} (tree: read)", link.display()))
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn every_link_on_the_way_is_found_once_and_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir_all(root.join("real/sub")).unwrap();
+        fs::write(root.join("real/sub/file"), "x").unwrap();
+        // `a` -> `real` (absolute), `real/up` -> `..` (relative),
+        // `b` -> `a/up/real/sub` (through both).
+        symlink(root.join("real"), root.join("a")).unwrap();
+        symlink("..", root.join("real/up")).unwrap();
+        symlink("a/up/real/sub", root.join("b")).unwrap();
+        let links: Vec<PathBuf> = links_on_path(&root.join("b/file"))
+            .unwrap()
+            .into_iter()
+            .map(|(path, metadata)| {
+                assert!(metadata.file_type().is_symlink());
+                path
+            })
+            .collect();
+        let canonical = fs::canonicalize(root).unwrap();
+        assert_eq!(
+            links,
+            [
+                canonical.join("b"),
+                canonical.join("a"),
+                canonical.join("real/up")
+            ]
+        );
+        // A path that stops existing ends the walk; a loop is an error.
+        assert_eq!(links_on_path(&root.join("a/missing/x")).unwrap().len(), 1);
+        symlink(root.join("loop"), root.join("loop")).unwrap();
+        assert_eq!(
+            links_on_path(&root.join("loop"))
+                .unwrap_err()
+                .raw_os_error(),
+            Some(libc::ELOOP)
         );
     }
 

@@ -244,6 +244,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
             slot: twin::FIRST_SLOT,
             mode,
             report_allowed: options.log_allowed,
+            capabilities: mission.capabilities,
             grants,
             voters,
             policy: mission.vote.policy.clone(),

@@ -28,7 +28,9 @@ mod tests;
 
 use std::{collections::HashMap, collections::HashSet, sync::Arc, time::Duration};
 
-use pincer_common::{AccessEvent, Agent, Pending, Verdict, agent_flags, event_flags, verdict};
+use pincer_common::{
+    AccessEvent, Agent, Pending, Verdict, agent_flags, caps, event_flags, verdict,
+};
 use tokio::{sync::mpsc, task::JoinHandle, time::Instant};
 
 use self::grants::{Grants, VoteGrant, tree_of};
@@ -128,6 +130,9 @@ pub struct Confinement {
     pub mode: Mode,
     /// Report granted accesses too.
     pub report_allowed: bool,
+    /// The capabilities its tasks may use (the mission's
+    /// [`Mission::capabilities`](crate::mission::Mission::capabilities)).
+    pub capabilities: u64,
     /// The mission's grants.
     pub grants: ResolvedGrants,
     /// Who votes on its parked requests.
@@ -218,6 +223,7 @@ impl<K: Kernel> Twin<K> {
             slot,
             mode,
             report_allowed,
+            capabilities,
             grants,
             voters,
             policy,
@@ -232,6 +238,8 @@ impl<K: Kernel> Twin<K> {
                 0
             },
             _pad: 0,
+            // Never more than an agent may be given, whoever built the set.
+            capabilities: capabilities & !caps::NEVER,
         };
         if let Err(error) = self.kernel.add_agent(cgroup, entry) {
             let _ = self.kernel.remove_slot(slot);

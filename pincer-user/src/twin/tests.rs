@@ -121,6 +121,7 @@ fn confinement(slot: u32, voters: Vec<Arc<dyn Voter>>) -> Confinement {
         slot,
         mode: Mode::Ask,
         report_allowed: false,
+        capabilities: pincer_common::caps::DEFAULT,
         grants: ResolvedGrants {
             inode: vec![(
                 key(slot, GRANTED),
@@ -453,6 +454,19 @@ async fn confining_again_moves_the_cgroup_to_its_new_slot_in_one_update() {
 }
 
 #[tokio::test]
+async fn the_agent_entry_carries_its_capabilities_never_one_no_agent_is_given() {
+    use pincer_common::caps;
+    let mut h = Harness::new(vec![]);
+    let mut wide = confinement(SLOT, vec![]);
+    wide.capabilities = caps::DEFAULT | caps::bit(caps::NET_ADMIN) | caps::bit(caps::SYS_ADMIN);
+    h.twin.confine(CGROUP, wide).unwrap();
+    assert_eq!(
+        h.kernel().agents[&CGROUP].capabilities,
+        caps::DEFAULT | caps::bit(caps::NET_ADMIN)
+    );
+}
+
+#[tokio::test]
 async fn a_new_twin_takes_over_after_the_slots_in_use() {
     let mut kernel = FakeKernel::default();
     let previous = pincer_common::Agent {
@@ -460,6 +474,7 @@ async fn a_new_twin_takes_over_after_the_slots_in_use() {
         mode: pincer_common::mode::ENFORCE,
         flags: 0,
         _pad: 0,
+        capabilities: 0,
     };
     kernel.agents.insert(99, previous);
     kernel.grants.insert(key(7, SECRET), GrantValue::default());

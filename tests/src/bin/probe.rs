@@ -35,6 +35,33 @@
 //! clone-into-cgroup DIR      clone3(CLONE_INTO_CGROUP) into DIR
 //! bpf                        bpf(BPF_PROG_GET_NEXT_ID)
 //! bind-mount SRC DST         unshare(CLONE_NEWNS), mount(SRC, DST, MS_BIND)
+//! finit-module PATH          finit_module(open(PATH), "", 0)
+//! init-module PATH           init_module(the bytes of PATH, "")
+//! kexec-unload               kexec_file_load(KEXEC_FILE_UNLOAD): unload a kexec image
+//! peek PATH                  open(O_RDONLY), read at most 64 bytes once
+//! open PATH                  open(O_RDONLY), close
+//! stat PATH                  stat(2): the size
+//! raw-socket                 socket(AF_INET, SOCK_RAW, IPPROTO_ICMP)
+//! bind-port PORT             bind a TCP socket to 0.0.0.0:PORT
+//! kill-child                 fork a child that sleeps, kill(SIGTERM) it, reap it
+//! fsopen-mount DIR           fsopen(tmpfs), fsconfig(CMD_CREATE), fsmount, move_mount onto DIR
+//! fspick-ro DIR              fspick(DIR), fsconfig(SET_FLAG "ro"), fsconfig(CMD_RECONFIGURE)
+//! mount-setattr-ro DIR       mount_setattr(DIR, MOUNT_ATTR_RDONLY)
+//! open-tree-clone DIR        open_tree(DIR, OPEN_TREE_CLONE)
+//! fanotify-perm PATH         fanotify_init(FAN_CLASS_CONTENT), mark PATH for FAN_OPEN_PERM
+//! inotify PATH               inotify_add_watch(PATH, IN_ALL_EVENTS)
+//! dnotify FD                 fcntl(FD, F_NOTIFY): watch an inherited directory descriptor
+//! getxattr PATH NAME         getxattr(2): the value's length
+//! listxattr PATH             listxattr(2): the names' length
+//! readlink PATH              readlink(2): the target
+//! msg-get KEY | shm-get KEY | sem-get KEY    msgget/shmget/semget of an existing KEY
+//! msg-send ID | msg-stat ID | msg-rm ID      msgsnd, msgctl(IPC_STAT), msgctl(IPC_RMID)
+//! shm-attach ID | shm-rm ID  shmat and shmdt, shmctl(IPC_RMID)
+//! sem-op ID | sem-rm ID      semop (+1), semctl(IPC_RMID)
+//! ipc-own                    a message queue, a segment and a semaphore set of its own:
+//!                            create, use, remove
+//! key-read SERIAL            keyctl(KEYCTL_READ)
+//! key-own                    join a new session keyring, add a key to it, read it back
 //! ```
 
 use std::{
@@ -234,6 +261,132 @@ fn run(op: &[OsString]) -> Option<Outcome> {
             done(r as i32, "listed")
         }
         b"bind-mount" => bind_mount(&arg(1), &arg(2)),
+        b"finit-module" => finit_module(&arg(1)),
+        b"init-module" => init_module(&arg(1)),
+        b"kexec-unload" => {
+            const KEXEC_FILE_UNLOAD: u64 = 1;
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_kexec_file_load,
+                    -1,
+                    -1,
+                    0,
+                    std::ptr::null::<u8>(),
+                    KEXEC_FILE_UNLOAD,
+                )
+            };
+            done(r as i32, "unloaded")
+        }
+        b"peek" => peek(&arg(1)),
+        b"open" => open(&arg(1), libc::O_RDONLY).map(|fd| {
+            close(fd);
+            "opened".to_owned()
+        }),
+        b"stat" => std::fs::metadata(arg(1))
+            .map(|m| format!("size {}", m.len()))
+            .map_err(|e| e.raw_os_error().unwrap_or(255)),
+        b"raw-socket" => {
+            let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP) };
+            if fd >= 0 {
+                close(fd);
+            }
+            done(fd, "opened")
+        }
+        b"bind-port" => bind_port(num(1) as u16),
+        b"kill-child" => kill_child(),
+        b"fsopen-mount" => fsopen_mount(&arg(1)),
+        b"fspick-ro" => fspick_ro(&arg(1)),
+        b"mount-setattr-ro" => mount_setattr_ro(&arg(1)),
+        b"open-tree-clone" => {
+            const OPEN_TREE_CLONE: u32 = 1;
+            let dir = c(&arg(1));
+            let fd = unsafe {
+                libc::syscall(
+                    libc::SYS_open_tree,
+                    libc::AT_FDCWD,
+                    dir.as_ptr(),
+                    OPEN_TREE_CLONE | libc::O_CLOEXEC as u32,
+                )
+            } as i32;
+            if fd >= 0 {
+                close(fd);
+            }
+            done(fd, "cloned")
+        }
+        b"fanotify-perm" => fanotify_perm(&arg(1)),
+        b"inotify" => inotify(&arg(1)),
+        b"dnotify" => {
+            const DN_MODIFY: i32 = 0x2;
+            const DN_CREATE: i32 = 0x4;
+            const DN_DELETE: i32 = 0x8;
+            done(
+                unsafe {
+                    libc::fcntl(
+                        num(1) as i32,
+                        libc::F_NOTIFY,
+                        DN_MODIFY | DN_CREATE | DN_DELETE,
+                    )
+                },
+                "watching",
+            )
+        }
+        b"getxattr" => {
+            let mut buf = [0u8; 256];
+            let n = unsafe {
+                libc::getxattr(
+                    c(&arg(1)).as_ptr(),
+                    c(&arg(2)).as_ptr(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                )
+            };
+            if n < 0 {
+                Err(errno())
+            } else {
+                Ok(format!("value {n}"))
+            }
+        }
+        b"listxattr" => {
+            let mut buf = [0u8; 1024];
+            let n =
+                unsafe { libc::listxattr(c(&arg(1)).as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n < 0 {
+                Err(errno())
+            } else {
+                Ok(format!("names {n}"))
+            }
+        }
+        b"readlink" => std::fs::read_link(arg(1))
+            .map(|target| format!("target {}", target.display()))
+            .map_err(|e| e.raw_os_error().unwrap_or(255)),
+        b"msg-get" => done(unsafe { libc::msgget(num(1) as i32, 0) }, "got"),
+        b"shm-get" => done(unsafe { libc::shmget(num(1) as i32, 0, 0) }, "got"),
+        b"sem-get" => done(unsafe { libc::semget(num(1) as i32, 0, 0) }, "got"),
+        b"msg-send" => msg_send(num(1) as i32),
+        b"msg-stat" => {
+            let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
+            done(
+                unsafe { libc::msgctl(num(1) as i32, libc::IPC_STAT, &mut ds) },
+                "stat",
+            )
+        }
+        b"msg-rm" => done(
+            unsafe { libc::msgctl(num(1) as i32, libc::IPC_RMID, std::ptr::null_mut()) },
+            "removed",
+        ),
+        b"shm-attach" => shm_attach(num(1) as i32),
+        b"shm-rm" => done(
+            unsafe { libc::shmctl(num(1) as i32, libc::IPC_RMID, std::ptr::null_mut()) },
+            "removed",
+        ),
+        b"sem-op" => sem_op(num(1) as i32),
+        b"sem-rm" => done(
+            unsafe { libc::semctl(num(1) as i32, 0, libc::IPC_RMID) },
+            "removed",
+        ),
+        b"ipc-own" => ipc_own(),
+        b"key-read" => key_read(num(1) as i32),
+        b"key-own" => key_own(),
         _ => return None,
     })
 }
@@ -552,4 +705,348 @@ fn bind_mount(src: &OsStr, dst: &OsStr) -> Outcome {
         },
         "mounted",
     )
+}
+
+fn bind_port(port: u16) -> Outcome {
+    // SAFETY: a plain socket, bound to a zeroed and filled sockaddr_in.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(errno());
+        }
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as u16;
+        addr.sin_port = port.to_be();
+        let r = libc::bind(
+            fd,
+            (&raw const addr).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as u32,
+        );
+        let result = done(r, "bound");
+        close(fd);
+        result
+    }
+}
+
+fn kill_child() -> Outcome {
+    // SAFETY: the child only sleeps until it is killed.
+    match unsafe { libc::fork() } {
+        -1 => Err(errno()),
+        0 => loop {
+            // SAFETY: async-signal-safe; the parent's SIGTERM ends it.
+            unsafe { libc::pause() };
+        },
+        child => {
+            // SAFETY: our own child, killed then reaped.
+            let r = unsafe { libc::kill(child, libc::SIGTERM) };
+            let sent = if r < 0 { Err(errno()) } else { Ok(()) };
+            if sent.is_err() {
+                unsafe { libc::kill(child, libc::SIGKILL) };
+            }
+            let mut status = 0;
+            unsafe { libc::waitpid(child, &mut status, 0) };
+            sent?;
+            if libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGTERM {
+                Ok("killed".to_owned())
+            } else {
+                Err(libc::ECHILD)
+            }
+        }
+    }
+}
+
+/// `fsconfig(2)` commands and `mount_setattr(2)` attributes.
+const FSCONFIG_SET_FLAG: u32 = 0;
+const FSCONFIG_CMD_CREATE: u32 = 6;
+const FSCONFIG_CMD_RECONFIGURE: u32 = 7;
+const MOVE_MOUNT_F_EMPTY_PATH: u32 = 0x4;
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+
+fn fsconfig(fd: i32, cmd: u32, key: Option<&str>) -> Result<(), i32> {
+    let key = key.map(|k| c(OsStr::new(k)));
+    let key_ptr = key.as_ref().map_or(std::ptr::null(), |k| k.as_ptr());
+    // SAFETY: a command with an optional NUL-terminated key and no value.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_fsconfig,
+            fd,
+            cmd,
+            key_ptr,
+            std::ptr::null::<u8>(),
+            0,
+        )
+    };
+    if r < 0 { Err(errno()) } else { Ok(()) }
+}
+
+fn fsopen_mount(dir: &OsStr) -> Outcome {
+    let tmpfs = c(OsStr::new("tmpfs"));
+    // SAFETY: the new mount API with valid names and descriptors.
+    let fs = unsafe { libc::syscall(libc::SYS_fsopen, tmpfs.as_ptr(), 1u32) } as i32;
+    if fs < 0 {
+        return Err(errno());
+    }
+    let result = fsconfig(fs, FSCONFIG_CMD_CREATE, None).and_then(|()| {
+        let mnt = unsafe { libc::syscall(libc::SYS_fsmount, fs, 1u32, 0u32) } as i32;
+        if mnt < 0 {
+            return Err(errno());
+        }
+        let empty = c(OsStr::new(""));
+        let dir = c(dir);
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_move_mount,
+                mnt,
+                empty.as_ptr(),
+                libc::AT_FDCWD,
+                dir.as_ptr(),
+                MOVE_MOUNT_F_EMPTY_PATH,
+            )
+        } as i32;
+        close(mnt);
+        done(r, "mounted").map(|_| ())
+    });
+    close(fs);
+    result.map(|()| "mounted".to_owned())
+}
+
+fn fspick_ro(dir: &OsStr) -> Outcome {
+    let dir = c(dir);
+    // SAFETY: fspick of a path, FSPICK_CLOEXEC.
+    let fs = unsafe { libc::syscall(libc::SYS_fspick, libc::AT_FDCWD, dir.as_ptr(), 1u32) } as i32;
+    if fs < 0 {
+        return Err(errno());
+    }
+    let result = fsconfig(fs, FSCONFIG_SET_FLAG, Some("ro"))
+        .and_then(|()| fsconfig(fs, FSCONFIG_CMD_RECONFIGURE, None));
+    close(fs);
+    result.map(|()| "reconfigured".to_owned())
+}
+
+fn mount_setattr_ro(dir: &OsStr) -> Outcome {
+    /// `struct mount_attr`.
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let dir = c(dir);
+    // SAFETY: a valid path and a struct of the size passed.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            dir.as_ptr(),
+            0u32,
+            &raw const attr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    done(r as i32, "set")
+}
+
+fn fanotify_perm(path: &OsStr) -> Outcome {
+    // SAFETY: a new fanotify group, marked then closed at once (closing it
+    // answers any permission event it would have held).
+    let fd = unsafe {
+        libc::fanotify_init(
+            libc::FAN_CLASS_CONTENT | libc::FAN_CLOEXEC,
+            libc::O_RDONLY as u32,
+        )
+    };
+    if fd < 0 {
+        return Err(errno());
+    }
+    let path = c(path);
+    let r = unsafe {
+        libc::fanotify_mark(
+            fd,
+            libc::FAN_MARK_ADD,
+            libc::FAN_OPEN_PERM,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+        )
+    };
+    let result = done(r, "marked");
+    close(fd);
+    result
+}
+
+fn msg_send(id: i32) -> Outcome {
+    /// A message: its type, then its text.
+    #[repr(C)]
+    struct Message {
+        mtype: libc::c_long,
+        text: [u8; 4],
+    }
+    let message = Message {
+        mtype: 1,
+        text: *b"ping",
+    };
+    // SAFETY: a message of the size passed.
+    done(
+        unsafe { libc::msgsnd(id, (&raw const message).cast(), 4, libc::IPC_NOWAIT) },
+        "sent",
+    )
+}
+
+fn shm_attach(id: i32) -> Outcome {
+    // SAFETY: attach anywhere, detach at once.
+    let at = unsafe { libc::shmat(id, std::ptr::null(), libc::SHM_RDONLY) };
+    if at as isize == -1 {
+        return Err(errno());
+    }
+    unsafe { libc::shmdt(at) };
+    Ok("attached".to_owned())
+}
+
+fn sem_op(id: i32) -> Outcome {
+    let mut op = libc::sembuf {
+        sem_num: 0,
+        sem_op: 1,
+        sem_flg: libc::IPC_NOWAIT as i16,
+    };
+    // SAFETY: one operation on semaphore 0.
+    done(unsafe { libc::semop(id, &mut op, 1) }, "done")
+}
+
+fn ipc_own() -> Outcome {
+    let perms = libc::IPC_CREAT | 0o600;
+    // SAFETY: private objects, used and removed here.
+    let msg = unsafe { libc::msgget(libc::IPC_PRIVATE, perms) };
+    done(msg, "")?;
+    msg_send(msg)?;
+    let mut buf = [0u8; 64];
+    let n = unsafe { libc::msgrcv(msg, buf.as_mut_ptr().cast(), 56, 0, libc::IPC_NOWAIT) };
+    if n != 4 {
+        return Err(errno());
+    }
+    done(
+        unsafe { libc::msgctl(msg, libc::IPC_RMID, std::ptr::null_mut()) },
+        "",
+    )?;
+    let shm = unsafe { libc::shmget(libc::IPC_PRIVATE, 4096, perms) };
+    done(shm, "")?;
+    shm_attach(shm)?;
+    done(
+        unsafe { libc::shmctl(shm, libc::IPC_RMID, std::ptr::null_mut()) },
+        "",
+    )?;
+    let sem = unsafe { libc::semget(libc::IPC_PRIVATE, 1, perms) };
+    done(sem, "")?;
+    sem_op(sem)?;
+    done(unsafe { libc::semctl(sem, 0, libc::IPC_RMID) }, "")?;
+    Ok("queue, segment and semaphores used".to_owned())
+}
+
+/// `keyctl(2)` commands.
+const KEYCTL_JOIN_SESSION_KEYRING: i32 = 1;
+const KEYCTL_READ: i32 = 11;
+/// `KEY_SPEC_SESSION_KEYRING`.
+const KEY_SPEC_SESSION_KEYRING: i32 = -3;
+
+fn key_read(serial: i32) -> Outcome {
+    let mut buf = [0u8; 256];
+    // SAFETY: a buffer of the length passed.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_keyctl,
+            KEYCTL_READ,
+            serial,
+            buf.as_mut_ptr(),
+            buf.len(),
+        )
+    };
+    if n < 0 {
+        Err(errno())
+    } else {
+        Ok(format!("read {n}"))
+    }
+}
+
+fn key_own() -> Outcome {
+    // SAFETY: an anonymous session keyring, then a user key in it.
+    let ring = unsafe {
+        libc::syscall(
+            libc::SYS_keyctl,
+            KEYCTL_JOIN_SESSION_KEYRING,
+            std::ptr::null::<u8>(),
+        )
+    };
+    if ring < 0 {
+        return Err(errno());
+    }
+    let (kind, name) = (c(OsStr::new("user")), c(OsStr::new("own")));
+    let key = unsafe {
+        libc::syscall(
+            libc::SYS_add_key,
+            kind.as_ptr(),
+            name.as_ptr(),
+            b"mine".as_ptr(),
+            4usize,
+            KEY_SPEC_SESSION_KEYRING,
+        )
+    };
+    if key < 0 {
+        return Err(errno());
+    }
+    key_read(key as i32)
+}
+
+fn finit_module(path: &OsStr) -> Outcome {
+    let fd = open(path, libc::O_RDONLY)?;
+    let empty = c(OsStr::new(""));
+    // SAFETY: an open descriptor and empty parameters.
+    let r = unsafe { libc::syscall(libc::SYS_finit_module, fd, empty.as_ptr(), 0) };
+    close(fd);
+    done(r as i32, "loaded")
+}
+
+fn init_module(path: &OsStr) -> Outcome {
+    let image = std::fs::read(path).map_err(|e| e.raw_os_error().unwrap_or(255))?;
+    let empty = c(OsStr::new(""));
+    // SAFETY: the image's bytes and length, and empty parameters.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_init_module,
+            image.as_ptr(),
+            image.len(),
+            empty.as_ptr(),
+        )
+    };
+    done(r as i32, "loaded")
+}
+
+fn peek(path: &OsStr) -> Outcome {
+    let fd = open(path, libc::O_RDONLY)?;
+    let mut buf = [0u8; 64];
+    // SAFETY: buf is valid for its length.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    close(fd);
+    if n < 0 {
+        Err(errno())
+    } else {
+        Ok(format!("peeked {n}"))
+    }
+}
+
+fn inotify(path: &OsStr) -> Outcome {
+    // SAFETY: a new inotify instance, watched once, closed.
+    let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
+    if fd < 0 {
+        return Err(errno());
+    }
+    let path = c(path);
+    let w = unsafe { libc::inotify_add_watch(fd, path.as_ptr(), libc::IN_ALL_EVENTS) };
+    let result = done(w, "watching");
+    close(fd);
+    result
 }

@@ -1,0 +1,116 @@
+//! Objects the grants alone do not decide: what no grant can give an agent,
+//! and what is the agent's own whatever its grants. The hooks that open or
+//! read an existing object ask [`rule`] before deciding on the grants.
+//!
+//! | the object                                                    | read              | write             |
+//! |---------------------------------------------------------------|-------------------|-------------------|
+//! | a block device, opened                                        | refused           | refused           |
+//! | a file of debugfs or tracefs, opened                          | refused           | refused           |
+//! | `/proc/<pid>/...` of one of pincer's processes                | refused (guarded) | refused (guarded) |
+//! | `/proc/<pid>/...` of a process outside the agent's cgroup     | refused           | refused           |
+//! | `/proc/<pid>/...` of a process in the agent's cgroup          | allowed           | allowed           |
+//! | any other `/proc` object (`/proc/sys`, `meminfo`, `kcore`, ...) | the grants      | refused           |
+//!
+//! A block device holds every file behind every grant; debugfs and tracefs
+//! reach into the kernel's memory and code paths. A process's `/proc`
+//! entries tell its command line, its open files, its memory map and more,
+//! so an agent reads only those of its own processes (the ones it can trace
+//! anyway), whichever `/proc` they are seen through, and `ps` lists only
+//! them. Every other `/proc` object is global: the baseline grants reading
+//! a short list of harmless ones (`meminfo`, `cpuinfo`, `/proc/sys`, ...),
+//! and writing one changes the kernel (`/proc/sys/kernel/modprobe`,
+//! `core_pattern`, `sysrq-trigger`), which no grant allows. Entries below
+//! `/proc/<pid>/net` have no process of their own: they belong to the
+//! process of the nearest `/proc/<pid>` above them.
+
+use aya_ebpf::helpers::bpf_get_current_cgroup_id;
+use pincer_common::{event_flags, file_type, fs_magic, ops};
+
+use crate::{
+    access::Access,
+    kernel::{self, ReadFailed},
+    maps,
+};
+
+/// `PROC_SUPER_MAGIC`.
+const PROC_MAGIC: u32 = 0x9fa0;
+
+/// Directories between a `/proc/<pid>/net` entry and its `/proc/<pid>`
+/// (`/proc/<pid>/net/stat/arp_cache` is two below `net`).
+const MAX_PROC_DEPTH: usize = 4;
+
+/// What decides an access besides the grants.
+pub enum Rule {
+    /// The grants alone.
+    Grants,
+    /// The grants, with these operations given besides.
+    Also(u32),
+    /// Refused whatever the grants, for the reason of this event flag.
+    Refused(u32),
+}
+
+/// The rule for an access to an existing object; `proc_global` is what
+/// global `/proc` objects are given besides the grants (`read` for reading
+/// a link: `/proc/self`, `/proc/mounts` and the like name only paths every
+/// process has).
+#[inline(always)]
+pub fn rule(access: &Access, proc_global: u32) -> Result<Rule, ReadFailed> {
+    let off = kernel::off();
+    let inode = access.inode;
+    let magic = kernel::fs_magic(off, inode)?;
+    if magic == PROC_MAGIC {
+        return proc_rule(access, proc_global);
+    }
+    if access.file.is_null() {
+        return Ok(Rule::Grants);
+    }
+    if magic == fs_magic::DEBUGFS || magic == fs_magic::TRACEFS {
+        return Ok(Rule::Refused(event_flags::KERNEL_FS));
+    }
+    let mode: u16 = kernel::read(inode, off.inode_i_mode)?;
+    if u32::from(mode) & file_type::MASK == file_type::BLOCK {
+        return Ok(Rule::Refused(event_flags::BLOCK_DEVICE));
+    }
+    Ok(Rule::Grants)
+}
+
+/// The rule for an object of a procfs.
+#[inline(always)]
+fn proc_rule(access: &Access, global: u32) -> Result<Rule, ReadFailed> {
+    let off = kernel::off();
+    let mut pid = kernel::proc_pid_struct(off, access.inode)?;
+    if pid.is_null() {
+        // Below `/proc/<pid>/net`, the process is the nearest one above.
+        let mut dentry = access.dentry()?;
+        for _ in 0..MAX_PROC_DEPTH {
+            let Some(parent) = kernel::parent(off, dentry)? else {
+                break;
+            };
+            pid = kernel::proc_pid_struct(off, kernel::dentry_inode(off, parent)?)?;
+            if !pid.is_null() {
+                break;
+            }
+            dentry = parent;
+        }
+    }
+    if pid.is_null() {
+        return Ok(if access.ops & ops::WRITE != 0 {
+            Rule::Refused(event_flags::KERNEL_SETTING)
+        } else {
+            Rule::Also(global)
+        });
+    }
+    let nr = kernel::pid_nr(off, pid)?;
+    if unsafe { maps::GUARDED.get(nr) }.is_some() {
+        return Ok(Rule::Refused(event_flags::GUARD));
+    }
+    let task = kernel::pid_task(off, pid)?;
+    // A process that is gone is nobody's: refused like another's.
+    let own = !task.is_null()
+        && kernel::task_cgroup_id(off, task)? == unsafe { bpf_get_current_cgroup_id() };
+    Ok(if own {
+        Rule::Also(ops::READ | ops::WRITE)
+    } else {
+        Rule::Refused(event_flags::OTHER_PROCESS)
+    })
+}
