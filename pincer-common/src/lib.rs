@@ -579,11 +579,49 @@ pub mod attr {
     /// `ATTR_ATIME`, `ATTR_MTIME`, `ATTR_CTIME`, `ATTR_ATIME_SET`,
     /// `ATTR_MTIME_SET`, `ATTR_TOUCH`.
     pub const TIMES: u32 = (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 17);
-    /// `ATTR_FORCE`: a change the kernel makes itself (dropping set-id bits
-    /// on write), never asked for by the task.
+    /// `ATTR_FORCE`: the kernel adds it when a change drops set-id bits or
+    /// file capabilities (a write, or a truncation, of such a file); it
+    /// says nothing about what else changes.
     pub const FORCE: u32 = 1 << 9;
+    /// `ATTR_KILL_SUID`: drop the set-user-id bit (the kernel turns it into
+    /// `ATTR_MODE` before the hook runs).
+    pub const KILL_SUID: u32 = 1 << 11;
+    /// `ATTR_KILL_SGID`: drop the set-group-id bit (likewise).
+    pub const KILL_SGID: u32 = 1 << 12;
     /// `ATTR_OPEN`: the truncation of `open(O_TRUNC)`, decided at the open.
     pub const OPEN: u32 = 1 << 15;
+
+    /// The operations a change with these `ia_valid` bits needs, decided on
+    /// what it changes: the size needs `write`, a mode or owner `setattr`,
+    /// times alone `write` (with a mode or owner change, the ctime update
+    /// is part of it).
+    ///
+    /// Two changes need nothing more: the truncation of `open(O_TRUNC)`
+    /// (`OPEN`), which the open decided, and the kernel's own dropping of
+    /// set-id bits and file capabilities when such a file is written or
+    /// truncated. The kernel turns `KILL_SUID`/`KILL_SGID` into a mode
+    /// change before the hook runs, and never takes a mode from a caller
+    /// together with them, so a mode that comes with them is the kernel's;
+    /// `ATTR_KILL_PRIV` changes no attribute here. `FORCE`, which the
+    /// kernel adds to those drops, changes nothing either way: a truncation
+    /// that drops them still changes the size.
+    pub const fn needs(valid: u32) -> u32 {
+        if valid & OPEN != 0 {
+            return 0;
+        }
+        let mode_asked = valid & MODE != 0 && valid & (KILL_SUID | KILL_SGID) == 0;
+        let mut need = 0;
+        if mode_asked || valid & (UID | GID) != 0 {
+            need |= crate::ops::SETATTR;
+        }
+        if valid & SIZE != 0 {
+            need |= crate::ops::WRITE;
+        }
+        if need == 0 && valid & TIMES != 0 {
+            need = crate::ops::WRITE;
+        }
+        need
+    }
 }
 
 /// `i_mode` file type bits.
@@ -661,7 +699,44 @@ pub const fn kernel_dev(st_dev: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::kernel_dev;
+    use super::{attr, kernel_dev, ops};
+
+    #[test]
+    fn a_change_needs_what_it_changes_whatever_the_kernel_adds() {
+        // `ATTR_CTIME`, which chmod, chown and truncate set with the rest.
+        const CTIME: u32 = 1 << 6;
+        // `ATTR_KILL_PRIV`, `ATTR_FILE`.
+        const KILL_PRIV: u32 = 1 << 14;
+        const FILE: u32 = 1 << 13;
+        let drop_privileges = attr::FORCE | attr::KILL_SUID | attr::KILL_SGID | KILL_PRIV;
+        for (valid, need) in [
+            // chmod, chown.
+            (attr::MODE | CTIME, ops::SETATTR),
+            (
+                attr::UID | attr::GID | CTIME | attr::KILL_SUID | KILL_PRIV,
+                ops::SETATTR,
+            ),
+            // truncate(2), ftruncate(2), touch.
+            (attr::SIZE | CTIME, ops::WRITE),
+            (attr::SIZE | CTIME | FILE, ops::WRITE),
+            (attr::TIMES, ops::WRITE),
+            // Truncating a set-id file or one with file capabilities: the
+            // kernel adds the drop (and the mode it makes of it).
+            (
+                attr::SIZE | CTIME | drop_privileges | attr::MODE,
+                ops::WRITE,
+            ),
+            (attr::SIZE | attr::FORCE | KILL_PRIV, ops::WRITE),
+            // Writing such a file: only the kernel's drop.
+            (attr::FORCE | attr::KILL_SUID | attr::MODE, 0),
+            (attr::FORCE | KILL_PRIV, 0),
+            // open(O_TRUNC), decided by the open, with or without the drop.
+            (attr::SIZE | CTIME | attr::OPEN | FILE, 0),
+            (attr::SIZE | attr::OPEN | drop_privileges | attr::MODE, 0),
+        ] {
+            assert_eq!(attr::needs(valid), need, "ia_valid {valid:#x}");
+        }
+    }
 
     #[test]
     fn kernel_dev_matches_kernel_encoding() {

@@ -211,24 +211,11 @@ pub fn for_received(f_mode: u32, _f_flags: u32) -> u32 {
     for_mode(f_mode)
 }
 
-/// The operations a change of attributes asks for (`inode_setattr`); zero
-/// for a change the task did not ask for itself.
+/// The operations a change of attributes asks for (`inode_setattr`): what
+/// its `ia_valid` bits change ([`attr::needs`]); zero for the truncation of
+/// `open(O_TRUNC)` and the kernel's own dropping of set-id bits and file
+/// capabilities.
 #[inline(always)]
 pub fn for_setattr(valid: u32) -> u32 {
-    if valid & (attr::OPEN | attr::FORCE) != 0 {
-        return 0;
-    }
-    let mut need = 0;
-    if valid & (attr::MODE | attr::UID | attr::GID) != 0 {
-        need |= ops::SETATTR;
-    }
-    if valid & attr::SIZE != 0 {
-        need |= ops::WRITE;
-    }
-    // Times alone (`touch`, `utimes`) are what a write does to them; with a
-    // mode or owner change the ctime update is part of that change.
-    if need == 0 && valid & attr::TIMES != 0 {
-        need = ops::WRITE;
-    }
-    need
+    attr::needs(valid)
 }

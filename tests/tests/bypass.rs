@@ -11,7 +11,7 @@ use std::{
         fd::AsRawFd,
         unix::{fs::PermissionsExt, net::UnixListener},
     },
-    process::Stdio,
+    process::{Command, Stdio},
     thread,
     time::{Duration, Instant},
 };
@@ -219,16 +219,11 @@ fn truncation_by_path_and_by_descriptor_is_refused() {
     let s = Scratch::new("bp-truncate");
     let m = full_tree(&s);
     // A descriptor open for writing, inherited by the agent as fd 9.
-    let inherited = fs::OpenOptions::new()
-        .write(true)
-        .open(s.path("secret/key"))
-        .unwrap();
-    let probe = probe_bin();
-    let mut cmd = s.command(
+    let lines = with_inherited_writer(
+        &s,
         &m,
-        &[],
+        "secret/key",
         &[
-            probe.to_str().unwrap(),
             "truncate",
             &s.p("secret/key"),
             "0",
@@ -242,8 +237,145 @@ fn truncation_by_path_and_by_descriptor_is_refused() {
             "2",
         ],
     );
+    assert_eq!(lines, ["err 13", "err 13", "ok truncated"]);
+    secret_unchanged(&s);
+    assert_eq!(fs::read_to_string(s.path("project/a.txt")).unwrap(), "al");
+    assert_eq!(
+        deny_reasons(&s, "inode_setattr"),
+        ["no grant covers write", "no grant covers write"]
+    );
+}
+
+/// A `security.capability` value (version 2) giving `CAP_NET_RAW`, as
+/// `setcap cap_net_raw+p` writes it.
+fn file_capability() -> Vec<u8> {
+    let mut value = 0x0200_0000u32.to_le_bytes().to_vec();
+    for word in [1u32 << 13, 0, 0, 0] {
+        value.extend_from_slice(&word.to_le_bytes());
+    }
+    value
+}
+
+fn mode_of(s: &Scratch, rel: &str) -> u32 {
+    fs::metadata(s.path(rel)).unwrap().permissions().mode() & 0o7777
+}
+
+/// Runs the probe outside every agent cgroup: the control that shows a
+/// mechanism works before it is tried from inside one.
+fn unconfined(args: &[&str]) -> Vec<String> {
+    let out = Command::new(probe_bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    stdout_lines(&out)
+}
+
+#[test]
+fn a_truncation_that_drops_set_id_bits_or_capabilities_still_needs_write() {
+    let s = Scratch::new("bp-truncate-force");
+    for name in [
+        "secret/capable",
+        "secret/capable-control",
+        "project/capable",
+    ] {
+        fs::write(s.path(name), SECRET).unwrap();
+        set_xattr(&s.path(name), "security.capability", &file_capability());
+    }
+    for name in ["secret/setuid", "secret/setuid-control", "project/setuid"] {
+        fs::write(s.path(name), SECRET).unwrap();
+        fs::set_permissions(s.path(name), fs::Permissions::from_mode(0o4755)).unwrap();
+    }
+    // Control, outside every agent cgroup: the truncations work, and the
+    // kernel drops the capabilities and the set-user-id bit on the way
+    // (`ATTR_FORCE`).
+    let control = unconfined(&[
+        "truncate",
+        &s.p("secret/capable-control"),
+        "0",
+        ",",
+        "nofsetid",
+        ",",
+        "truncate",
+        &s.p("secret/setuid-control"),
+        "0",
+    ]);
+    assert_eq!(control, ["ok truncated", "ok dropped", "ok truncated"]);
+    assert_eq!(fs::read(s.path("secret/capable-control")).unwrap(), b"");
+    assert_eq!(
+        xattr(&s.path("secret/capable-control"), "security.capability"),
+        None
+    );
+    assert_eq!(fs::read(s.path("secret/setuid-control")).unwrap(), b"");
+    assert_eq!(mode_of(&s, "secret/setuid-control"), 0o755);
+
+    // The tree may be read and written; its attributes are not granted.
+    let m = s.project_mission(r#""read", "write""#);
+    let r = s.probe_lines(
+        &m,
+        &[
+            &["truncate", &s.p("secret/capable"), "0"],
+            &["nofsetid"],
+            &["truncate", &s.p("secret/setuid"), "0"],
+            // The kernel's own drops are part of a granted write.
+            &["truncate", &s.p("project/setuid"), "3"],
+            &["append", &s.p("project/capable"), "!"],
+        ],
+    );
+    assert_eq!(
+        r,
+        [
+            "err 13",
+            "ok dropped",
+            "err 13",
+            "ok truncated",
+            "ok wrote 1"
+        ]
+    );
+    assert_eq!(
+        fs::read_to_string(s.path("secret/capable")).unwrap(),
+        SECRET
+    );
+    assert_eq!(
+        xattr(&s.path("secret/capable"), "security.capability"),
+        Some(file_capability())
+    );
+    assert_eq!(fs::read_to_string(s.path("secret/setuid")).unwrap(), SECRET);
+    assert_eq!(mode_of(&s, "secret/setuid"), 0o4755);
+    assert_eq!(fs::read_to_string(s.path("project/setuid")).unwrap(), "TOP");
+    assert_eq!(mode_of(&s, "project/setuid"), 0o755);
+    assert_eq!(
+        fs::read_to_string(s.path("project/capable")).unwrap(),
+        format!("{SECRET}!")
+    );
+    assert_eq!(
+        xattr(&s.path("project/capable"), "security.capability"),
+        None
+    );
+    assert_eq!(
+        deny_reasons(&s, "inode_setattr"),
+        ["no grant covers write", "no grant covers write"]
+    );
+}
+
+/// Runs `pincer run` with the probe and `file` open for writing as the
+/// agent's descriptor 9, inherited; returns the probe's lines.
+fn with_inherited_writer(
+    s: &Scratch,
+    mission: &std::path::Path,
+    file: &str,
+    ops: &[&str],
+) -> Vec<String> {
+    let inherited = fs::OpenOptions::new()
+        .write(true)
+        .open(s.path(file))
+        .unwrap();
+    let probe = probe_bin();
+    let mut cmd_line = vec![probe.to_str().unwrap()];
+    cmd_line.extend_from_slice(ops);
+    let mut cmd = s.command(mission, &[], &cmd_line);
     let fd = inherited.as_raw_fd();
-    // SAFETY: only dup2 between fork and exec.
+    // SAFETY: only dup2 and fcntl between fork and exec.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
             // dup2 onto itself would keep close-on-exec: clear it as well.
@@ -253,15 +385,7 @@ fn truncation_by_path_and_by_descriptor_is_refused() {
             Ok(())
         });
     }
-    let out = cmd.output().unwrap();
-    let lines = stdout_lines(&out);
-    assert_eq!(lines, ["err 13", "err 13", "ok truncated"]);
-    secret_unchanged(&s);
-    assert_eq!(fs::read_to_string(s.path("project/a.txt")).unwrap(), "al");
-    assert_eq!(
-        deny_reasons(&s, "inode_setattr"),
-        ["no grant covers write", "no grant covers write"]
-    );
+    stdout_lines(&cmd.output().unwrap())
 }
 
 fn xattr(path: &std::path::Path, name: &str) -> Option<Vec<u8>> {

@@ -35,6 +35,8 @@
 //! clone-into-cgroup DIR      clone3(CLONE_INTO_CGROUP) into DIR
 //! bpf                        bpf(BPF_PROG_GET_NEXT_ID)
 //! bind-mount SRC DST         unshare(CLONE_NEWNS), mount(SRC, DST, MS_BIND)
+//! nofsetid                   drop CAP_FSETID from the effective set (for the
+//!                            operations after it)
 //! ```
 
 use std::{
@@ -233,6 +235,7 @@ fn run(op: &[OsString]) -> Option<Outcome> {
             done(r as i32, "listed")
         }
         b"bind-mount" => bind_mount(&arg(1), &arg(2)),
+        b"nofsetid" => drop_fsetid(),
         _ => return None,
     })
 }
@@ -551,4 +554,38 @@ fn bind_mount(src: &OsStr, dst: &OsStr) -> Outcome {
         },
         "mounted",
     )
+}
+
+/// `CAP_FSETID`: keeps set-id bits when a file is written or truncated.
+const CAP_FSETID: u32 = 4;
+
+fn drop_fsetid() -> Outcome {
+    /// `struct __user_cap_header_struct`.
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    /// `struct __user_cap_data_struct`.
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let mut header = Header {
+        version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
+        pid: 0,
+    };
+    let mut data = [Data::default(); 2];
+    // SAFETY: a version 3 header and the two data words it asks for.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &raw mut header, data.as_mut_ptr()) };
+    if r < 0 {
+        return Err(errno());
+    }
+    data[0].effective &= !(1 << CAP_FSETID);
+    // SAFETY: as above.
+    let r = unsafe { libc::syscall(libc::SYS_capset, &raw mut header, data.as_ptr()) };
+    done(r as i32, "dropped")
 }
