@@ -507,6 +507,12 @@ pub struct KernelOffsets {
     pub proc_inode_pid: u32,
     /// `pid.numbers[0].nr`: the process id in the initial namespace.
     pub pid_nr: u32,
+    /// `pid.tasks`: its first list (`PIDTYPE_PID`) holds the task whose id
+    /// the `pid` is.
+    pub pid_tasks: u32,
+    /// `task_struct.pid_links`: its first node (`PIDTYPE_PID`) is the one
+    /// on that list.
+    pub task_struct_pid_links: u32,
 }
 
 impl KernelOffsets {
@@ -539,6 +545,8 @@ impl KernelOffsets {
             proc_inode_vfs_inode: 0,
             proc_inode_pid: 0,
             pid_nr: 0,
+            pid_tasks: 0,
+            task_struct_pid_links: 0,
         }
     }
 }
@@ -644,7 +652,7 @@ const _: () = {
     assert!(core::mem::size_of::<CachedGrant>() == 16);
     assert!(core::mem::size_of::<NameGrantKey>() == 24 + NAME_LEN);
     assert!(core::mem::size_of::<AccessEvent>() == 104 + COMPONENT_LEN * MAX_COMPONENTS);
-    assert!(core::mem::size_of::<KernelOffsets>() == 104);
+    assert!(core::mem::size_of::<KernelOffsets>() == 112);
     assert!(core::mem::size_of::<Pending>() == 40);
     assert!(core::mem::size_of::<Verdict>() == 16);
     assert!(core::mem::size_of::<Twin>() == 16);

@@ -111,6 +111,11 @@ pub fn task_cgroup_id(off: &KernelOffsets, task: *const u8) -> Result<u64, ReadF
 /// The process id (in the initial namespace) a `/proc/<pid>/...` inode
 /// belongs to, zero for other `/proc` inodes. Only for inodes of procfs,
 /// whose inodes are embedded in a `struct proc_inode`.
+///
+/// The entries of a thread (`/proc/<tid>/...`, `/proc/<pid>/task/<tid>/...`)
+/// hold the thread's own `pid`: its task gives the process, its thread
+/// group's id. A thread that has already exited has no task left, and its
+/// number is the one to go by.
 #[inline(always)]
 pub fn proc_pid(off: &KernelOffsets, inode: *const u8) -> Result<u32, ReadFailed> {
     let proc_inode = inode.wrapping_sub(off.proc_inode_vfs_inode as usize);
@@ -118,5 +123,12 @@ pub fn proc_pid(off: &KernelOffsets, inode: *const u8) -> Result<u32, ReadFailed
     if pid.is_null() {
         return Ok(0);
     }
-    read(pid, off.pid_nr)
+    // `tasks[PIDTYPE_PID].first`: the `pid_links[PIDTYPE_PID]` node of the
+    // task this is the id of.
+    let link: *const u8 = read(pid, off.pid_tasks)?;
+    if link.is_null() {
+        return read(pid, off.pid_nr);
+    }
+    let task = link.wrapping_sub(off.task_struct_pid_links as usize);
+    read(task, off.task_struct_tgid)
 }

@@ -152,6 +152,8 @@ fn offsets(btf: &Resolver<'_>) -> Result<KernelOffsets, BtfError> {
         proc_inode_vfs_inode: btf.offset("proc_inode", "vfs_inode")?,
         proc_inode_pid: btf.offset("proc_inode", "pid")?,
         pid_nr: btf.offset("pid", "numbers")? + btf.offset("upid", "nr")?,
+        pid_tasks: btf.offset("pid", "tasks")?,
+        task_struct_pid_links: btf.offset("task_struct", "pid_links")?,
     })
 }
 

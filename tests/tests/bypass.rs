@@ -18,7 +18,8 @@ use std::{
 
 use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
 use pincer_tests::{
-    EACCES, EPERM, Reaped, Scratch, asking_mission, pending, probe_bin, read_stdout, stdout_lines,
+    EACCES, EPERM, Reaped, Scratch, Terminal, asking_mission, pending, probe_bin, read_stdout,
+    stdout_lines, wait_for,
 };
 
 const SECRET: &str = "TOP SECRET\n";
@@ -723,6 +724,93 @@ fn the_twin_s_proc_entries_are_closed_to_the_agent() {
             "ptrace_access_check",
             "file_open",
             "file_open"
+        ]
+    );
+}
+
+#[test]
+fn every_thread_of_the_twin_is_guarded() {
+    let s = Scratch::new("bp-threads");
+    let m = full_tree(&s);
+    let tid_file = s.p("project/tid");
+    // The shell's parent is `pincer run`; the test tells it which of the
+    // twin's threads to try, once the twin has one besides its main thread
+    // (on a terminal, the prompt's reader).
+    let script = format!(
+        "while [ ! -e {tid_file} ]; do sleep 0.05; done; t=$(cat {tid_file}); \
+         exec {0} read /proc/$t/status , read /proc/$PPID/task/$t/status , \
+         read /proc/$PPID/task/$t/comm , tgkill parent $t 15 , kill $t 15 , \
+         read /proc/thread-self/status , read /proc/$$/task/$$/status",
+        probe_bin().display()
+    );
+    let terminal = Terminal::new();
+    let mut command = s.command(&m, &[], &["sh", "-c", &script]);
+    terminal.attach(&mut command, false);
+    let mut run = Reaped(command.stdout(Stdio::piped()).spawn().unwrap());
+    let twin = run.0.id();
+    let task = format!("/proc/{twin}/task");
+    // The threads of the twin's own name (not the runtime's short-lived
+    // blocking pool, `tokio-runtime-w`), with the main thread's left out.
+    let threads = || -> Vec<u32> {
+        let comm = |tid: u32| fs::read_to_string(format!("{task}/{tid}/comm")).ok();
+        let main = comm(twin);
+        fs::read_dir(&task)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|&tid| tid != twin && main.is_some() && comm(tid) == main)
+            .collect()
+    };
+    // One that lasts: seen again a second later (the prompt's reader waits
+    // for the whole run).
+    let mut seen = Vec::new();
+    let mut thread = None;
+    assert!(
+        wait_for(Duration::from_secs(60), || {
+            let now = threads();
+            thread = now.iter().copied().find(|tid| seen.contains(tid));
+            seen = now;
+            if thread.is_none() {
+                thread::sleep(Duration::from_secs(1));
+            }
+            thread.is_some()
+        }),
+        "the twin runs a second thread"
+    );
+    let thread = thread.unwrap();
+    // Control: outside the agent's cgroup the thread's entries are there,
+    // and they name the twin as their process.
+    let status = fs::read_to_string(format!("/proc/{thread}/status")).unwrap();
+    assert!(status.contains(&format!("\nTgid:\t{twin}\n")), "{status}");
+    fs::write(&tid_file, thread.to_string()).unwrap();
+    let out = read_stdout(&mut run.0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 7, "{lines:?}");
+    assert_eq!(
+        lines[..5],
+        ["err 13", "err 13", "err 13", "err 1", "err 1"],
+        "{lines:?}"
+    );
+    // The agent's own threads stay readable.
+    assert!(lines[5].starts_with("ok read"), "{lines:?}");
+    assert!(lines[6].starts_with("ok read"), "{lines:?}");
+    // The twin survived to report the probe's status.
+    assert_eq!(run.0.wait().unwrap().code(), Some(EACCES));
+    let hooks: Vec<String> = s
+        .decisions()
+        .into_iter()
+        .filter(|d| d["verdict"] == "deny")
+        .map(|d| d["hook"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        hooks,
+        [
+            "file_open",
+            "file_open",
+            "file_open",
+            "task_kill",
+            "task_kill"
         ]
     );
 }

@@ -20,20 +20,20 @@ use crate::{
 /// `security_file_open(struct file *file)`: an existing object is opened,
 /// including by `execve` (the program and its interpreter).
 ///
-/// | the open                                           | enforce            | audit          | ask                |
-/// |----------------------------------------------------|--------------------|----------------|--------------------|
-/// | the grants cover what its mode asks for            | allow              | allow          | allow              |
-/// | they do not                                        | `EACCES`           | allow + report | park               |
-/// | a `/proc/<pid>` entry of one of pincer's processes | `EACCES` (guarded) | allow + report | `EACCES` (guarded) |
+/// | the open                                                | enforce            | audit          | ask                |
+/// |---------------------------------------------------------|--------------------|----------------|--------------------|
+/// | the grants cover what its mode asks for                 | allow              | allow          | allow              |
+/// | they do not                                             | `EACCES`           | allow + report | park               |
+/// | a `/proc` entry of one of pincer's processes or threads | `EACCES` (guarded) | allow + report | `EACCES` (guarded) |
 ///
 /// What the mode asks for ([`access::for_open`]): opened for exec
 /// (`__FMODE_EXEC` in `f_flags`: `execve`, `execveat`, a memfd, an
 /// interpreter) needs `exec` only, the kernel's read for exec being part of
 /// it; otherwise read and/or write as the open mode says. The open that has
 /// just created its file needs nothing more: `inode_create` decided the
-/// creation, and a new empty file holds nothing to protect. `/proc/<pid>`
-/// entries of pincer's processes are refused whatever the grants (the
-/// `/proc` baseline grants reads there).
+/// creation, and a new empty file holds nothing to protect. The `/proc`
+/// entries of pincer's processes, and of each of their threads, are refused
+/// whatever the grants (the `/proc` baseline grants reads there).
 #[inline(always)]
 pub fn file_open<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
     let agent = agent::<HOOK>(ctx)?;

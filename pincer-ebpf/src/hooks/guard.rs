@@ -18,7 +18,8 @@ use crate::{
 };
 
 /// `security_task_kill(struct task_struct *p, info, int sig, cred)`: agents
-/// cannot signal pincer's own processes.
+/// cannot signal pincer's own processes, nor any of their threads
+/// (`tgkill`): the target is matched by its thread group's id.
 ///
 /// | the signal                                         | enforce | audit          | ask     |
 /// |----------------------------------------------------|---------|----------------|---------|
@@ -109,8 +110,10 @@ pub fn task_alloc<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
     Ok(refuse(&agent, HOOK, 0))
 }
 
-/// Whether an open file is a `/proc/<pid>` entry of one of pincer's guarded
-/// processes (unreadable counts as guarded): `file_open` refuses those.
+/// Whether an open file is a `/proc` entry of one of pincer's guarded
+/// processes or of any of their threads (`/proc/<tid>`,
+/// `/proc/<pid>/task/<tid>`; see [`kernel::proc_pid`]); unreadable counts as
+/// guarded. `file_open` refuses those.
 #[inline(always)]
 pub fn is_guarded_proc(file: *const u8) -> bool {
     let off = kernel::off();

@@ -35,6 +35,7 @@
 //! clone-into-cgroup DIR      clone3(CLONE_INTO_CGROUP) into DIR
 //! bpf                        bpf(BPF_PROG_GET_NEXT_ID)
 //! bind-mount SRC DST         unshare(CLONE_NEWNS), mount(SRC, DST, MS_BIND)
+//! tgkill PID|parent TID SIG  tgkill(2): a signal to one thread
 //! nofsetid                   drop CAP_FSETID from the effective set (for the
 //!                            operations after it)
 //! ```
@@ -235,6 +236,12 @@ fn run(op: &[OsString]) -> Option<Outcome> {
             done(r as i32, "listed")
         }
         b"bind-mount" => bind_mount(&arg(1), &arg(2)),
+        b"tgkill" => done(
+            unsafe {
+                libc::syscall(libc::SYS_tgkill, pid(&arg(1)), num(2) as i32, num(3) as i32) as i32
+            },
+            "sent",
+        ),
         b"nofsetid" => drop_fsetid(),
         _ => return None,
     })
