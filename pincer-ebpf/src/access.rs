@@ -54,7 +54,11 @@ impl Access {
     /// An access to an open file, needing what `ops` makes of its `f_mode`
     /// and `f_flags` (one of the `for_*` functions below).
     #[inline(always)]
-    pub fn opened(hook: u32, file: *const u8, ops: fn(u32, u32) -> u32) -> Result<Access, Failure> {
+    pub fn opened(
+        hook: u32,
+        file: *const u8,
+        ops: impl FnOnce(u32, u32) -> u32,
+    ) -> Result<Access, Failure> {
         kernel::loaded()?;
         let off = kernel::off();
         let mode: u32 = kernel::read(file, off.file_f_mode)?;
@@ -218,4 +222,16 @@ pub fn for_received(f_mode: u32, _f_flags: u32) -> u32 {
 #[inline(always)]
 pub fn for_setattr(valid: u32) -> u32 {
     attr::needs(valid)
+}
+
+/// The operations an ioctl that needs `need` ([`pincer_common::ioctl::need`]) asks for on
+/// a file opened with `f_mode`: a change of its data (`write`) needs nothing
+/// more on the descriptor whose open created the file, which may write it
+/// (as [`for_open`] says); a change of its attributes always needs `setattr`.
+#[inline(always)]
+pub fn for_ioctl(need: u32, f_mode: u32) -> u32 {
+    if need == ops::WRITE && f_mode & fmode::CREATED != 0 {
+        return 0;
+    }
+    need
 }

@@ -56,6 +56,8 @@ programs! {
     task_alloc => guard::task_alloc(),
     inode_set_acl => file::object(ops::SETATTR),
     inode_remove_acl => file::object(ops::SETATTR),
+    file_ioctl => file::file_ioctl(),
+    file_ioctl_compat => file::file_ioctl(),
 }
 
 #[cfg(target_arch = "bpf")]

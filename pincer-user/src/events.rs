@@ -6,7 +6,9 @@
 
 use std::{borrow::Cow, collections::HashMap, fs};
 
-use pincer_common::{AccessEvent, COMPONENT_LEN, MAX_COMPONENTS, event_flags, hook, ops, verdict};
+use pincer_common::{
+    AccessEvent, COMPONENT_LEN, MAX_COMPONENTS, event_flags, hook, ioctl, ops, verdict,
+};
 use serde::Serialize;
 
 use crate::{
@@ -268,9 +270,23 @@ fn guard_reason(event: &AccessEvent) -> String {
         hook::SB_MOUNT | hook::MOVE_MOUNT => "mounting".to_owned(),
         hook::SB_UMOUNT => "unmounting".to_owned(),
         hook::TASK_ALLOC => "starting a process in another cgroup".to_owned(),
+        hook::FILE_IOCTL | hook::FILE_IOCTL_COMPAT => refused_ioctl(event.ino),
         _ => "an action".to_owned(),
     };
     format!("pincer protects itself and the confinement: {what} is never allowed to agents")
+}
+
+/// What a refused ioctl command does, and its name.
+fn refused_ioctl(cmd: u64) -> String {
+    let cmd = cmd as u32;
+    let what = match cmd {
+        ioctl::TIOCSTI | ioctl::TIOCLINUX => "typing into a terminal",
+        _ => "changing a whole filesystem",
+    };
+    match ioctl::name(cmd) {
+        Some(name) => format!("{what} ({name})"),
+        None => format!("ioctl {cmd:#x}"),
+    }
 }
 
 /// Sanitizes an event into a decision.
@@ -449,6 +465,18 @@ mod tests {
                 .starts_with("audit mode: would be denied, pincer protects itself")
         );
         assert!(d.reason.contains("mounting"));
+        e.verdict = verdict::DENIED;
+        e.hook = hook::FILE_IOCTL;
+        e.ino = u64::from(ioctl::TIOCSTI);
+        let d = decision(&e, &Mounts::default());
+        assert_eq!(
+            d.reason,
+            "pincer protects itself and the confinement: typing into a terminal (TIOCSTI) is never allowed to agents"
+        );
+        e.hook = hook::FILE_IOCTL_COMPAT;
+        e.ino = u64::from(ioctl::FIFREEZE);
+        let d = decision(&e, &Mounts::default());
+        assert!(d.reason.contains("changing a whole filesystem (FIFREEZE)"));
     }
 
     #[test]

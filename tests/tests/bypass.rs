@@ -19,7 +19,7 @@ use std::{
 use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
 use pincer_tests::{
     EACCES, EPERM, Reaped, Scratch, Terminal, asking_mission, pending, probe_bin, read_stdout,
-    stdout_lines, wait_for,
+    stdout_lines, tree_mission, wait_for,
 };
 
 const SECRET: &str = "TOP SECRET\n";
@@ -387,6 +387,218 @@ fn with_inherited_writer(
         });
     }
     stdout_lines(&cmd.output().unwrap())
+}
+
+/// `FIFREEZE`, for the probe's `ioctl`.
+const FIFREEZE: &str = "c0045877";
+
+#[test]
+fn ioctls_that_change_a_file_need_setattr_or_write() {
+    let s = Scratch::new("bp-ioctl");
+    let key = s.p("secret/key");
+    let a = s.p("project/a.txt");
+    let b = s.p("project/b.txt");
+    let project = s.p("project");
+    // Control, outside every agent cgroup: a descriptor open for reading is
+    // enough to make a file immutable, which its owner then cannot write.
+    let control = unconfined(&[
+        "setflags",
+        &key,
+        "i",
+        ",",
+        "write",
+        &key,
+        "x",
+        ",",
+        "setflags32",
+        &key,
+        "i",
+        ",",
+        "setflags",
+        &key,
+        "-",
+        ",",
+        "fsxattr-immutable",
+        &key,
+        ",",
+        "setflags",
+        &key,
+        "-",
+        ",",
+        "clone",
+        &key,
+        &a,
+        ",",
+        "ioctl",
+        &project,
+        FIFREEZE,
+    ]);
+    assert_eq!(
+        control,
+        [
+            "ok set 0x10",
+            "err 1",
+            "ok set 0x10",
+            "ok set 0x0",
+            "ok set",
+            "ok set 0x0",
+            // tmpfs has no shared extents and cannot be frozen: the calls
+            // reached the filesystem.
+            "err 95",
+            "err 95",
+        ]
+    );
+    // The secret may be read, the project changed in every way.
+    let m = s.mission(&format!(
+        "[mission]\nname = \"test\"\n\n[[grant]]\npath = \"{}\"\nops = [{ALL_OPS}]\nextent = \"tree\"\n\n[[grant]]\npath = \"{key}\"\nops = [\"read\"]\n",
+        s.p("project")
+    ));
+    let r = with_inherited_writer(
+        &s,
+        &m,
+        "secret/key",
+        &[
+            "getflags",
+            &key,
+            ",",
+            "setflags",
+            &key,
+            "i",
+            ",",
+            "setflags32",
+            &key,
+            "a",
+            ",",
+            "fsxattr-immutable",
+            &key,
+            ",",
+            "clone-fd",
+            "9",
+            &a,
+            ",",
+            "setflags",
+            &a,
+            "i",
+            ",",
+            "append",
+            &a,
+            "x",
+            ",",
+            "setflags",
+            &a,
+            "-",
+            ",",
+            "clone",
+            &b,
+            &a,
+            ",",
+            "ioctl",
+            &project,
+            FIFREEZE,
+        ],
+    );
+    assert_eq!(
+        r,
+        [
+            "ok flags 0x0",
+            "err 13",
+            "err 13",
+            "err 13",
+            "err 13",
+            "ok set 0x10",
+            "err 1",
+            "ok set 0x0",
+            "err 95",
+            "err 1",
+        ]
+    );
+    secret_unchanged(&s);
+    assert_eq!(unconfined(&["getflags", &key]), ["ok flags 0x0"]);
+    assert_eq!(unconfined(&["getflags", &a]), ["ok flags 0x0"]);
+    let mut reasons = deny_reasons(&s, "file_ioctl");
+    reasons.extend(deny_reasons(&s, "file_ioctl_compat"));
+    reasons.sort();
+    assert_eq!(
+        reasons,
+        [
+            "no grant covers setattr",
+            "no grant covers setattr",
+            "no grant covers setattr",
+            "no grant covers write",
+            "pincer protects itself and the confinement: changing a whole filesystem (FIFREEZE) is never allowed to agents",
+        ]
+    );
+}
+
+#[test]
+fn keystrokes_cannot_be_pushed_into_the_terminal() {
+    let s = Scratch::new("bp-tiocsti");
+    // The virtual console may be read: only its ioctl is refused.
+    let m = s.mission(&format!(
+        "{}\n[[grant]]\npath = \"/dev/tty1\"\nops = [\"read\"]\n",
+        tree_mission(&s.p("project"), r#""read", "write""#)
+    ));
+    let terminal = Terminal::new();
+    let injections = [
+        "sti",
+        "0",
+        "touch /tmp/pwned\\n",
+        ",",
+        "sti32",
+        "0",
+        "true\\n",
+        ",",
+        "tioclinux",
+        "/dev/tty1",
+        "6",
+    ];
+    // Control, outside every agent cgroup: the line lands in the terminal's
+    // input, where the shell reads it once the agent is gone.
+    let out = Command::new(probe_bin())
+        .args(injections)
+        .stdin(terminal.slave())
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout_lines(&out),
+        ["ok injected 17", "ok injected 5", "ok done"]
+    );
+    assert_eq!(terminal.pending_input(), "touch /tmp/pwned\ntrue\n");
+
+    let probe = probe_bin();
+    let mut cmd_line = vec![probe.to_str().unwrap()];
+    cmd_line.extend_from_slice(&injections);
+    // What a program on a terminal does, still allowed.
+    cmd_line.extend_from_slice(&[",", "tcgets", "0"]);
+    let out = s
+        .command(&m, &[], &cmd_line)
+        .stdin(terminal.slave())
+        .output()
+        .unwrap();
+    assert_eq!(stdout_lines(&out), ["err 1", "err 1", "err 1", "ok tty"]);
+    assert_eq!(terminal.pending_input(), "", "nothing was typed");
+    let refused: Vec<String> = s
+        .decisions()
+        .into_iter()
+        .filter(|d| d["verdict"] == "deny")
+        .map(|d| {
+            format!(
+                "{} {}",
+                d["hook"].as_str().unwrap(),
+                d["reason"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(refused.len(), 3, "{refused:#?}");
+    for (line, name) in refused.iter().zip(["TIOCSTI", "TIOCSTI", "TIOCLINUX"]) {
+        assert!(line.starts_with("file_ioctl"), "{line}");
+        assert!(
+            line.ends_with(&format!(
+                "pincer protects itself and the confinement: typing into a terminal ({name}) is never allowed to agents"
+            )),
+            "{line}"
+        );
+    }
 }
 
 fn xattr(path: &std::path::Path, name: &str) -> Option<Vec<u8>> {

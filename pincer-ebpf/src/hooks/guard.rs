@@ -127,9 +127,10 @@ pub fn is_guarded_proc(file: *const u8) -> bool {
 }
 
 /// Refuses a guarded action with `EPERM` (allows and reports it in audit
-/// mode); `target` is the process acted on, or zero.
+/// mode); `target` is the process acted on, the ioctl command refused, or
+/// zero.
 #[inline(always)]
-fn refuse(agent: &Agent, hook: u32, target: u32) -> i32 {
+pub fn refuse(agent: &Agent, hook: u32, target: u32) -> i32 {
     if agent.mode == mode::AUDIT {
         count(counter::AUDITED);
         report::send_guard(agent, hook, target, verdict::AUDITED);
