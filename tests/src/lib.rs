@@ -463,6 +463,12 @@ impl Terminal {
         }
         String::from_utf8_lossy(&input).into_owned()
     }
+
+    /// The code the last prompt on the screen showed for its request.
+    pub fn last_code(&self) -> Option<String> {
+        let (_, rest) = self.screen.rsplit_once("with the code ")?;
+        Some(rest.split_whitespace().next()?.to_owned())
+    }
 }
 
 impl Default for Terminal {
