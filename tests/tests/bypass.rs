@@ -945,13 +945,15 @@ fn every_thread_of_the_twin_is_guarded() {
     let s = Scratch::new("bp-threads");
     let m = full_tree(&s);
     let tid_file = s.p("project/tid");
-    // The shell's parent is `pincer run`; the test tells it which of the
-    // twin's threads to try, once the twin has one besides its main thread
-    // (on a terminal, the prompt's reader).
+    let ready = s.p("project/ready");
+    // The shell's parent is `pincer run`. Once the agent runs, the test
+    // tells it which of the twin's threads to try: one besides the main
+    // thread that lasts the whole run (on a terminal, the prompt's reader).
+    // Threads that help while the programs load are gone by then.
     let script = format!(
-        "while [ ! -e {tid_file} ]; do sleep 0.05; done; t=$(cat {tid_file}); \
-         exec {0} read /proc/$t/status , read /proc/$PPID/task/$t/status , \
-         read /proc/$PPID/task/$t/comm , tgkill parent $t 15 , kill $t 15 , \
+        "touch {ready}; while [ ! -e {tid_file} ]; do sleep 0.05; done; t=$(cat {tid_file}); \
+         exec {0} read /proc/\"$t\"/status , read /proc/$PPID/task/\"$t\"/status , \
+         read /proc/$PPID/task/\"$t\"/comm , tgkill parent \"$t\" 15 , kill \"$t\" 15 , \
          read /proc/thread-self/status , read /proc/$$/task/$$/status",
         probe_bin().display()
     );
@@ -960,6 +962,10 @@ fn every_thread_of_the_twin_is_guarded() {
     terminal.attach(&mut command, false);
     let mut run = Reaped(command.stdout(Stdio::piped()).spawn().unwrap());
     let twin = run.0.id();
+    assert!(
+        wait_for(Duration::from_secs(120), || fs::metadata(&ready).is_ok()),
+        "the agent runs"
+    );
     let task = format!("/proc/{twin}/task");
     // The threads of the twin's own name (not the runtime's short-lived
     // blocking pool, `tokio-runtime-w`), with the main thread's left out.
@@ -974,14 +980,14 @@ fn every_thread_of_the_twin_is_guarded() {
             .filter(|&tid| tid != twin && main.is_some() && comm(tid) == main)
             .collect()
     };
-    // One that lasts: seen again a second later (the prompt's reader waits
-    // for the whole run).
+    // Seen again a second later; the newest, the prompt's reader being
+    // started just before the agent.
     let mut seen = Vec::new();
     let mut thread = None;
     assert!(
         wait_for(Duration::from_secs(60), || {
             let now = threads();
-            thread = now.iter().copied().find(|tid| seen.contains(tid));
+            thread = now.iter().copied().filter(|tid| seen.contains(tid)).max();
             seen = now;
             if thread.is_none() {
                 thread::sleep(Duration::from_secs(1));
@@ -995,7 +1001,11 @@ fn every_thread_of_the_twin_is_guarded() {
     // and they name the twin as their process.
     let status = fs::read_to_string(format!("/proc/{thread}/status")).unwrap();
     assert!(status.contains(&format!("\nTgid:\t{twin}\n")), "{status}");
-    fs::write(&tid_file, thread.to_string()).unwrap();
+    // Written whole, then renamed into place: the shell must never see the
+    // file before its number is in it.
+    let partial = format!("{tid_file}.partial");
+    fs::write(&partial, thread.to_string()).unwrap();
+    fs::rename(&partial, &tid_file).unwrap();
     let out = read_stdout(&mut run.0);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 7, "{lines:?}");
