@@ -178,6 +178,12 @@ hooks! {
     /// `security_inode_get_acl` (6.2 and later; before, ACLs are extended
     /// attributes): a POSIX ACL is read.
     INODE_GET_ACL = 39, "inode_get_acl", Exactly(3), WhenPresent;
+    /// `security_file_ioctl`: an `ioctl(2)` on an open file (a 32-bit
+    /// process's too, on kernels without the compat hook).
+    FILE_IOCTL = 40, "file_ioctl", Exactly(3), Always;
+    /// `security_file_ioctl_compat` (6.8, and the stable kernels it was
+    /// backported to): an `ioctl(2)` of a 32-bit process.
+    FILE_IOCTL_COMPAT = 41, "file_ioctl_compat", Exactly(3), WhenPresent;
 }
 
 /// The hook with this id, if there is one.
@@ -286,6 +292,7 @@ mod tests {
     fn truncated_names_compare_by_their_kernel_part() {
         assert!(same_prefix("ptrace_access_check", "ptrace_access_c", 15));
         assert!(!same_prefix("inode_remove_acl", "inode_removexattr", 15));
+        assert!(!same_prefix("file_ioctl", "file_ioctl_compat", 15));
         assert!(!same_prefix("bpf", "bpf_x", 15));
     }
 }

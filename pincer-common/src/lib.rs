@@ -128,9 +128,11 @@ pub mod event_flags {
     pub const DEVICE_NODE: u32 = 1 << 8;
     /// Denied whatever the grants: pincer protects itself and the agent's
     /// confinement (`kill`/`ptrace` of pincer, `bpf`, mounts, leaving the
-    /// cgroup). The object is a task (`ino` holds its process id, zero when
-    /// there is none) and the path is empty; for `file_open` (a `/proc`
-    /// entry of pincer's processes) it is the opened file.
+    /// cgroup, typing into a terminal). The object is a task (`ino` holds
+    /// its process id, zero when there is none) and the path is empty; for
+    /// `file_open` (a `/proc` entry of pincer's processes) it is the opened
+    /// file; for `file_ioctl` and `file_ioctl_compat`, `ino` holds the
+    /// refused command.
     pub const GUARD: u32 = 1 << 9;
     /// Denied instead of parked: this hook cannot restart its system call
     /// (a received descriptor, whose message is already consumed).
@@ -638,11 +640,157 @@ pub mod attr {
     /// `ATTR_ATIME`, `ATTR_MTIME`, `ATTR_CTIME`, `ATTR_ATIME_SET`,
     /// `ATTR_MTIME_SET`, `ATTR_TOUCH`.
     pub const TIMES: u32 = (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 17);
-    /// `ATTR_FORCE`: a change the kernel makes itself (dropping set-id bits
-    /// on write), never asked for by the task.
+    /// `ATTR_FORCE`: the kernel adds it when a change drops set-id bits or
+    /// file capabilities (a write, or a truncation, of such a file); it
+    /// says nothing about what else changes.
     pub const FORCE: u32 = 1 << 9;
+    /// `ATTR_KILL_SUID`: drop the set-user-id bit (the kernel turns it into
+    /// `ATTR_MODE` before the hook runs).
+    pub const KILL_SUID: u32 = 1 << 11;
+    /// `ATTR_KILL_SGID`: drop the set-group-id bit (likewise).
+    pub const KILL_SGID: u32 = 1 << 12;
     /// `ATTR_OPEN`: the truncation of `open(O_TRUNC)`, decided at the open.
     pub const OPEN: u32 = 1 << 15;
+
+    /// The operations a change with these `ia_valid` bits needs, decided on
+    /// what it changes: the size needs `write`, a mode or owner `setattr`,
+    /// times alone `write` (with a mode or owner change, the ctime update
+    /// is part of it).
+    ///
+    /// Two changes need nothing more: the truncation of `open(O_TRUNC)`
+    /// (`OPEN`), which the open decided, and the kernel's own dropping of
+    /// set-id bits and file capabilities when such a file is written or
+    /// truncated. The kernel turns `KILL_SUID`/`KILL_SGID` into a mode
+    /// change before the hook runs, and never takes a mode from a caller
+    /// together with them, so a mode that comes with them is the kernel's;
+    /// `ATTR_KILL_PRIV` changes no attribute here. `FORCE`, which the
+    /// kernel adds to those drops, changes nothing either way: a truncation
+    /// that drops them still changes the size.
+    pub const fn needs(valid: u32) -> u32 {
+        if valid & OPEN != 0 {
+            return 0;
+        }
+        let mode_asked = valid & MODE != 0 && valid & (KILL_SUID | KILL_SGID) == 0;
+        let mut need = 0;
+        if mode_asked || valid & (UID | GID) != 0 {
+            need |= crate::ops::SETATTR;
+        }
+        if valid & SIZE != 0 {
+            need |= crate::ops::WRITE;
+        }
+        if need == 0 && valid & TIMES != 0 {
+            need = crate::ops::WRITE;
+        }
+        need
+    }
+}
+
+/// `ioctl(2)` commands, and what each asks of an agent (the `file_ioctl`
+/// programs decide by [`ioctl::need`]). Numbers are x86-64's; where a 32-bit
+/// process passes another number for the same command (`FS_IOC32_*`), both
+/// are listed, as the compat path may hand either to the hooks.
+pub mod ioctl {
+    use crate::ops;
+
+    /// What an ioctl command needs of an agent.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Need {
+        /// Nothing: the command reads (`FIONREAD`, `TCGETS`,
+        /// `FS_IOC_GETFLAGS`, ...) or changes no file.
+        Nothing,
+        /// These operations on the object of the open file.
+        Ops(u32),
+        /// Refused whatever the grants: typing into a terminal, or changing
+        /// a whole filesystem.
+        Refused,
+    }
+
+    /// `TIOCSTI`: pushes a byte into a terminal's input, as if typed.
+    pub const TIOCSTI: u32 = 0x5412;
+    /// `TIOCLINUX`: virtual console requests, among them pasting the
+    /// selection into a terminal's input.
+    pub const TIOCLINUX: u32 = 0x541c;
+    /// `FIFREEZE`: stops every write to the filesystem.
+    pub const FIFREEZE: u32 = 0xc004_5877;
+    /// `FITHAW`: lets a frozen filesystem be written again.
+    pub const FITHAW: u32 = 0xc004_5878;
+    /// `FS_IOC_SETFSLABEL`: renames the filesystem.
+    pub const FS_IOC_SETFSLABEL: u32 = 0x4100_9432;
+    /// `EXT4_IOC_SETFSUUID`: changes an ext4 filesystem's UUID.
+    pub const EXT4_IOC_SETFSUUID: u32 = 0x4008_662c;
+    /// `EXT4_IOC_SHUTDOWN` (`XFS_IOC_GOINGDOWN`): shuts the filesystem down.
+    pub const EXT4_IOC_SHUTDOWN: u32 = 0x8004_587d;
+
+    /// `FS_IOC_SETFLAGS`: inode flags (immutable, append-only, ...).
+    pub const FS_IOC_SETFLAGS: u32 = 0x4008_6602;
+    /// `FS_IOC32_SETFLAGS`.
+    pub const FS_IOC32_SETFLAGS: u32 = 0x4004_6602;
+    /// `FS_IOC_FSSETXATTR`: extended inode flags, project id, extent size.
+    pub const FS_IOC_FSSETXATTR: u32 = 0x401c_5820;
+    /// `FS_IOC_SETVERSION`: the inode's generation number.
+    pub const FS_IOC_SETVERSION: u32 = 0x4008_7602;
+    /// `FS_IOC32_SETVERSION`.
+    pub const FS_IOC32_SETVERSION: u32 = 0x4004_7602;
+    /// `EXT4_IOC_SETVERSION`.
+    pub const EXT4_IOC_SETVERSION: u32 = 0x4008_6604;
+    /// `EXT4_IOC32_SETVERSION`.
+    pub const EXT4_IOC32_SETVERSION: u32 = 0x4004_6604;
+    /// `FS_IOC_ENABLE_VERITY`: makes the file read-only for good.
+    pub const FS_IOC_ENABLE_VERITY: u32 = 0x4080_6685;
+    /// `FS_IOC_SET_ENCRYPTION_POLICY`: encrypts what an empty directory
+    /// will hold.
+    pub const FS_IOC_SET_ENCRYPTION_POLICY: u32 = 0x800c_6613;
+
+    /// `FICLONE`: the file's data becomes another file's.
+    pub const FICLONE: u32 = 0x4004_9409;
+    /// `FICLONERANGE`: a range of the file's data becomes another file's.
+    pub const FICLONERANGE: u32 = 0x4020_940d;
+    /// `FIDEDUPERANGE`: ranges of other files that hold the same bytes as
+    /// this one are made to share its storage.
+    pub const FIDEDUPERANGE: u32 = 0xc018_9436;
+
+    /// What `cmd` needs of an agent.
+    #[inline(always)]
+    pub const fn need(cmd: u32) -> Need {
+        match cmd {
+            TIOCSTI | TIOCLINUX | FIFREEZE | FITHAW | FS_IOC_SETFSLABEL | EXT4_IOC_SETFSUUID
+            | EXT4_IOC_SHUTDOWN => Need::Refused,
+            FS_IOC_SETFLAGS
+            | FS_IOC32_SETFLAGS
+            | FS_IOC_FSSETXATTR
+            | FS_IOC_SETVERSION
+            | FS_IOC32_SETVERSION
+            | EXT4_IOC_SETVERSION
+            | EXT4_IOC32_SETVERSION
+            | FS_IOC_ENABLE_VERITY
+            | FS_IOC_SET_ENCRYPTION_POLICY => Need::Ops(ops::SETATTR),
+            FICLONE | FICLONERANGE | FIDEDUPERANGE => Need::Ops(ops::WRITE),
+            _ => Need::Nothing,
+        }
+    }
+
+    /// The name of a command [`need`] refuses or asks operations for.
+    pub const fn name(cmd: u32) -> Option<&'static str> {
+        Some(match cmd {
+            TIOCSTI => "TIOCSTI",
+            TIOCLINUX => "TIOCLINUX",
+            FIFREEZE => "FIFREEZE",
+            FITHAW => "FITHAW",
+            FS_IOC_SETFSLABEL => "FS_IOC_SETFSLABEL",
+            EXT4_IOC_SETFSUUID => "EXT4_IOC_SETFSUUID",
+            EXT4_IOC_SHUTDOWN => "EXT4_IOC_SHUTDOWN",
+            FS_IOC_SETFLAGS | FS_IOC32_SETFLAGS => "FS_IOC_SETFLAGS",
+            FS_IOC_FSSETXATTR => "FS_IOC_FSSETXATTR",
+            FS_IOC_SETVERSION | FS_IOC32_SETVERSION => "FS_IOC_SETVERSION",
+            EXT4_IOC_SETVERSION | EXT4_IOC32_SETVERSION => "EXT4_IOC_SETVERSION",
+            FS_IOC_ENABLE_VERITY => "FS_IOC_ENABLE_VERITY",
+            FS_IOC_SET_ENCRYPTION_POLICY => "FS_IOC_SET_ENCRYPTION_POLICY",
+            FICLONE => "FICLONE",
+            FICLONERANGE => "FICLONERANGE",
+            FIDEDUPERANGE => "FIDEDUPERANGE",
+            _ => return None,
+        })
+    }
 }
 
 /// `i_mode` file type bits.
@@ -729,7 +877,99 @@ pub const fn kernel_dev(st_dev: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::kernel_dev;
+    use super::{attr, ioctl, kernel_dev, ops};
+
+    #[test]
+    fn a_change_needs_what_it_changes_whatever_the_kernel_adds() {
+        // `ATTR_CTIME`, which chmod, chown and truncate set with the rest.
+        const CTIME: u32 = 1 << 6;
+        // `ATTR_KILL_PRIV`, `ATTR_FILE`.
+        const KILL_PRIV: u32 = 1 << 14;
+        const FILE: u32 = 1 << 13;
+        let drop_privileges = attr::FORCE | attr::KILL_SUID | attr::KILL_SGID | KILL_PRIV;
+        for (valid, need) in [
+            // chmod, chown.
+            (attr::MODE | CTIME, ops::SETATTR),
+            (
+                attr::UID | attr::GID | CTIME | attr::KILL_SUID | KILL_PRIV,
+                ops::SETATTR,
+            ),
+            // truncate(2), ftruncate(2), touch.
+            (attr::SIZE | CTIME, ops::WRITE),
+            (attr::SIZE | CTIME | FILE, ops::WRITE),
+            (attr::TIMES, ops::WRITE),
+            // Truncating a set-id file or one with file capabilities: the
+            // kernel adds the drop (and the mode it makes of it).
+            (
+                attr::SIZE | CTIME | drop_privileges | attr::MODE,
+                ops::WRITE,
+            ),
+            (attr::SIZE | attr::FORCE | KILL_PRIV, ops::WRITE),
+            // Writing such a file: only the kernel's drop.
+            (attr::FORCE | attr::KILL_SUID | attr::MODE, 0),
+            (attr::FORCE | KILL_PRIV, 0),
+            // open(O_TRUNC), decided by the open, with or without the drop.
+            (attr::SIZE | CTIME | attr::OPEN | FILE, 0),
+            (attr::SIZE | attr::OPEN | drop_privileges | attr::MODE, 0),
+        ] {
+            assert_eq!(attr::needs(valid), need, "ia_valid {valid:#x}");
+        }
+    }
+
+    #[test]
+    fn ioctls_that_change_a_file_need_operations_and_injection_is_refused() {
+        use ioctl::{Need, need};
+        assert_eq!(need(ioctl::TIOCSTI), Need::Refused);
+        assert_eq!(need(ioctl::TIOCLINUX), Need::Refused);
+        assert_eq!(need(ioctl::FIFREEZE), Need::Refused);
+        for cmd in [
+            ioctl::FS_IOC_SETFLAGS,
+            ioctl::FS_IOC32_SETFLAGS,
+            ioctl::FS_IOC_FSSETXATTR,
+            ioctl::FS_IOC_SETVERSION,
+            ioctl::EXT4_IOC32_SETVERSION,
+            ioctl::FS_IOC_ENABLE_VERITY,
+        ] {
+            assert_eq!(need(cmd), Need::Ops(ops::SETATTR), "{cmd:#x}");
+        }
+        for cmd in [ioctl::FICLONE, ioctl::FICLONERANGE, ioctl::FIDEDUPERANGE] {
+            assert_eq!(need(cmd), Need::Ops(ops::WRITE), "{cmd:#x}");
+        }
+        // FIONREAD, TCGETS, FS_IOC_GETFLAGS, FS_IOC_FSGETXATTR, FS_IOC_FIEMAP.
+        for cmd in [0x541b, 0x5401, 0x8008_6601, 0x801c_581f, 0xc020_660b] {
+            assert_eq!(need(cmd), Need::Nothing, "{cmd:#x}");
+            assert_eq!(ioctl::name(cmd), None);
+        }
+        assert_eq!(
+            ioctl::name(ioctl::FS_IOC32_SETFLAGS),
+            Some("FS_IOC_SETFLAGS")
+        );
+        // Every command with a rule has a name for the audit log.
+        for cmd in [
+            ioctl::TIOCSTI,
+            ioctl::TIOCLINUX,
+            ioctl::FIFREEZE,
+            ioctl::FITHAW,
+            ioctl::FS_IOC_SETFSLABEL,
+            ioctl::EXT4_IOC_SETFSUUID,
+            ioctl::EXT4_IOC_SHUTDOWN,
+            ioctl::FS_IOC_SETFLAGS,
+            ioctl::FS_IOC32_SETFLAGS,
+            ioctl::FS_IOC_FSSETXATTR,
+            ioctl::FS_IOC_SETVERSION,
+            ioctl::FS_IOC32_SETVERSION,
+            ioctl::EXT4_IOC_SETVERSION,
+            ioctl::EXT4_IOC32_SETVERSION,
+            ioctl::FS_IOC_ENABLE_VERITY,
+            ioctl::FS_IOC_SET_ENCRYPTION_POLICY,
+            ioctl::FICLONE,
+            ioctl::FICLONERANGE,
+            ioctl::FIDEDUPERANGE,
+        ] {
+            assert_ne!(need(cmd), Need::Nothing, "{cmd:#x}");
+            assert!(ioctl::name(cmd).is_some(), "{cmd:#x}");
+        }
+    }
 
     #[test]
     fn kernel_dev_matches_kernel_encoding() {

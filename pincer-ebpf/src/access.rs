@@ -57,7 +57,11 @@ impl Access {
     /// An access to an open file, needing what `ops` makes of its `f_mode`
     /// and `f_flags` (one of the `for_*` functions below).
     #[inline(always)]
-    pub fn opened(hook: u32, file: *const u8, ops: fn(u32, u32) -> u32) -> Result<Access, Failure> {
+    pub fn opened(
+        hook: u32,
+        file: *const u8,
+        ops: impl FnOnce(u32, u32) -> u32,
+    ) -> Result<Access, Failure> {
         kernel::loaded()?;
         let off = kernel::off();
         let mode: u32 = kernel::read(file, off.file_f_mode)?;
@@ -223,24 +227,23 @@ pub fn for_received(f_mode: u32, _f_flags: u32) -> u32 {
     for_mode(f_mode)
 }
 
-/// The operations a change of attributes asks for (`inode_setattr`); zero
-/// for a change the task did not ask for itself.
+/// The operations a change of attributes asks for (`inode_setattr`): what
+/// its `ia_valid` bits change ([`attr::needs`]); zero for the truncation of
+/// `open(O_TRUNC)` and the kernel's own dropping of set-id bits and file
+/// capabilities.
 #[inline(always)]
 pub fn for_setattr(valid: u32) -> u32 {
-    if valid & (attr::OPEN | attr::FORCE) != 0 {
+    attr::needs(valid)
+}
+
+/// The operations an ioctl that needs `need` ([`pincer_common::ioctl::need`]) asks for on
+/// a file opened with `f_mode`: a change of its data (`write`) needs nothing
+/// more on the descriptor whose open created the file, which may write it
+/// (as [`for_open`] says); a change of its attributes always needs `setattr`.
+#[inline(always)]
+pub fn for_ioctl(need: u32, f_mode: u32) -> u32 {
+    if need == ops::WRITE && f_mode & fmode::CREATED != 0 {
         return 0;
-    }
-    let mut need = 0;
-    if valid & (attr::MODE | attr::UID | attr::GID) != 0 {
-        need |= ops::SETATTR;
-    }
-    if valid & attr::SIZE != 0 {
-        need |= ops::WRITE;
-    }
-    // Times alone (`touch`, `utimes`) are what a write does to them; with a
-    // mode or owner change the ctime update is part of that change.
-    if need == 0 && valid & attr::TIMES != 0 {
-        need = ops::WRITE;
     }
     need
 }

@@ -78,6 +78,8 @@ programs! {
     key_alloc => owned::key_created(),
     key_permission => owned::key_permission(),
     inode_get_acl => file::acl_read(),
+    file_ioctl => file::file_ioctl(),
+    file_ioctl_compat => file::file_ioctl(),
 }
 
 #[cfg(target_arch = "bpf")]

@@ -100,11 +100,18 @@ fn proc_rule(access: &Access, global: u32) -> Result<Rule, ReadFailed> {
             Rule::Also(global)
         });
     }
-    let nr = kernel::pid_nr(off, pid)?;
+    let task = kernel::pid_task(off, pid)?;
+    // The entries of a thread (`/proc/<tid>`, `/proc/<pid>/task/<tid>`) hold
+    // the thread's own pid: its thread group's id is the process to look
+    // up. A thread already gone has no task, and its number is the one.
+    let nr = if task.is_null() {
+        kernel::pid_nr(off, pid)?
+    } else {
+        kernel::read(task, off.task_struct_tgid)?
+    };
     if unsafe { maps::GUARDED.get(nr) }.is_some() {
         return Ok(Rule::Refused(event_flags::GUARD));
     }
-    let task = kernel::pid_task(off, pid)?;
     // A process that is gone is nobody's: refused like another's.
     let own = !task.is_null()
         && kernel::task_cgroup_id(off, task)? == unsafe { bpf_get_current_cgroup_id() };

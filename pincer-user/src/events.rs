@@ -7,7 +7,7 @@
 use std::{borrow::Cow, collections::HashMap, fs};
 
 use pincer_common::{
-    AccessEvent, COMPONENT_LEN, MAX_COMPONENTS, caps, event_flags, hook, ops, verdict,
+    AccessEvent, COMPONENT_LEN, MAX_COMPONENTS, caps, event_flags, hook, ioctl, ops, verdict,
 };
 use serde::Serialize;
 
@@ -309,6 +309,7 @@ fn guard_reason(event: &AccessEvent) -> String {
         hook::KERNEL_LOAD_DATA | hook::KERNEL_READ_FILE => {
             format!("loading {} into the kernel", kernel_data(event.ino))
         }
+        hook::FILE_IOCTL | hook::FILE_IOCTL_COMPAT => refused_ioctl(event.ino),
         _ => "an action".to_owned(),
     };
     format!("pincer protects itself and the confinement: {what} is never allowed to agents")
@@ -352,6 +353,19 @@ fn kernel_data(id: u64) -> &'static str {
         5 => "a security policy",
         6 => "a certificate",
         _ => "code or data",
+    }
+}
+
+/// What a refused ioctl command does, and its name.
+fn refused_ioctl(cmd: u64) -> String {
+    let cmd = cmd as u32;
+    let what = match cmd {
+        ioctl::TIOCSTI | ioctl::TIOCLINUX => "typing into a terminal",
+        _ => "changing a whole filesystem",
+    };
+    match ioctl::name(cmd) {
+        Some(name) => format!("{what} ({name})"),
+        None => format!("ioctl {cmd:#x}"),
     }
 }
 
@@ -537,6 +551,18 @@ mod tests {
                 .starts_with("audit mode: would be denied, pincer protects itself")
         );
         assert!(d.reason.contains("mounting"));
+        e.verdict = verdict::DENIED;
+        e.hook = hook::FILE_IOCTL;
+        e.ino = u64::from(ioctl::TIOCSTI);
+        let d = decision(&e, &Mounts::default());
+        assert_eq!(
+            d.reason,
+            "pincer protects itself and the confinement: typing into a terminal (TIOCSTI) is never allowed to agents"
+        );
+        e.hook = hook::FILE_IOCTL_COMPAT;
+        e.ino = u64::from(ioctl::FIFREEZE);
+        let d = decision(&e, &Mounts::default());
+        assert!(d.reason.contains("changing a whole filesystem (FIFREEZE)"));
     }
 
     #[test]

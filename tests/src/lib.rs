@@ -392,3 +392,128 @@ pub fn process_state(pid: u32) -> Option<char> {
         .chars()
         .next()
 }
+
+/// A pseudo-terminal for `pincer run`, set up as an interactive shell would
+/// start it: a new session whose controlling terminal is this one, with the
+/// terminal as standard input (see [`Terminal::attach`]). The test holds the
+/// other end: what is written to the terminal is on its screen, and what the
+/// test types is the terminal's input.
+pub struct Terminal {
+    master: fs::File,
+    slave: std::os::fd::OwnedFd,
+    /// Everything read from the screen so far.
+    pub screen: String,
+}
+
+impl Terminal {
+    /// A new pseudo-terminal.
+    pub fn new() -> Terminal {
+        use std::os::fd::AsRawFd;
+        let pty = nix::pty::openpty(
+            None::<&nix::pty::Winsize>,
+            None::<&nix::sys::termios::Termios>,
+        )
+        .unwrap();
+        let master = fs::File::from(pty.master);
+        let raw = master.as_raw_fd();
+        // Non-blocking reads, so a missing prompt fails a test instead of
+        // hanging it.
+        // SAFETY: fcntl on our own descriptor.
+        unsafe {
+            libc::fcntl(
+                raw,
+                libc::F_SETFL,
+                libc::fcntl(raw, libc::F_GETFL) | libc::O_NONBLOCK,
+            );
+        }
+        Terminal {
+            master,
+            slave: pty.slave,
+            screen: String::new(),
+        }
+    }
+
+    /// Starts `command` on the terminal: in a new session with the terminal
+    /// as its controlling terminal and standard input; standard output and
+    /// error too, unless `screen_output` is false (then the caller sets
+    /// them).
+    pub fn attach(&self, command: &mut Command, screen_output: bool) {
+        use std::os::unix::process::CommandExt;
+        command.stdin(Stdio::from(self.slave.try_clone().unwrap()));
+        if screen_output {
+            command
+                .stdout(Stdio::from(self.slave.try_clone().unwrap()))
+                .stderr(Stdio::from(self.slave.try_clone().unwrap()));
+        }
+        // SAFETY: setsid and ioctl are async-signal-safe.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+
+    /// The terminal end a program uses (a duplicate), as its standard
+    /// input for example.
+    pub fn slave(&self) -> Stdio {
+        Stdio::from(self.slave.try_clone().unwrap())
+    }
+
+    /// Reads the screen until it shows `needle` (a minute at most);
+    /// returns whether it did.
+    pub fn read_until(&mut self, needle: &str) -> bool {
+        let (master, screen) = (&mut self.master, &mut self.screen);
+        wait_for(Duration::from_secs(60), || {
+            let mut buf = [0u8; 4096];
+            if let Ok(n) = std::io::Read::read(master, &mut buf) {
+                screen.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+            screen.contains(needle)
+        })
+    }
+
+    /// Types `text` on the terminal.
+    pub fn type_text(&mut self, text: &str) {
+        std::io::Write::write_all(&mut self.master, text.as_bytes()).unwrap();
+    }
+
+    /// What is waiting in the terminal's input for a program to read
+    /// (nothing when empty): whole lines, as the terminal is line-buffered.
+    pub fn pending_input(&self) -> String {
+        use std::os::fd::AsRawFd;
+        let fd = self.slave.as_raw_fd();
+        let mut input = Vec::new();
+        loop {
+            let mut available: libc::c_int = 0;
+            // SAFETY: FIONREAD writes an int.
+            if unsafe { libc::ioctl(fd, libc::FIONREAD, &raw mut available) } < 0 || available == 0
+            {
+                break;
+            }
+            let mut buf = vec![0u8; available as usize];
+            // SAFETY: `buf` is valid for its length; data is waiting, so
+            // the read does not block.
+            let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                break;
+            }
+            input.extend_from_slice(&buf[..n as usize]);
+        }
+        String::from_utf8_lossy(&input).into_owned()
+    }
+
+    /// The code the last prompt on the screen showed for its request.
+    pub fn last_code(&self) -> Option<String> {
+        let (_, rest) = self.screen.rsplit_once("with the code ")?;
+        Some(rest.split_whitespace().next()?.to_owned())
+    }
+}
+
+impl Default for Terminal {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -12,14 +12,15 @@ use std::{
         fd::AsRawFd,
         unix::{fs::PermissionsExt, net::UnixListener},
     },
-    process::Stdio,
+    process::{Command, Stdio},
     thread,
     time::{Duration, Instant},
 };
 
 use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
 use pincer_tests::{
-    EACCES, EPERM, Reaped, Scratch, asking_mission, pending, probe_bin, read_stdout, stdout_lines,
+    EACCES, EPERM, Reaped, Scratch, Terminal, asking_mission, pending, probe_bin, read_stdout,
+    stdout_lines, tree_mission, wait_for,
 };
 
 const SECRET: &str = "TOP SECRET\n";
@@ -220,16 +221,11 @@ fn truncation_by_path_and_by_descriptor_is_refused() {
     let s = Scratch::new("bp-truncate");
     let m = full_tree(&s);
     // A descriptor open for writing, handed to the agent as fd 9.
-    let inherited = fs::OpenOptions::new()
-        .write(true)
-        .open(s.path("secret/key"))
-        .unwrap();
-    let probe = probe_bin();
-    let mut cmd = s.command(
+    let lines = with_inherited_writer(
+        &s,
         &m,
-        &["--pass-fd", "9"],
+        "secret/key",
         &[
-            probe.to_str().unwrap(),
             "truncate",
             &s.p("secret/key"),
             "0",
@@ -243,8 +239,146 @@ fn truncation_by_path_and_by_descriptor_is_refused() {
             "2",
         ],
     );
+    assert_eq!(lines, ["err 13", "err 13", "ok truncated"]);
+    secret_unchanged(&s);
+    assert_eq!(fs::read_to_string(s.path("project/a.txt")).unwrap(), "al");
+    assert_eq!(
+        deny_reasons(&s, "inode_setattr"),
+        ["no grant covers write", "no grant covers write"]
+    );
+}
+
+/// A `security.capability` value (version 2) giving `CAP_NET_RAW`, as
+/// `setcap cap_net_raw+p` writes it.
+fn file_capability() -> Vec<u8> {
+    let mut value = 0x0200_0000u32.to_le_bytes().to_vec();
+    for word in [1u32 << 13, 0, 0, 0] {
+        value.extend_from_slice(&word.to_le_bytes());
+    }
+    value
+}
+
+fn mode_of(s: &Scratch, rel: &str) -> u32 {
+    fs::metadata(s.path(rel)).unwrap().permissions().mode() & 0o7777
+}
+
+/// Runs the probe outside every agent cgroup: the control that shows a
+/// mechanism works before it is tried from inside one.
+fn unconfined(args: &[&str]) -> Vec<String> {
+    let out = Command::new(probe_bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    stdout_lines(&out)
+}
+
+#[test]
+fn a_truncation_that_drops_set_id_bits_or_capabilities_still_needs_write() {
+    let s = Scratch::new("bp-truncate-force");
+    for name in [
+        "secret/capable",
+        "secret/capable-control",
+        "project/capable",
+    ] {
+        fs::write(s.path(name), SECRET).unwrap();
+        set_xattr(&s.path(name), "security.capability", &file_capability());
+    }
+    for name in ["secret/setuid", "secret/setuid-control", "project/setuid"] {
+        fs::write(s.path(name), SECRET).unwrap();
+        fs::set_permissions(s.path(name), fs::Permissions::from_mode(0o4755)).unwrap();
+    }
+    // Control, outside every agent cgroup: the truncations work, and the
+    // kernel drops the capabilities and the set-user-id bit on the way
+    // (`ATTR_FORCE`).
+    let control = unconfined(&[
+        "truncate",
+        &s.p("secret/capable-control"),
+        "0",
+        ",",
+        "nofsetid",
+        ",",
+        "truncate",
+        &s.p("secret/setuid-control"),
+        "0",
+    ]);
+    assert_eq!(control, ["ok truncated", "ok dropped", "ok truncated"]);
+    assert_eq!(fs::read(s.path("secret/capable-control")).unwrap(), b"");
+    assert_eq!(
+        xattr(&s.path("secret/capable-control"), "security.capability"),
+        None
+    );
+    assert_eq!(fs::read(s.path("secret/setuid-control")).unwrap(), b"");
+    assert_eq!(mode_of(&s, "secret/setuid-control"), 0o755);
+
+    // The tree may be read and written; its attributes are not granted.
+    let m = s.project_mission(r#""read", "write""#);
+    let r = s.probe_lines(
+        &m,
+        &[
+            &["truncate", &s.p("secret/capable"), "0"],
+            &["nofsetid"],
+            &["truncate", &s.p("secret/setuid"), "0"],
+            // The kernel's own drops are part of a granted write.
+            &["truncate", &s.p("project/setuid"), "3"],
+            &["append", &s.p("project/capable"), "!"],
+        ],
+    );
+    assert_eq!(
+        r,
+        [
+            "err 13",
+            "ok dropped",
+            "err 13",
+            "ok truncated",
+            "ok wrote 1"
+        ]
+    );
+    assert_eq!(
+        fs::read_to_string(s.path("secret/capable")).unwrap(),
+        SECRET
+    );
+    assert_eq!(
+        xattr(&s.path("secret/capable"), "security.capability"),
+        Some(file_capability())
+    );
+    assert_eq!(fs::read_to_string(s.path("secret/setuid")).unwrap(), SECRET);
+    assert_eq!(mode_of(&s, "secret/setuid"), 0o4755);
+    assert_eq!(fs::read_to_string(s.path("project/setuid")).unwrap(), "TOP");
+    assert_eq!(mode_of(&s, "project/setuid"), 0o755);
+    assert_eq!(
+        fs::read_to_string(s.path("project/capable")).unwrap(),
+        format!("{SECRET}!")
+    );
+    assert_eq!(
+        xattr(&s.path("project/capable"), "security.capability"),
+        None
+    );
+    assert_eq!(
+        deny_reasons(&s, "inode_setattr"),
+        ["no grant covers write", "no grant covers write"]
+    );
+}
+
+/// Runs `pincer run` with the probe and `file` open for writing as the
+/// agent's descriptor 9, inherited; returns the probe's lines.
+fn with_inherited_writer(
+    s: &Scratch,
+    mission: &std::path::Path,
+    file: &str,
+    ops: &[&str],
+) -> Vec<String> {
+    let inherited = fs::OpenOptions::new()
+        .write(true)
+        .open(s.path(file))
+        .unwrap();
+    let probe = probe_bin();
+    let mut cmd_line = vec![probe.to_str().unwrap()];
+    cmd_line.extend_from_slice(ops);
+    // Passed on purpose: `pincer run` closes what it is not told to pass.
+    let mut cmd = s.command(mission, &["--pass-fd", "9"], &cmd_line);
     let fd = inherited.as_raw_fd();
-    // SAFETY: only dup2 between fork and exec.
+    // SAFETY: only dup2 and fcntl between fork and exec.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
             // dup2 onto itself would keep close-on-exec: clear it as well.
@@ -254,15 +388,219 @@ fn truncation_by_path_and_by_descriptor_is_refused() {
             Ok(())
         });
     }
-    let out = cmd.output().unwrap();
-    let lines = stdout_lines(&out);
-    assert_eq!(lines, ["err 13", "err 13", "ok truncated"]);
-    secret_unchanged(&s);
-    assert_eq!(fs::read_to_string(s.path("project/a.txt")).unwrap(), "al");
+    stdout_lines(&cmd.output().unwrap())
+}
+
+/// `FIFREEZE`, for the probe's `ioctl`.
+const FIFREEZE: &str = "c0045877";
+
+#[test]
+fn ioctls_that_change_a_file_need_setattr_or_write() {
+    let s = Scratch::new("bp-ioctl");
+    let key = s.p("secret/key");
+    let a = s.p("project/a.txt");
+    let b = s.p("project/b.txt");
+    let project = s.p("project");
+    // Control, outside every agent cgroup: a descriptor open for reading is
+    // enough to make a file immutable, which its owner then cannot write.
+    let control = unconfined(&[
+        "setflags",
+        &key,
+        "i",
+        ",",
+        "write",
+        &key,
+        "x",
+        ",",
+        "setflags32",
+        &key,
+        "i",
+        ",",
+        "setflags",
+        &key,
+        "-",
+        ",",
+        "fsxattr-immutable",
+        &key,
+        ",",
+        "setflags",
+        &key,
+        "-",
+        ",",
+        "clone",
+        &key,
+        &a,
+        ",",
+        "ioctl",
+        &project,
+        FIFREEZE,
+    ]);
     assert_eq!(
-        deny_reasons(&s, "inode_setattr"),
-        ["no grant covers write", "no grant covers write"]
+        control,
+        [
+            "ok set 0x10",
+            "err 1",
+            "ok set 0x10",
+            "ok set 0x0",
+            "ok set",
+            "ok set 0x0",
+            // tmpfs has no shared extents and cannot be frozen: the calls
+            // reached the filesystem.
+            "err 95",
+            "err 95",
+        ]
     );
+    // The secret may be read, the project changed in every way.
+    let m = s.mission(&format!(
+        "[mission]\nname = \"test\"\n\n[[grant]]\npath = \"{}\"\nops = [{ALL_OPS}]\nextent = \"tree\"\n\n[[grant]]\npath = \"{key}\"\nops = [\"read\"]\n",
+        s.p("project")
+    ));
+    let r = with_inherited_writer(
+        &s,
+        &m,
+        "secret/key",
+        &[
+            "getflags",
+            &key,
+            ",",
+            "setflags",
+            &key,
+            "i",
+            ",",
+            "setflags32",
+            &key,
+            "a",
+            ",",
+            "fsxattr-immutable",
+            &key,
+            ",",
+            "clone-fd",
+            "9",
+            &a,
+            ",",
+            "setflags",
+            &a,
+            "i",
+            ",",
+            "append",
+            &a,
+            "x",
+            ",",
+            "setflags",
+            &a,
+            "-",
+            ",",
+            "clone",
+            &b,
+            &a,
+            ",",
+            "ioctl",
+            &project,
+            FIFREEZE,
+        ],
+    );
+    assert_eq!(
+        r,
+        [
+            "ok flags 0x0",
+            "err 13",
+            "err 13",
+            "err 13",
+            "err 13",
+            "ok set 0x10",
+            "err 1",
+            "ok set 0x0",
+            "err 95",
+            "err 1",
+        ]
+    );
+    secret_unchanged(&s);
+    assert_eq!(unconfined(&["getflags", &key]), ["ok flags 0x0"]);
+    assert_eq!(unconfined(&["getflags", &a]), ["ok flags 0x0"]);
+    let mut reasons = deny_reasons(&s, "file_ioctl");
+    reasons.extend(deny_reasons(&s, "file_ioctl_compat"));
+    reasons.sort();
+    assert_eq!(
+        reasons,
+        [
+            "no grant covers setattr",
+            "no grant covers setattr",
+            "no grant covers setattr",
+            "no grant covers write",
+            "pincer protects itself and the confinement: changing a whole filesystem (FIFREEZE) is never allowed to agents",
+        ]
+    );
+}
+
+#[test]
+fn keystrokes_cannot_be_pushed_into_the_terminal() {
+    let s = Scratch::new("bp-tiocsti");
+    // The virtual console may be read: only its ioctl is refused.
+    let m = s.mission(&format!(
+        "{}\n[[grant]]\npath = \"/dev/tty1\"\nops = [\"read\"]\n",
+        tree_mission(&s.p("project"), r#""read", "write""#)
+    ));
+    let terminal = Terminal::new();
+    let injections = [
+        "sti",
+        "0",
+        "touch /tmp/pwned\\n",
+        ",",
+        "sti32",
+        "0",
+        "true\\n",
+        ",",
+        "tioclinux",
+        "/dev/tty1",
+        "6",
+    ];
+    // Control, outside every agent cgroup: the line lands in the terminal's
+    // input, where the shell reads it once the agent is gone.
+    let out = Command::new(probe_bin())
+        .args(injections)
+        .stdin(terminal.slave())
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout_lines(&out),
+        ["ok injected 17", "ok injected 5", "ok done"]
+    );
+    assert_eq!(terminal.pending_input(), "touch /tmp/pwned\ntrue\n");
+
+    let probe = probe_bin();
+    let mut cmd_line = vec![probe.to_str().unwrap()];
+    cmd_line.extend_from_slice(&injections);
+    // What a program on a terminal does, still allowed.
+    cmd_line.extend_from_slice(&[",", "tcgets", "0"]);
+    let out = s
+        .command(&m, &[], &cmd_line)
+        .stdin(terminal.slave())
+        .output()
+        .unwrap();
+    assert_eq!(stdout_lines(&out), ["err 1", "err 1", "err 1", "ok tty"]);
+    assert_eq!(terminal.pending_input(), "", "nothing was typed");
+    let refused: Vec<String> = s
+        .decisions()
+        .into_iter()
+        .filter(|d| d["verdict"] == "deny")
+        .map(|d| {
+            format!(
+                "{} {}",
+                d["hook"].as_str().unwrap(),
+                d["reason"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(refused.len(), 3, "{refused:#?}");
+    for (line, name) in refused.iter().zip(["TIOCSTI", "TIOCSTI", "TIOCLINUX"]) {
+        assert!(line.starts_with("file_ioctl"), "{line}");
+        assert!(
+            line.ends_with(&format!(
+                "pincer protects itself and the confinement: typing into a terminal ({name}) is never allowed to agents"
+            )),
+            "{line}"
+        );
+    }
 }
 
 fn xattr(path: &std::path::Path, name: &str) -> Option<Vec<u8>> {
@@ -606,6 +944,103 @@ fn the_twin_s_proc_entries_are_closed_to_the_agent() {
             "ptrace_access_check",
             "file_open",
             "file_open"
+        ]
+    );
+}
+
+#[test]
+fn every_thread_of_the_twin_is_guarded() {
+    let s = Scratch::new("bp-threads");
+    let m = full_tree(&s);
+    let tid_file = s.p("project/tid");
+    let ready = s.p("project/ready");
+    // The shell's parent is `pincer run`. Once the agent runs, the test
+    // tells it which of the twin's threads to try: one besides the main
+    // thread that lasts the whole run (on a terminal, the prompt's reader).
+    // Threads that help while the programs load are gone by then.
+    let script = format!(
+        "touch {ready}; while [ ! -e {tid_file} ]; do sleep 0.05; done; t=$(cat {tid_file}); \
+         exec {0} read /proc/\"$t\"/status , read /proc/$PPID/task/\"$t\"/status , \
+         read /proc/$PPID/task/\"$t\"/comm , tgkill parent \"$t\" 15 , kill \"$t\" 15 , \
+         read /proc/thread-self/status , read /proc/$$/task/$$/status",
+        probe_bin().display()
+    );
+    let terminal = Terminal::new();
+    let mut command = s.command(&m, &[], &["sh", "-c", &script]);
+    terminal.attach(&mut command, false);
+    let mut run = Reaped(command.stdout(Stdio::piped()).spawn().unwrap());
+    let twin = run.0.id();
+    assert!(
+        wait_for(Duration::from_secs(120), || fs::metadata(&ready).is_ok()),
+        "the agent runs"
+    );
+    let task = format!("/proc/{twin}/task");
+    // The threads of the twin's own name (not the runtime's short-lived
+    // blocking pool, `tokio-runtime-w`), with the main thread's left out.
+    let threads = || -> Vec<u32> {
+        let comm = |tid: u32| fs::read_to_string(format!("{task}/{tid}/comm")).ok();
+        let main = comm(twin);
+        fs::read_dir(&task)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|&tid| tid != twin && main.is_some() && comm(tid) == main)
+            .collect()
+    };
+    // Seen again a second later; the newest, the prompt's reader being
+    // started just before the agent.
+    let mut seen = Vec::new();
+    let mut thread = None;
+    assert!(
+        wait_for(Duration::from_secs(60), || {
+            let now = threads();
+            thread = now.iter().copied().filter(|tid| seen.contains(tid)).max();
+            seen = now;
+            if thread.is_none() {
+                thread::sleep(Duration::from_secs(1));
+            }
+            thread.is_some()
+        }),
+        "the twin runs a second thread"
+    );
+    let thread = thread.unwrap();
+    // Control: outside the agent's cgroup the thread's entries are there,
+    // and they name the twin as their process.
+    let status = fs::read_to_string(format!("/proc/{thread}/status")).unwrap();
+    assert!(status.contains(&format!("\nTgid:\t{twin}\n")), "{status}");
+    // Written whole, then renamed into place: the shell must never see the
+    // file before its number is in it.
+    let partial = format!("{tid_file}.partial");
+    fs::write(&partial, thread.to_string()).unwrap();
+    fs::rename(&partial, &tid_file).unwrap();
+    let out = read_stdout(&mut run.0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 7, "{lines:?}");
+    assert_eq!(
+        lines[..5],
+        ["err 13", "err 13", "err 13", "err 1", "err 1"],
+        "{lines:?}"
+    );
+    // The agent's own threads stay readable.
+    assert!(lines[5].starts_with("ok read"), "{lines:?}");
+    assert!(lines[6].starts_with("ok read"), "{lines:?}");
+    // The twin survived to report the probe's status.
+    assert_eq!(run.0.wait().unwrap().code(), Some(EACCES));
+    let hooks: Vec<String> = s
+        .decisions()
+        .into_iter()
+        .filter(|d| d["verdict"] == "deny")
+        .map(|d| d["hook"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        hooks,
+        [
+            "file_open",
+            "file_open",
+            "file_open",
+            "task_kill",
+            "task_kill"
         ]
     );
 }

@@ -16,8 +16,9 @@ use nix::{
     unistd::Pid,
 };
 use pincer_tests::{
-    EACCES, Reaped, Scratch, agent_cgroups, answer, asking_mission, leftovers_after_exit, pending,
-    pincer_bin, probe_bin, process_state, read_stdout, wait_for, wait_pending,
+    EACCES, EPERM, Reaped, Scratch, Terminal, agent_cgroups, answer, asking_mission,
+    leftovers_after_exit, pending, pincer_bin, probe_bin, process_state, read_stdout, wait_for,
+    wait_pending,
 };
 
 fn spawn_agent(s: &Scratch, mission: &std::path::Path, script: &str) -> Reaped {
@@ -631,77 +632,134 @@ fn a_session_grant_releases_the_waiting_requests_it_covers() {
 }
 
 #[test]
-fn a_person_answers_at_the_terminal_prompt() {
-    use std::io::{Read, Write};
-    use std::os::fd::{AsRawFd, OwnedFd};
-    use std::os::unix::process::CommandExt;
-
+fn a_person_answers_at_the_terminal_prompt_with_the_request_s_code() {
     let (s, m) = asking_person("park-terminal");
-    let pty = nix::pty::openpty(
-        None::<&nix::pty::Winsize>,
-        None::<&nix::sys::termios::Termios>,
-    )
-    .unwrap();
-    let slave: OwnedFd = pty.slave;
+    let mut terminal = Terminal::new();
     let script = format!(
         "{0} read {1}; {0} read {1}",
         probe_bin().display(),
         s.p("secret/key")
     );
     let mut command = s.command(&m, &[], &["sh", "-c", &script]);
-    command
-        .stdin(Stdio::from(slave.try_clone().unwrap()))
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave));
-    // SAFETY: setsid and ioctl are async-signal-safe; the terminal becomes
-    // the controlling terminal of `pincer run`, as in an interactive shell.
-    unsafe {
-        command.pre_exec(|| {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    terminal.attach(&mut command, true);
     let mut run = Reaped(command.spawn().unwrap());
-    let mut terminal = std::fs::File::from(pty.master);
-    let mut answer_end = terminal.try_clone().unwrap();
-    let raw = terminal.as_raw_fd();
-    // Non-blocking reads, so a missing prompt fails the test instead of hanging it.
-    // SAFETY: fcntl on our own descriptor.
-    unsafe {
-        libc::fcntl(
-            raw,
-            libc::F_SETFL,
-            libc::fcntl(raw, libc::F_GETFL) | libc::O_NONBLOCK,
-        )
-    };
-    let mut screen = String::new();
-    let mut read_until = |needle: &str, screen: &mut String| {
-        wait_for(Duration::from_secs(60), || {
-            let mut buf = [0u8; 4096];
-            if let Ok(n) = terminal.read(&mut buf) {
-                screen.push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-            screen.contains(needle)
-        })
-    };
     assert!(
-        read_until("[o]nce / [s]ession / [d]eny", &mut screen),
-        "the prompt appears: {screen:?}"
+        terminal.read_until("[o]nce / [s]ession / [d]eny, with the code "),
+        "the prompt appears: {:?}",
+        terminal.screen
     );
     assert!(
-        screen.contains(&format!("wants to read {}", s.p("secret/key"))),
-        "{screen}"
+        terminal
+            .screen
+            .contains(&format!("wants to read {}", s.p("secret/key"))),
+        "{}",
+        terminal.screen
     );
-    answer_end.write_all(b"s\n").unwrap();
+    let code = terminal.last_code().expect("the prompt shows a code");
+    let request = wait_pending(1).remove(0);
     assert!(
-        read_until("ok read 11\r\nok read 11", &mut screen),
-        "both reads pass after one session answer: {screen:?}"
+        !request.to_string().contains(&code),
+        "the code is not in the listed request: {request}"
+    );
+    terminal.type_text(&format!("s {code}\n"));
+    assert!(
+        terminal.read_until("ok read 11\r\nok read 11"),
+        "both reads pass after one session answer: {:?}",
+        terminal.screen
+    );
+    assert!(
+        terminal.screen.contains(&format!(
+            "request {} allowed for the session",
+            id_of(&request)
+        )),
+        "{}",
+        terminal.screen
     );
     assert_eq!(run.0.wait().unwrap().code(), Some(0));
     let verdicts = verdicts(&s);
     assert_eq!(verdicts.len(), 1, "{verdicts:?}");
     assert_eq!(verdicts[0]["decided_by"], "prompt");
     assert_eq!(verdicts[0]["lifetime"]["kind"], "session");
+    let log = fs::read_to_string(s.audit_path()).unwrap();
+    assert!(!log.contains(&code), "the code is not in the audit log");
+}
+
+#[test]
+fn an_answer_without_the_request_s_code_answers_nothing() {
+    let (s, m) = asking_person("park-terminal-inject");
+    let mut terminal = Terminal::new();
+    let probe = probe_bin();
+    // The agent parks a read, then, once the prompt is up, pushes `o` and
+    // a newline into the terminal it shares with the prompt, through both
+    // system call entries.
+    let script = format!(
+        "{probe} read {secret} > {out}/read & \
+         while [ ! -e {go} ]; do sleep 0.05; done; \
+         {probe} sti 0 'o\\n' , sti32 0 'o\\n' > {out}/injected; touch {out}/tried; wait",
+        probe = probe.display(),
+        secret = s.p("secret/key"),
+        out = s.p("project"),
+        go = s.p("go"),
+    );
+    let mut command = s.command(&m, &[], &["sh", "-c", &script]);
+    terminal.attach(&mut command, true);
+    let mut run = Reaped(command.spawn().unwrap());
+    assert!(
+        terminal.read_until("with the code "),
+        "the prompt appears: {:?}",
+        terminal.screen
+    );
+    let code = terminal.last_code().expect("the prompt shows a code");
+    let request = wait_pending(1).remove(0);
+    fs::write(s.path("go"), "").unwrap();
+    assert!(
+        wait_for(Duration::from_secs(60), || s.path("project/tried").exists()),
+        "the agent tried to type its answer"
+    );
+    assert_eq!(
+        fs::read_to_string(s.path("project/injected")).unwrap(),
+        format!("err {EPERM}\nerr {EPERM}\n"),
+        "the kernel refused the keystrokes"
+    );
+    // What an agent would type if it could: an answer alone, the request's
+    // id, a guessed code. None answers.
+    for line in ["o", &format!("o {}", id_of(&request)), "s abcde"] {
+        terminal.type_text(&format!("{line}\n"));
+        assert!(
+            terminal.read_until("nothing answered"),
+            "{line:?} is refused: {:?}",
+            terminal.screen
+        );
+        terminal.screen.clear();
+        assert_eq!(pending().len(), 1, "still waiting after {line:?}");
+    }
+    terminal.type_text(&format!("d {code}\n"));
+    assert!(
+        terminal.read_until(&format!("request {} denied", id_of(&request))),
+        "{:?}",
+        terminal.screen
+    );
+    assert_eq!(run.0.wait().unwrap().code(), Some(0));
+    assert_eq!(
+        fs::read_to_string(s.path("project/read")).unwrap(),
+        format!("err {EACCES}\n")
+    );
+    let verdicts = verdicts(&s);
+    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
+    assert_eq!(verdicts[0]["verdict"], "deny");
+    assert_eq!(verdicts[0]["decided_by"], "prompt");
+    let refused: Vec<_> = s
+        .audit()
+        .into_iter()
+        .filter(|l| l["event"] == "decision" && l["verdict"] == "deny")
+        .filter(|l| l["hook"].as_str().unwrap().starts_with("file_ioctl"))
+        .collect();
+    assert_eq!(refused.len(), 2, "{refused:#?}");
+    for line in refused {
+        let reason = line["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("typing into a terminal (TIOCSTI)"),
+            "{reason}"
+        );
+    }
 }

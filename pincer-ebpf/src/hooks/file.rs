@@ -7,9 +7,9 @@
 //! identified; [`super`] says what comes before and after.
 
 use aya_ebpf::programs::LsmContext;
-use pincer_common::{Agent, event_flags, file_type, ops};
+use pincer_common::{Agent, event_flags, file_type, ioctl, ops};
 
-use super::{agent, fixed_arg};
+use super::{agent, fixed_arg, guard};
 use crate::{
     access::{self, Access},
     decide::{self, decide},
@@ -26,7 +26,7 @@ use crate::{
 /// | the grants cover what its mode asks for                    | allow              | allow          | allow              |
 /// | they do not                                                | `EACCES`           | allow + report | park               |
 /// | refused whatever the grants ([`objects`]: a block device, debugfs, another process's `/proc` entries, a `/proc` write) | `EACCES` | allow + report | `EACCES` |
-/// | a `/proc/<pid>` entry of one of pincer's processes         | `EACCES` (guarded) | allow + report | `EACCES` (guarded) |
+/// | a `/proc` entry of one of pincer's processes or threads    | `EACCES` (guarded) | allow + report | `EACCES` (guarded) |
 /// | a `/proc/<pid>` entry of a process in the agent's cgroup   | allow              | allow          | allow              |
 ///
 /// What the mode asks for ([`access::for_open`]): opened for exec
@@ -291,6 +291,53 @@ pub fn inode_rename<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
             Access::rename_target(HOOK, ctx.arg(2), ctx.arg(3)),
         )
     })
+}
+
+/// `security_file_ioctl(struct file *file, unsigned int cmd, unsigned long arg)`,
+/// and `security_file_ioctl_compat(...)` with the same arguments (a 32-bit
+/// process, on kernels that have it; before, such calls reach
+/// `file_ioctl`): an `ioctl(2)` on an open file, decided by its command
+/// ([`ioctl::need`]).
+///
+/// | the command                                        | enforce           | audit          | ask               |
+/// |----------------------------------------------------|-------------------|----------------|-------------------|
+/// | typing into a terminal, changing a whole filesystem | `EPERM` (guarded) | allow + report | `EPERM` (guarded) |
+/// | changing the file, what it needs granted           | allow             | allow          | allow             |
+/// | changing the file, not granted                     | `EACCES`          | allow + report | park              |
+/// | any other (`FIONREAD`, `TCGETS`, `FS_IOC_GETFLAGS`) | allow             | allow          | allow             |
+///
+/// Typing into a terminal is `TIOCSTI` and `TIOCLINUX` (which can paste):
+/// keystrokes run as the person at the terminal, so they could answer
+/// pincer's own prompt, or leave a command line for the shell that runs
+/// after the agent, outside its cgroup. A whole filesystem is `FIFREEZE`,
+/// `FITHAW`, its label, its UUID, `EXT4_IOC_SHUTDOWN`. These are refused by
+/// number on any file: no other driver gives them a meaning an agent needs.
+///
+/// Changing the file's attributes (`FS_IOC_SETFLAGS`, `FS_IOC_FSSETXATTR`,
+/// `FS_IOC_SETVERSION`, fs-verity, an encryption policy) needs `setattr`;
+/// changing its data (`FICLONE`, `FICLONERANGE`, `FIDEDUPERANGE`) needs
+/// `write`, except through the descriptor whose open created the file
+/// ([`access::for_ioctl`]). Both are decided on the descriptor's object, like
+/// the other file hooks: the attribute commands need no writable descriptor
+/// (`chattr +i` works on a file open for reading), so the open that gave it
+/// decided nothing about them. Of a dedupe only the source is seen here (its
+/// destinations are descriptors in the argument); a dedupe changes none of
+/// their bytes. Nothing is read from the task's memory before this hook, so
+/// the system call restarts unchanged after a park.
+#[inline(always)]
+pub fn file_ioctl<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    let agent = agent::<HOOK>(ctx)?;
+    let cmd: u64 = ctx.arg(1);
+    let cmd = cmd as u32;
+    let need = match ioctl::need(cmd) {
+        ioctl::Need::Nothing => return Ok(0),
+        ioctl::Need::Refused => return Ok(guard::refuse(&agent, HOOK, cmd)),
+        ioctl::Need::Ops(need) => need,
+    };
+    let access = Access::opened(HOOK, ctx.arg(0), |f_mode, _| {
+        access::for_ioctl(need, f_mode)
+    });
+    Ok(decide(&agent, access))
 }
 
 /// `security_file_receive(struct file *file)`: a descriptor arrives over a

@@ -20,7 +20,8 @@ use crate::{
 };
 
 /// `security_task_kill(struct task_struct *p, info, int sig, cred)`: agents
-/// cannot signal pincer's own processes.
+/// cannot signal pincer's own processes, nor any of their threads
+/// (`tgkill`): the target is matched by its thread group's id.
 ///
 /// | the signal                                         | enforce | audit          | ask     |
 /// |----------------------------------------------------|---------|----------------|---------|
@@ -169,9 +170,9 @@ pub fn kernel_data<const HOOK: u32>(ctx: &LsmContext, id_arg: usize) -> Result<i
 
 /// Refuses a guarded action with `EPERM` (allows and reports it in audit
 /// mode); `target` is what was acted on: a process id, a capability, the
-/// kind of kernel data, or zero.
+/// kind of kernel data, the ioctl command refused, or zero.
 #[inline(always)]
-fn refuse(agent: &Agent, hook: u32, target: u32) -> i32 {
+pub fn refuse(agent: &Agent, hook: u32, target: u32) -> i32 {
     refuse_as(agent, hook, target, false)
 }
 

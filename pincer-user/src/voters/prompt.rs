@@ -5,6 +5,16 @@
 //! control socket (`pincer pending`, `pincer approve`, `pincer deny`; the
 //! socket refuses callers inside agent cgroups) or, when `pincer run` has a
 //! terminal, at the prompt it prints there.
+//!
+//! The terminal is the agent's too, so an answer typed there must name its
+//! request by a code drawn at random for it and shown only by the prompt:
+//! not in the request the socket lists, the audit log or anything else an
+//! agent can read. Keystrokes an agent pushes into the terminal are refused
+//! by the kernel (`TIOCSTI`), and a terminal that answers what a program
+//! writes to it (a title or status report) sends back only what the agent
+//! already knew; without the code neither answers anything. A prompt an
+//! agent prints to imitate pincer's shows a code no request has, so the
+//! answer a person types to it is refused and says so.
 
 use std::{
     collections::BTreeMap,
@@ -20,6 +30,12 @@ use crate::{
     vote::{Extent, Lifetime, Vote, VoteFuture, Voter},
 };
 
+/// Characters of a request's code: lower-case letters and digits, less those
+/// easily read as another (`0 o 1 l i`).
+const CODE_ALPHABET: &[u8] = b"abcdefghjkmnpqrstuvwxyz23456789";
+/// Characters in a request's code (about 25 bits).
+const CODE_LEN: usize = 5;
+
 /// The requests waiting for a person, by id.
 #[derive(Default)]
 pub struct PromptBoard {
@@ -30,6 +46,9 @@ pub struct PromptBoard {
 struct Waiting {
     request: Arc<Request>,
     answer: oneshot::Sender<HumanAnswer>,
+    /// What a typed answer must name; `None` when no code could be drawn
+    /// (then only the socket answers).
+    code: Option<String>,
 }
 
 impl PromptBoard {
@@ -44,11 +63,29 @@ impl PromptBoard {
 
     fn post(&self, request: Arc<Request>) -> oneshot::Receiver<HumanAnswer> {
         let (answer, receiver) = oneshot::channel();
+        let prompt = {
+            let mut waiting = self.lock();
+            let code = loop {
+                match new_code() {
+                    Some(code) if waiting.values().any(|w| w.code.as_ref() == Some(&code)) => {}
+                    code => break code,
+                }
+            };
+            let prompt = render(&request, code.as_deref());
+            waiting.insert(
+                request.id,
+                Waiting {
+                    request,
+                    answer,
+                    code,
+                },
+            );
+            prompt
+        };
         if let Some(terminal) = self.lock_terminal().as_mut() {
             // Best effort: an unwritable terminal leaves the socket.
-            let _ = write!(terminal, "{}", render(&request));
+            let _ = write!(terminal, "{prompt}");
         }
-        self.lock().insert(request.id, Waiting { request, answer });
         receiver
     }
 
@@ -65,8 +102,9 @@ impl PromptBoard {
     }
 
     /// Reads answers typed on the terminal, forever: `o` (once), `s`
-    /// (session) or `d` (deny), optionally followed by a request id; without
-    /// an id the answer goes to the oldest waiting request. Run it on a
+    /// (session) or `d` (deny), then the code the prompt showed with the
+    /// request (`o k7qmx`). A line without a code, or with a code no waiting
+    /// request has, answers nothing, and the terminal says so. Run it on a
     /// thread of its own: it blocks.
     ///
     /// The terminal is the agent's too: it is read only while a request is
@@ -93,32 +131,83 @@ impl PromptBoard {
                 Ok(0) | Err(_) => return,
                 Ok(_) => {}
             }
-            let mut words = line.split_whitespace();
-            let answer = match words.next() {
-                Some("o" | "once") => HumanAnswer::Allow(Lifetime::Once),
-                Some("s" | "session") => HumanAnswer::Allow(Lifetime::Session),
-                Some("d" | "deny") => HumanAnswer::Deny(None),
-                _ => continue,
+            let Some(reply) = self.typed(&line) else {
+                continue;
             };
-            let id = words
-                .next()
-                .and_then(|w| w.parse().ok())
-                .or_else(|| self.lock().keys().next().copied());
-            let reply = match id {
-                Some(id) => self.answer(id, answer),
-                None => Err("no request is waiting".to_owned()),
-            };
-            if let (Err(message), Some(terminal)) = (reply, self.lock_terminal().as_mut()) {
-                let _ = writeln!(terminal, "pincer: {message}");
+            if let Some(terminal) = self.lock_terminal().as_mut() {
+                let _ = writeln!(terminal, "pincer: {reply}");
             }
         }
     }
+
+    /// Carries out one line typed at the terminal; what to tell the person,
+    /// or `None` for a line that is no answer.
+    fn typed(&self, line: &str) -> Option<String> {
+        let mut words = line.split_whitespace();
+        let (answer, done) = match words.next() {
+            Some("o" | "once") => (HumanAnswer::Allow(Lifetime::Once), "allowed once"),
+            Some("s" | "session") => (
+                HumanAnswer::Allow(Lifetime::Session),
+                "allowed for the session",
+            ),
+            Some("d" | "deny") => (HumanAnswer::Deny(None), "denied"),
+            _ => return None,
+        };
+        let Some(code) = words.next() else {
+            return Some(
+                "nothing answered: type the answer and the code shown with the request".to_owned(),
+            );
+        };
+        let code = code.to_ascii_lowercase();
+        let id = self
+            .lock()
+            .iter()
+            .find(|(_, w)| w.code.as_deref() == Some(code.as_str()))
+            .map(|(&id, _)| id);
+        let Some(id) = id else {
+            return Some("nothing answered: no waiting request has that code".to_owned());
+        };
+        Some(match self.answer(id, answer) {
+            Ok(()) => format!("request {id} {done}"),
+            Err(message) => message,
+        })
+    }
+}
+
+/// A fresh code for a request, or `None` when the system has no randomness
+/// to give.
+fn new_code() -> Option<String> {
+    let mut code = String::with_capacity(CODE_LEN);
+    // Bytes from 248 up are skipped: 248 is the largest multiple of the
+    // alphabet's 31 characters that fits, so every character is as likely.
+    let limit = 256 - 256 % CODE_ALPHABET.len();
+    while code.len() < CODE_LEN {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).ok()?;
+        for &byte in &bytes {
+            if usize::from(byte) < limit && code.len() < CODE_LEN {
+                code.push(char::from(
+                    CODE_ALPHABET[usize::from(byte) % CODE_ALPHABET.len()],
+                ));
+            }
+        }
+    }
+    Some(code)
 }
 
 /// The prompt shown on the terminal.
-fn render(request: &Request) -> String {
+fn render(request: &Request, code: Option<&str>) -> String {
+    let answer = match code {
+        Some(code) => {
+            format!("[o]nce / [s]ession / [d]eny, with the code {code} (for example: o {code})? ")
+        }
+        None => format!(
+            "no code could be drawn: answer with `pincer approve {id}` or `pincer deny {id}`",
+            id = request.id
+        ),
+    };
     format!(
-        "\npincer: request {id}: {comm} (pid {pid}) wants to {ops} {path}\n        {why}\n        [o]nce / [s]ession / [d]eny ({id})? ",
+        "\npincer: request {id}: {comm} (pid {pid}) wants to {ops} {path}\n        {why}\n        {answer}",
         id = request.id,
         comm = request.comm,
         pid = request.pid,
@@ -212,7 +301,7 @@ mod tests {
     async fn posted(board: &Arc<PromptBoard>, id: u64) -> tokio::task::JoinHandle<Vote> {
         let voter = PromptVoter::new(Arc::clone(board));
         let vote = tokio::spawn(voter.vote(request(id)));
-        while board.pending().is_empty() {
+        while !board.pending().iter().any(|r| r.id == id) {
             tokio::task::yield_now().await;
         }
         vote
@@ -251,12 +340,79 @@ mod tests {
     }
 
     #[test]
-    fn the_prompt_names_who_what_and_why() {
-        let text = render(&request(5));
+    fn the_prompt_names_who_what_and_why_and_the_code() {
+        let text = render(&request(5), Some("k7qmx"));
         assert!(
             text.contains("request 5: cat (pid 100) wants to read /home/a/.ssh/id"),
             "{text}"
         );
         assert!(text.contains("no grant covers it"));
+        assert!(text.contains("with the code k7qmx (for example: o k7qmx)"));
+        let text = render(&request(5), None);
+        assert!(text.contains("answer with `pincer approve 5` or `pincer deny 5`"));
+    }
+
+    /// The code the board drew for request `id`.
+    fn code_of(board: &PromptBoard, id: u64) -> String {
+        board.lock()[&id].code.clone().expect("a code was drawn")
+    }
+
+    #[tokio::test]
+    async fn a_typed_answer_needs_the_code_of_its_request() {
+        let board = PromptBoard::new(None);
+        let first = posted(&board, 7).await;
+        let second = posted(&board, 8).await;
+        assert_eq!(board.pending().len(), 2);
+        let (code7, code8) = (code_of(&board, 7), code_of(&board, 8));
+        assert_ne!(code7, code8);
+        // What an agent could type, or make the terminal type: an answer
+        // alone, a request id, a guess.
+        for line in ["o\n", "s 7\n", "o 8\n", "d zzzzz\n"] {
+            let reply = board.typed(line).expect("an answer");
+            assert!(reply.starts_with("nothing answered"), "{line:?}: {reply}");
+        }
+        assert_eq!(board.typed("hello\n"), None, "not an answer");
+        assert_eq!(board.pending().len(), 2, "nothing was answered");
+        let upper = code8.to_ascii_uppercase();
+        assert_eq!(
+            board.typed(&format!("s {upper}\n")).as_deref(),
+            Some("request 8 allowed for the session")
+        );
+        assert_eq!(
+            board.typed(&format!("d {code7}\n")).as_deref(),
+            Some("request 7 denied")
+        );
+        assert_eq!(
+            second.await.unwrap(),
+            Vote::Allow {
+                lifetime: Lifetime::Session,
+                extent: Extent::File
+            }
+        );
+        assert!(matches!(first.await.unwrap(), Vote::Deny { .. }));
+        assert!(board.pending().is_empty());
+    }
+
+    #[test]
+    fn codes_are_drawn_from_the_alphabet_and_differ() {
+        let codes: Vec<String> = (0..64).map(|_| new_code().unwrap()).collect();
+        for code in &codes {
+            assert_eq!(code.len(), CODE_LEN);
+            assert!(code.bytes().all(|b| CODE_ALPHABET.contains(&b)), "{code}");
+        }
+        let mut distinct = codes.clone();
+        distinct.sort();
+        distinct.dedup();
+        // 64 draws from 31^5 codes: a repeat is about one chance in 14,000.
+        assert!(distinct.len() >= 63, "{codes:?}");
+    }
+
+    #[test]
+    fn codes_never_reach_the_listed_requests() {
+        let board = PromptBoard::new(None);
+        let _receiver = board.post(request(4));
+        let code = code_of(&board, 4);
+        let listed = serde_json::to_string(&board.pending()).unwrap();
+        assert!(!listed.contains(&code), "{listed}");
     }
 }

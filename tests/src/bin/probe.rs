@@ -62,6 +62,24 @@
 //!                            create, use, remove
 //! key-read SERIAL            keyctl(KEYCTL_READ)
 //! key-own                    join a new session keyring, add a key to it, read it back
+//! tgkill PID|parent TID SIG  tgkill(2): a signal to one thread
+//! nofsetid                   drop CAP_FSETID from the effective set (for the
+//!                            operations after it)
+//! sti FD TEXT                ioctl(TIOCSTI) of each byte: typed into a terminal
+//!                            (`\n` in TEXT is a newline)
+//! sti32 FD TEXT              the same through the 32-bit system call (int 0x80)
+//! tioclinux PATH CODE        open(O_RDONLY), ioctl(TIOCLINUX) with subcode CODE
+//! tcgets FD                  ioctl(TCGETS), what isatty(3) does
+//! getflags PATH              open(O_RDONLY), ioctl(FS_IOC_GETFLAGS)
+//! setflags PATH i|a|-        open(O_RDONLY), ioctl(FS_IOC_SETFLAGS): immutable,
+//!                            append-only, or none
+//! setflags32 PATH i|a|-      the same through the 32-bit system call
+//! fsxattr-immutable PATH     open(O_RDONLY), FS_IOC_FSGETXATTR, then
+//!                            FS_IOC_FSSETXATTR with the immutable flag
+//! clone DEST SRC             open(DEST, O_WRONLY), ioctl(FICLONE) from SRC
+//! clone-fd FD SRC            ioctl(FD, FICLONE) from SRC
+//! ioctl PATH CMD             open(O_RDONLY), ioctl(CMD, hexadecimal) with a
+//!                            zeroed 64-byte argument
 //! ```
 
 use std::{
@@ -387,6 +405,59 @@ fn run(op: &[OsString]) -> Option<Outcome> {
         b"ipc-own" => ipc_own(),
         b"key-read" => key_read(num(1) as i32),
         b"key-own" => key_own(),
+        b"tgkill" => done(
+            unsafe {
+                libc::syscall(libc::SYS_tgkill, pid(&arg(1)), num(2) as i32, num(3) as i32) as i32
+            },
+            "sent",
+        ),
+        b"nofsetid" => drop_fsetid(),
+        b"sti" => sti(num(1) as i32, &arg(2), false),
+        b"sti32" => sti(num(1) as i32, &arg(2), true),
+        b"tioclinux" => {
+            let mut subcode = [num(2) as u8, 0];
+            // SAFETY: TIOCLINUX reads its subcode at the pointer and may
+            // write a byte back there.
+            on_file(&arg(1), |fd| unsafe {
+                libc::ioctl(fd, libc::TIOCLINUX, subcode.as_mut_ptr())
+            })
+            .map(|()| "done".to_owned())
+        }
+        b"tcgets" => {
+            // SAFETY: `termios` is plain data the call fills.
+            let mut termios: libc::termios = unsafe { std::mem::zeroed() };
+            done(
+                unsafe { libc::ioctl(num(1) as i32, libc::TCGETS, &raw mut termios) },
+                "tty",
+            )
+        }
+        b"getflags" => {
+            let mut flags: libc::c_long = 0;
+            // SAFETY: FS_IOC_GETFLAGS writes an int at the pointer.
+            on_file(&arg(1), |fd| unsafe {
+                libc::ioctl(fd, libc::FS_IOC_GETFLAGS, &raw mut flags)
+            })
+            .map(|()| format!("flags {flags:#x}"))
+        }
+        b"setflags" => set_flags(&arg(1), &arg(2), false),
+        b"setflags32" => set_flags(&arg(1), &arg(2), true),
+        b"fsxattr-immutable" => fsxattr_immutable(&arg(1)),
+        b"clone" => open(&arg(1), libc::O_WRONLY).and_then(|dest| {
+            let result = clone_from(dest, &arg(2));
+            close(dest);
+            result
+        }),
+        b"clone-fd" => clone_from(num(1) as i32, &arg(2)),
+        b"ioctl" => {
+            let text = arg(2).to_string_lossy().into_owned();
+            let cmd = libc::Ioctl::from_str_radix(text.trim_start_matches("0x"), 16).unwrap_or(0);
+            let mut argument = [0u8; 64];
+            // SAFETY: the commands used take at most 64 bytes.
+            on_file(&arg(1), |fd| unsafe {
+                libc::ioctl(fd, cmd, argument.as_mut_ptr())
+            })
+            .map(|()| "done".to_owned())
+        }
         _ => return None,
     })
 }
@@ -1049,4 +1120,183 @@ fn inotify(path: &OsStr) -> Outcome {
     let result = done(w, "watching");
     close(fd);
     result
+}
+
+/// Opens `path` for reading, makes one call on the descriptor (returning -1
+/// and setting errno on failure) and closes it.
+fn on_file(path: &OsStr, call: impl FnOnce(i32) -> i32) -> Result<(), i32> {
+    let fd = open(path, libc::O_RDONLY)?;
+    let r = call(fd);
+    let result = if r < 0 { Err(errno()) } else { Ok(()) };
+    close(fd);
+    result
+}
+
+/// `CAP_FSETID`: keeps set-id bits when a file is written or truncated.
+const CAP_FSETID: u32 = 4;
+
+fn drop_fsetid() -> Outcome {
+    /// `struct __user_cap_header_struct`.
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    /// `struct __user_cap_data_struct`.
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let mut header = Header {
+        version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
+        pid: 0,
+    };
+    let mut data = [Data::default(); 2];
+    // SAFETY: a version 3 header and the two data words it asks for.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &raw mut header, data.as_mut_ptr()) };
+    if r < 0 {
+        return Err(errno());
+    }
+    data[0].effective &= !(1 << CAP_FSETID);
+    // SAFETY: as above.
+    let r = unsafe { libc::syscall(libc::SYS_capset, &raw mut header, data.as_ptr()) };
+    done(r as i32, "dropped")
+}
+
+/// A page below 4 GiB, where a 32-bit system call can point.
+fn low_page() -> Result<*mut u8, i32> {
+    // SAFETY: a fresh anonymous mapping.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_32BIT,
+            -1,
+            0,
+        )
+    };
+    if page == libc::MAP_FAILED {
+        return Err(errno());
+    }
+    Ok(page.cast())
+}
+
+/// `ioctl(fd, cmd, arg)` through the 32-bit system call entry (`int 0x80`,
+/// number 54), as a 32-bit process makes it: the kernel's compat path.
+/// Returns what the system call returns (a negative errno on failure).
+fn ioctl32(fd: i32, cmd: u32, arg: *mut u8) -> i64 {
+    let ret: i64;
+    // SAFETY: the 32-bit entry takes its arguments in ebx, ecx and edx and
+    // clobbers r8-r11; rbx is saved around the call, as Rust reserves it.
+    unsafe {
+        std::arch::asm!(
+            "xchg {fd:r}, rbx",
+            "int 0x80",
+            "xchg {fd:r}, rbx",
+            fd = inout(reg) i64::from(fd) => _,
+            inlateout("rax") 54i64 => ret,
+            in("rcx") i64::from(cmd),
+            in("rdx") arg as i64,
+            out("r8") _,
+            out("r9") _,
+            out("r10") _,
+            out("r11") _,
+        );
+    }
+    // The result is a 32-bit value.
+    i64::from(ret as i32)
+}
+
+fn sti(fd: i32, text: &OsStr, compat: bool) -> Outcome {
+    let page = low_page()?;
+    let text = text.as_bytes().to_vec();
+    let text = String::from_utf8_lossy(&text).replace("\\n", "\n");
+    let mut pushed = 0;
+    for &byte in text.as_bytes() {
+        // SAFETY: `page` is a mapped, writable page.
+        unsafe { page.write(byte) };
+        let r = if compat {
+            ioctl32(fd, libc::TIOCSTI as u32, page)
+        } else {
+            // SAFETY: TIOCSTI reads one byte at the pointer.
+            i64::from(unsafe { libc::ioctl(fd, libc::TIOCSTI, page) })
+        };
+        if r < 0 {
+            return Err(if compat { -r as i32 } else { errno() });
+        }
+        pushed += 1;
+    }
+    Ok(format!("injected {pushed}"))
+}
+
+/// `FS_IMMUTABLE_FL`, `FS_APPEND_FL`.
+const FS_IMMUTABLE_FL: u32 = 0x10;
+const FS_APPEND_FL: u32 = 0x20;
+
+fn set_flags(path: &OsStr, which: &OsStr, compat: bool) -> Outcome {
+    let flags = match which.as_bytes() {
+        b"i" => FS_IMMUTABLE_FL,
+        b"a" => FS_APPEND_FL,
+        _ => 0,
+    };
+    let page = low_page()?;
+    // SAFETY: the page holds at least an int, which the calls read.
+    unsafe { page.cast::<u32>().write(flags) };
+    on_file(path, |fd| {
+        if compat {
+            // `FS_IOC32_SETFLAGS`: `_IOW('f', 2, int)`.
+            match ioctl32(fd, 0x4004_6602, page) {
+                r if r < 0 => {
+                    // SAFETY: errno is this thread's.
+                    unsafe { *libc::__errno_location() = -r as i32 };
+                    -1
+                }
+                _ => 0,
+            }
+        } else {
+            // SAFETY: as above.
+            unsafe { libc::ioctl(fd, libc::FS_IOC_SETFLAGS, page) }
+        }
+    })
+    .map(|()| format!("set {flags:#x}"))
+}
+
+fn fsxattr_immutable(path: &OsStr) -> Outcome {
+    /// `struct fsxattr`.
+    #[repr(C)]
+    #[derive(Default)]
+    struct FsXattr {
+        xflags: u32,
+        extsize: u32,
+        nextents: u32,
+        projid: u32,
+        cowextsize: u32,
+        pad: [u8; 8],
+    }
+    /// `FS_IOC_FSGETXATTR`, `FS_IOC_FSSETXATTR`, `FS_XFLAG_IMMUTABLE`.
+    const GET: libc::Ioctl = 0x801c_581f;
+    const SET: libc::Ioctl = 0x401c_5820;
+    const IMMUTABLE: u32 = 0x8;
+    let mut attr = FsXattr::default();
+    on_file(path, |fd| {
+        // SAFETY: the calls read and write a `struct fsxattr`.
+        if unsafe { libc::ioctl(fd, GET, &raw mut attr) } < 0 {
+            return -1;
+        }
+        attr.xflags |= IMMUTABLE;
+        unsafe { libc::ioctl(fd, SET, &raw const attr) }
+    })
+    .map(|()| "set".to_owned())
+}
+
+fn clone_from(dest: i32, src: &OsStr) -> Outcome {
+    let src = open(src, libc::O_RDONLY)?;
+    // SAFETY: FICLONE takes the source descriptor as its argument.
+    let r = unsafe { libc::ioctl(dest, libc::FICLONE, src) };
+    close(src);
+    done(r, "cloned")
 }
