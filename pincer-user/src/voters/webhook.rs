@@ -53,7 +53,7 @@
 
 use std::{
     collections::{HashSet, VecDeque},
-    fmt, fs, io,
+    fmt, io,
     path::{Path, PathBuf},
     sync::{Arc, Mutex, PoisonError},
     time::{Duration, SystemTime, UNIX_EPOCH},
@@ -588,10 +588,13 @@ fn mac(secret: &[u8], timestamp: u64, nonce: &str, body: &[u8]) -> Hmac<Sha256> 
 }
 
 fn read_secret(path: &Path) -> Result<Vec<u8>, WebhookError> {
-    let mut secret = fs::read(path).map_err(|source| WebhookError::ReadSecret {
-        path: path.to_owned(),
-        source,
-    })?;
+    let mut secret =
+        crate::files::read_regular(path, crate::files::MAX_SECRET_BYTES).map_err(|source| {
+            WebhookError::ReadSecret {
+                path: path.to_owned(),
+                source,
+            }
+        })?;
     // Editors and `echo` end the file with a newline that is not part of the
     // secret the endpoint holds.
     if secret.last() == Some(&b'\n') {
@@ -1160,6 +1163,30 @@ mod tests {
                 .to_string()
                 .contains(&empty.path().display().to_string())
         );
+
+        // A named pipe would hang the voter's start for good; /dev/zero would
+        // be read until memory runs out.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("secret");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        for (path, what) in [
+            (fifo.as_path(), "a named pipe"),
+            (Path::new("/dev/zero"), "a character device"),
+        ] {
+            let error = WebhookVoter::new(
+                WebhookConfig::new("https://example.org/", path),
+                Duration::from_secs(1),
+            )
+            .unwrap_err();
+            let message = format!("{:#}", anyhow::Error::new(error));
+            assert_eq!(
+                message,
+                format!(
+                    "cannot read webhook secret file {}: {what}: only regular files are read",
+                    path.display()
+                )
+            );
+        }
 
         let missing = WebhookVoter::new(
             WebhookConfig::new("https://example.org/", "/nonexistent/pincer-secret"),
