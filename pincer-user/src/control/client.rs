@@ -10,6 +10,7 @@ use std::{
 };
 
 use super::{CALL_TIMEOUT, ControlError, ControlRequest, ControlResponse};
+use crate::vote;
 
 /// Longest response line the client reads: a long pending list is legitimate,
 /// an endless line is not.
@@ -97,17 +98,12 @@ fn connect(path: &Path, timeout: Duration) -> Result<UnixStream, ControlError> {
 }
 
 /// Parses the `--ttl` of `pincer approve`: a duration such as `90s`, `10m`
-/// or `1h30m`, in whole seconds (the protocol counts seconds), above zero.
+/// or `1h30m`, as [`vote::check_ttl`] allows.
 pub fn parse_ttl(text: &str) -> Result<Duration, String> {
-    let ttl = humantime::parse_duration(text)
-        .map_err(|error| format!("invalid ttl {text:?}: {error}"))?;
-    if ttl.is_zero() {
-        return Err(format!("invalid ttl {text:?}: it must be longer than zero"));
-    }
-    if ttl.subsec_nanos() != 0 {
-        return Err(format!("invalid ttl {text:?}: it must be whole seconds"));
-    }
-    Ok(ttl)
+    humantime::parse_duration(text)
+        .map_err(|error| error.to_string())
+        .and_then(vote::check_ttl)
+        .map_err(|error| format!("invalid ttl {text:?}: {error}"))
 }
 
 #[cfg(test)]
@@ -137,9 +133,24 @@ mod tests {
         assert_eq!(parse_ttl("1h30m"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse_ttl("90s"), Ok(Duration::from_secs(90)));
         assert!(parse_ttl("0s").unwrap_err().contains("longer than zero"));
-        assert!(parse_ttl("1500ms").unwrap_err().contains("whole seconds"));
+        assert!(
+            parse_ttl("1500ms")
+                .unwrap_err()
+                .contains("whole number of seconds")
+        );
         assert!(parse_ttl("").is_err());
         assert!(parse_ttl("soon").is_err());
         assert!(parse_ttl("-5m").is_err());
+        // A ttl near 2^63 seconds once overflowed the clock when granted.
+        assert_eq!(parse_ttl("365d"), Ok(vote::MAX_TTL));
+        assert_eq!(
+            parse_ttl("366d").unwrap_err(),
+            "invalid ttl \"366d\": must be at most 365 days"
+        );
+        assert!(
+            parse_ttl("292000000000y")
+                .unwrap_err()
+                .starts_with("invalid ttl")
+        );
     }
 }

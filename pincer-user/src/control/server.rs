@@ -687,14 +687,26 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn zero_ttl_is_refused_before_the_handler() {
+    async fn zero_and_overlong_ttls_are_refused_before_the_handler() {
         let fixture = start("/");
         let mut raw = Raw::connect(&fixture.path).await;
-        raw.send(br#"{"cmd":"approve","id":7,"lifetime":{"kind":"ttl","seconds":0}}"#)
+        for (seconds, expected) in [
+            ("0", "a ttl must be longer than zero"),
+            // Near 2^63 seconds once overflowed the clock when granted.
+            ("9223372036854775807", "a ttl must be at most 365 days"),
+            ("31536001", "a ttl must be at most 365 days"),
+        ] {
+            raw.send(
+                format!(
+                    r#"{{"cmd":"approve","id":7,"lifetime":{{"kind":"ttl","seconds":{seconds}}}}}"#
+                )
+                .as_bytes(),
+            )
             .await;
-        raw.send(b"\n").await;
-        let message = error_message(raw.receive().await.unwrap());
-        assert_eq!(message, "a ttl must be longer than zero");
+            raw.send(b"\n").await;
+            let message = error_message(raw.receive().await.unwrap());
+            assert!(message.contains(expected), "{seconds}: {message}");
+        }
         assert_eq!(fixture.handler.calls.load(Ordering::SeqCst), 0);
     }
 

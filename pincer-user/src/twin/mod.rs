@@ -517,7 +517,10 @@ impl<K: Kernel> Twin<K> {
             return Ok(None);
         };
         let expires = match lifetime {
-            Lifetime::Ttl(ttl) => Some(Instant::now() + ttl),
+            // Every reader caps a ttl at vote::MAX_TTL; capping here too
+            // keeps the sum within what the clock can hold whatever the
+            // voter.
+            Lifetime::Ttl(ttl) => Some(Instant::now() + ttl.min(crate::vote::MAX_TTL)),
             _ => None,
         };
         let grant = VoteGrant {

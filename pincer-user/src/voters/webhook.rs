@@ -67,7 +67,7 @@ use sha2::Sha256;
 use crate::{
     escape::escape,
     request::Request,
-    vote::{Extent, Lifetime, Vote, VoteFuture, Voter},
+    vote::{self, Extent, Lifetime, Vote, VoteFuture, Voter},
 };
 
 /// Header carrying the unix time of a request or an answer.
@@ -481,11 +481,10 @@ impl Answer {
         Ok(match self.vote {
             AnswerVote::Allow => Vote::Allow {
                 lifetime: match (self.lifetime, self.ttl_seconds) {
-                    (AnswerLifetime::Ttl, Some(0)) => {
-                        return Err("answer has lifetime ttl with ttl_seconds 0".to_owned());
-                    }
                     (AnswerLifetime::Ttl, Some(seconds)) => {
-                        Lifetime::Ttl(Duration::from_secs(seconds))
+                        Lifetime::Ttl(vote::check_ttl(Duration::from_secs(seconds)).map_err(
+                            |error| format!("answer has ttl_seconds {seconds}: {error}"),
+                        )?)
                     }
                     (AnswerLifetime::Ttl, None) => {
                         return Err("answer has lifetime ttl but no ttl_seconds".to_owned());
@@ -1072,6 +1071,7 @@ mod tests {
             json!({"vote": "allow", "lifetime": "forever"}),
             json!({"vote": "allow", "lifetime": "ttl"}),
             json!({"vote": "allow", "lifetime": "ttl", "ttl_seconds": 0}),
+            json!({"vote": "allow", "lifetime": "ttl", "ttl_seconds": u64::MAX}),
             json!({"vote": "allow", "ttl_seconds": 60}),
             json!({"vote": "allow", "extent": "everything"}),
             json!({"vote": "allow", "grant": "all"}),
@@ -1093,6 +1093,7 @@ mod tests {
             "unknown variant `forever`",
             "no ttl_seconds",
             "ttl_seconds 0",
+            "ttl_seconds 18446744073709551615: must be at most 365 days",
             "a lifetime other than ttl",
             "unknown variant `everything`",
             "unknown field `grant`",
