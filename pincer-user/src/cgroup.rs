@@ -470,53 +470,35 @@ cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime 0 0
 ";
 
     #[test]
-    fn finds_cgroup2_on_a_unified_hierarchy() {
-        assert_eq!(
-            parse_cgroup2_mount(UNIFIED),
-            Some(PathBuf::from("/sys/fs/cgroup"))
-        );
-    }
-
-    #[test]
-    fn finds_cgroup2_on_a_hybrid_hierarchy() {
-        assert_eq!(
-            parse_cgroup2_mount(HYBRID),
-            Some(PathBuf::from("/sys/fs/cgroup/unified"))
-        );
-    }
-
-    #[test]
-    fn no_cgroup2_mount() {
+    fn finds_the_cgroup2_mount() {
         let v1_only = "cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n\
                        none /mnt/cgroup2 tmpfs rw 0 0\n";
-        assert_eq!(parse_cgroup2_mount(v1_only), None);
-        assert_eq!(parse_cgroup2_mount(""), None);
-    }
-
-    #[test]
-    fn the_first_cgroup2_mount_wins() {
         let two = "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\ncgroup2 /mnt/other cgroup2 rw 0 0\n";
-        assert_eq!(
-            parse_cgroup2_mount(two),
-            Some(PathBuf::from("/sys/fs/cgroup"))
-        );
+        let escaped = "cgroup2 /mnt/my\\040cgroups\\011tab\\134x cgroup2 rw 0 0\n";
+        // (what, /proc/self/mounts, the cgroup2 mount point found)
+        let cases = [
+            ("unified", UNIFIED, Some("/sys/fs/cgroup")),
+            ("hybrid", HYBRID, Some("/sys/fs/cgroup/unified")),
+            ("cgroup v1 only", v1_only, None),
+            ("no mounts", "", None),
+            ("the first of two wins", two, Some("/sys/fs/cgroup")),
+            ("escaped", escaped, Some("/mnt/my cgroups\ttab\\x")),
+            ("short lines", "cgroup2 /x\n\ngarbage\n", None),
+        ];
+        for (what, mounts, expected) in cases {
+            assert_eq!(
+                parse_cgroup2_mount(mounts),
+                expected.map(PathBuf::from),
+                "{what}"
+            );
+        }
     }
 
     #[test]
-    fn unescapes_mount_points() {
-        let mounts = "cgroup2 /mnt/my\\040cgroups\\011tab\\134x cgroup2 rw 0 0\n";
-        assert_eq!(
-            parse_cgroup2_mount(mounts),
-            Some(PathBuf::from("/mnt/my cgroups\ttab\\x"))
-        );
-        // Not escapes: a lone backslash, too few digits, a value above 0o377.
+    fn leaves_what_is_not_an_octal_escape() {
+        // A lone backslash, too few digits, a value above 0o377.
         assert_eq!(unescape_mount_field("a\\b\\04"), PathBuf::from("a\\b\\04"));
         assert_eq!(unescape_mount_field("\\777"), PathBuf::from("\\777"));
-    }
-
-    #[test]
-    fn ignores_short_lines() {
-        assert_eq!(parse_cgroup2_mount("cgroup2 /x\n\ngarbage\n"), None);
     }
 
     #[test]

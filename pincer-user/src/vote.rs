@@ -359,17 +359,24 @@ mod tests {
         Vote::Allow { lifetime, extent }
     }
 
+    fn deny(reason: &str) -> Vote {
+        Vote::Deny {
+            reason: reason.into(),
+        }
+    }
+
+    fn abstain(reason: &str) -> Vote {
+        Vote::Abstain {
+            reason: reason.into(),
+        }
+    }
+
     #[test]
     fn deny_overrides_allow() {
         let out = combine(
             vec![
                 ballot("webhook", allow(Lifetime::Session, Extent::File)),
-                ballot(
-                    "prompt",
-                    Vote::Deny {
-                        reason: "no".into(),
-                    },
-                ),
+                ballot("prompt", deny("no")),
             ],
             &[],
             &policy(),
@@ -396,16 +403,7 @@ mod tests {
 
     #[test]
     fn all_abstain_is_the_default() {
-        let out = combine(
-            vec![ballot(
-                "mission",
-                Vote::Abstain {
-                    reason: "no rule".into(),
-                },
-            )],
-            &[],
-            &policy(),
-        );
+        let out = combine(vec![ballot("mission", abstain("no rule"))], &[], &policy());
         assert_eq!((out.allow, out.decided_by.as_str()), (None, "default"));
     }
 
@@ -473,11 +471,8 @@ mod tests {
 
     /// `mission` abstaining, then a voter that answers `second` (or never).
     fn two_voters(second: Option<Vote>) -> Vec<Arc<dyn Voter>> {
-        let abstain = Vote::Abstain {
-            reason: "no rule".into(),
-        };
         vec![
-            Arc::new(Fixed("mission", Some(abstain))),
+            Arc::new(Fixed("mission", Some(abstain("no rule")))),
             Arc::new(Fixed("prompt", second)),
         ]
     }
@@ -494,12 +489,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn collect_stops_at_the_first_deny() {
         let voters: Vec<Arc<dyn Voter>> = vec![
-            Arc::new(Fixed(
-                "mission",
-                Some(Vote::Deny {
-                    reason: "rule".into(),
-                }),
-            )),
+            Arc::new(Fixed("mission", Some(deny("rule")))),
             Arc::new(Fixed("prompt", None)),
         ];
         let start = tokio::time::Instant::now();

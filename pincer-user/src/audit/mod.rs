@@ -938,6 +938,20 @@ mod tests {
         read_key(&default_key_path(path)).unwrap()
     }
 
+    /// A log path in a new temporary directory; the directory goes away
+    /// when the returned `TempDir` is dropped.
+    fn temp_log_path() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        (dir, path)
+    }
+
+    /// Verifies the log at `path` with the key file beside it.
+    fn verify_with_default_key(path: &Path) -> VerifyReport {
+        let key = read_key(&default_key_path(path)).unwrap();
+        verify(path, &key).unwrap()
+    }
+
     fn lines(path: &Path) -> Vec<String> {
         fs::read_to_string(path)
             .unwrap()
@@ -957,8 +971,7 @@ mod tests {
     /// Verifies a closed log of `n` decisions after `edit` changed its
     /// lines.
     fn verify_edited(n: u32, edit: impl FnOnce(&mut Vec<String>)) -> VerifyReport {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (_dir, path) = temp_log_path();
         let key = write_log(&path, n);
         let mut lines = lines(&path);
         edit(&mut lines);
@@ -1000,8 +1013,7 @@ mod tests {
 
     #[test]
     fn record_writes_one_chained_json_line_per_decision() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (_dir, path) = temp_log_path();
         let mut log = AuditLog::open(Some(&path), "m").unwrap();
         log.record(&decision(0)).unwrap();
         log.record(&decision(1)).unwrap();
@@ -1024,8 +1036,7 @@ mod tests {
 
     #[test]
     fn the_mac_covers_the_line_without_its_mac_member() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (_dir, path) = temp_log_path();
         let key = write_log(&path, 1);
         let line = &lines(&path)[0];
         let mac = json(line)["mac"].as_str().unwrap().to_owned();
@@ -1037,8 +1048,7 @@ mod tests {
 
     #[test]
     fn a_closed_chain_verifies_intact() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (_dir, path) = temp_log_path();
         let key = write_log(&path, 10);
         let report = verify(&path, &key).unwrap();
         assert!(assert_intact(&report, 11, 0).is_empty());
@@ -1052,8 +1062,7 @@ mod tests {
 
     #[test]
     fn a_one_byte_edit_anywhere_in_a_line_breaks_that_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (_dir, path) = temp_log_path();
         let key = write_log(&path, 6);
         let original = fs::read(&path).unwrap();
         let starts: Vec<usize> = std::iter::once(0)
@@ -1128,8 +1137,7 @@ mod tests {
 
     #[test]
     fn the_wrong_key_breaks_line_1() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (_dir, path) = temp_log_path();
         write_log(&path, 3);
         assert_broken(&verify(&path, &[7; KEY_LEN]).unwrap(), 1, "mac mismatch");
     }
@@ -1148,8 +1156,7 @@ mod tests {
 
     #[test]
     fn opening_again_continues_the_chain() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (_dir, path) = temp_log_path();
         let key = write_log(&path, 3);
         let mut log = AuditLog::open(Some(&path), "m2").unwrap();
         log.record(&decision(3)).unwrap();
@@ -1171,8 +1178,7 @@ mod tests {
 
     #[test]
     fn the_key_file_is_created_private_and_reused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (dir, path) = temp_log_path();
         let key_path = dir.path().join("audit.jsonl.key");
         assert_eq!(default_key_path(&path), key_path);
         AuditLog::open(Some(&path), "m").unwrap().close().unwrap();
@@ -1188,8 +1194,7 @@ mod tests {
 
     #[test]
     fn a_given_key_file_is_used_instead() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (dir, path) = temp_log_path();
         let key_path = dir.path().join("elsewhere.key");
         let log = AuditLog::open_with_key(Some(&path), "m", AuditKey::File(key_path.clone()));
         log.unwrap().close().unwrap();
@@ -1200,8 +1205,7 @@ mod tests {
 
     #[test]
     fn a_key_file_of_the_wrong_length_is_refused_by_name() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (_dir, path) = temp_log_path();
         let key_path = default_key_path(&path);
         fs::write(&key_path, [1; 16]).unwrap();
         let Err(error) = AuditLog::open(Some(&path), "m") else {
@@ -1258,8 +1262,7 @@ mod tests {
 
     #[test]
     fn a_malformed_last_line_starts_a_new_chain() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (dir, path) = temp_log_path();
         let cut = r#"{"time":"2025-06-01T09:30:00.1"#;
         let key = restarted_log(&path, cut);
         let lines = lines(&path);
@@ -1295,8 +1298,7 @@ mod tests {
 
     #[test]
     fn the_line_a_restart_set_aside_cannot_be_edited_or_removed() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (_dir, path) = temp_log_path();
         let key = restarted_log(&path, "{\"cut");
         let original = lines(&path);
 
@@ -1323,8 +1325,7 @@ mod tests {
 
     #[test]
     fn an_incomplete_last_line_is_a_warning_and_a_complete_one_is_not() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (_dir, path) = temp_log_path();
         let key = write_log(&path, 2);
         let mut text = fs::read_to_string(&path).unwrap();
         text.push_str("{\"time\":");
@@ -1344,8 +1345,7 @@ mod tests {
 
     #[test]
     fn two_writers_share_one_chain() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (_dir, path) = temp_log_path();
         let mut a = AuditLog::open(Some(&path), "a").unwrap();
         let mut b = AuditLog::open(Some(&path), "b").unwrap();
         a.record(&decision(0)).unwrap();
@@ -1354,8 +1354,7 @@ mod tests {
         a.close().unwrap();
         b.record(&decision(3)).unwrap();
         b.close().unwrap();
-        let key = read_key(&default_key_path(&path)).unwrap();
-        assert!(assert_intact(&verify(&path, &key).unwrap(), 6, 0).is_empty());
+        assert!(assert_intact(&verify_with_default_key(&path), 6, 0).is_empty());
         let missions: Vec<_> = lines(&path)
             .iter()
             .map(|l| json(l)["mission"].clone())
@@ -1365,8 +1364,7 @@ mod tests {
 
     #[test]
     fn a_log_cut_while_open_is_not_chained_over() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (_dir, path) = temp_log_path();
         let mut log = AuditLog::open(Some(&path), "m").unwrap();
         for i in 0..3 {
             log.record(&decision(i)).unwrap();
@@ -1375,8 +1373,7 @@ mod tests {
         write_lines(&path, &lines[..2]);
         log.record(&decision(3)).unwrap();
         log.close().unwrap();
-        let key = read_key(&default_key_path(&path)).unwrap();
-        assert_broken(&verify(&path, &key).unwrap(), 3, "seq 3 follows 1");
+        assert_broken(&verify_with_default_key(&path), 3, "seq 3 follows 1");
     }
 
     #[test]
@@ -1388,8 +1385,7 @@ mod tests {
             decided_by: &'static str,
             lifetime: Option<u64>,
         }
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (_dir, path) = temp_log_path();
         let mut log = AuditLog::open(Some(&path), "m").unwrap();
         log.record(&Verdict {
             verdict: "allow",
@@ -1408,14 +1404,12 @@ mod tests {
         assert_eq!(verdict["lifetime"], serde_json::Value::Null);
         assert!(lines[1].contains(r#""seq":1,"prev":"#), "{}", lines[1]);
         assert_eq!(json(&lines[2])["event"], "note");
-        let key = read_key(&default_key_path(&path)).unwrap();
-        assert!(assert_intact(&verify(&path, &key).unwrap(), 4, 0).is_empty());
+        assert!(assert_intact(&verify_with_default_key(&path), 4, 0).is_empty());
     }
 
     #[test]
     fn records_that_would_break_the_chain_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (_dir, path) = temp_log_path();
         let mut log = AuditLog::open(Some(&path), "m").unwrap();
         for reserved in [
             "time",
@@ -1437,14 +1431,12 @@ mod tests {
         // Refusals leave no line and no gap.
         log.record(&decision(0)).unwrap();
         log.close().unwrap();
-        let key = read_key(&default_key_path(&path)).unwrap();
-        assert!(assert_intact(&verify(&path, &key).unwrap(), 2, 0).is_empty());
+        assert!(assert_intact(&verify_with_default_key(&path), 2, 0).is_empty());
     }
 
     #[test]
     fn an_empty_log_verifies_with_a_warning() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
+        let (_dir, path) = temp_log_path();
         fs::write(&path, "").unwrap();
         let warnings = assert_intact(&verify(&path, &[0; KEY_LEN]).unwrap(), 0, 0);
         assert_eq!(warnings.len(), 1);

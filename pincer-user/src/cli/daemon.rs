@@ -53,10 +53,7 @@ pub(super) fn agents(socket: &Path, json: bool) -> anyhow::Result<()> {
         &ControlRequest::Agents,
         json,
         "no agent cgroup is confined",
-        |answer| match answer {
-            ControlResponse::Agents { agents } => Ok(agents),
-            other => Err(other),
-        },
+        pick!(Agents { agents }),
     )?;
     for agent in agents.into_iter().flatten() {
         println!(
@@ -74,10 +71,7 @@ pub(super) fn grants(socket: &Path, agent: Option<String>, json: bool) -> anyhow
         &ControlRequest::Grants { agent },
         json,
         "",
-        |answer| match answer {
-            ControlResponse::Grants { grants } => Ok(grants),
-            other => Err(other),
-        },
+        pick!(Grants { grants }),
     )?;
     for agent in grants.into_iter().flatten() {
         println!("{} {}", agent.agent, agent.cgroup);

@@ -3,6 +3,17 @@
 //! `requests` (answering parked requests), `daemon` (asking the
 //! daemon), `mission`, `audit` and `doctor`.
 
+/// The `pick` of [`list`] for answers of kind `$kind`, whose list is their
+/// field `$field`.
+macro_rules! pick {
+    ($kind:ident { $field:ident }) => {
+        |answer| match answer {
+            ControlResponse::$kind { $field } => Ok($field),
+            other => Err(other),
+        }
+    };
+}
+
 mod audit;
 mod daemon;
 mod doctor;

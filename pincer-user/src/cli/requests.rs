@@ -15,10 +15,7 @@ pub(super) fn pending(socket: &Path, json: bool) -> anyhow::Result<()> {
         &ControlRequest::Pending,
         json,
         "no request is waiting",
-        |answer| match answer {
-            ControlResponse::Pending { requests } => Ok(requests),
-            other => Err(other),
-        },
+        pick!(Pending { requests }),
     )?;
     for request in requests.into_iter().flatten() {
         println!("{request}");

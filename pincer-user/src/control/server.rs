@@ -433,7 +433,11 @@ fn is_alive(pidfd: &OwnedFd) -> io::Result<bool> {
 }
 
 /// Carries out one request line of an accepted peer.
-async fn dispatch(line: &[u8], handler: &dyn ControlHandler, peer: Peer) -> ControlResponse {
+async fn dispatch(
+    line: &[u8],
+    handler: &dyn ControlHandler,
+    Peer { pid, uid }: Peer,
+) -> ControlResponse {
     let request = match serde_json::from_slice::<ControlRequest>(line) {
         Ok(request) => request,
         Err(error) => {
@@ -465,13 +469,8 @@ async fn dispatch(line: &[u8], handler: &dyn ControlHandler, peer: Peer) -> Cont
         command @ (ControlRequest::Register { .. }
         | ControlRequest::Unregister { .. }
         | ControlRequest::Revoke { .. }) => {
-            tracing::info!(
-                ?command,
-                pid = peer.pid,
-                uid = peer.uid,
-                "control socket: command"
-            );
-            return match handler.submit(command, peer.pid) {
+            tracing::info!(?command, pid, uid, "control socket: command");
+            return match handler.submit(command, pid) {
                 Ok(answer) => answer.await.unwrap_or_else(|_| ControlResponse::Error {
                     message: "the daemon is stopping".into(),
                 }),
@@ -481,22 +480,11 @@ async fn dispatch(line: &[u8], handler: &dyn ControlHandler, peer: Peer) -> Cont
         query @ (ControlRequest::Status
         | ControlRequest::Agents
         | ControlRequest::Grants { .. }) => {
-            tracing::info!(
-                ?query,
-                pid = peer.pid,
-                uid = peer.uid,
-                "control socket: query"
-            );
+            tracing::info!(?query, pid, uid, "control socket: query");
             return handler.query(&query);
         }
     };
-    tracing::info!(
-        id,
-        ?answer,
-        pid = peer.pid,
-        uid = peer.uid,
-        "control socket: answer"
-    );
+    tracing::info!(id, ?answer, pid, uid, "control socket: answer");
     match handler.answer(id, answer) {
         Ok(()) => ControlResponse::Ok { message: done },
         Err(message) => ControlResponse::Error { message },
@@ -558,10 +546,17 @@ mod tests {
         server: tokio::task::JoinHandle<Result<Infallible, ControlError>>,
     }
 
-    /// A server on a fresh socket whose peers all appear to run in `cgroup`.
-    fn start(cgroup: &'static str) -> Fixture {
+    /// A socket path in a new temporary directory; the directory goes away
+    /// when the returned `TempDir` is dropped.
+    fn fresh_socket_path() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pincer.sock");
+        (dir, path)
+    }
+
+    /// A server on a fresh socket whose peers all appear to run in `cgroup`.
+    fn start(cgroup: &'static str) -> Fixture {
+        let (dir, path) = fresh_socket_path();
         let handler = Arc::new(Recorder {
             requests: vec![request(7), request(8)],
             ..Recorder::default()
@@ -576,6 +571,13 @@ mod tests {
             handler,
             server,
         }
+    }
+
+    /// [`start`], and a raw connection to the server.
+    async fn start_connected(cgroup: &'static str) -> (Fixture, Raw) {
+        let fixture = start(cgroup);
+        let raw = Raw::connect(&fixture.path).await;
+        (fixture, raw)
     }
 
     /// The blocking client, off the runtime's thread.
@@ -688,8 +690,7 @@ mod tests {
 
     #[tokio::test]
     async fn zero_and_overlong_ttls_are_refused_before_the_handler() {
-        let fixture = start("/");
-        let mut raw = Raw::connect(&fixture.path).await;
+        let (fixture, mut raw) = start_connected("/").await;
         for (seconds, expected) in [
             ("0", "a ttl must be longer than zero"),
             // Near 2^63 seconds once overflowed the clock when granted.
@@ -736,8 +737,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_refused_connection_is_closed() {
-        let fixture = start("/pincer/run-42/child");
-        let mut raw = Raw::connect(&fixture.path).await;
+        let (fixture, mut raw) = start_connected("/pincer/run-42/child").await;
         raw.send(b"{\"cmd\":\"pending\"}\n{\"cmd\":\"pending\"}\n")
             .await;
         assert!(error_message(raw.receive().await.unwrap()).starts_with("refused:"));
@@ -747,8 +747,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_unreadable_cgroup_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pincer.sock");
+        let (_dir, path) = fresh_socket_path();
         let handler = Arc::new(Recorder::default());
         let server = ControlServer::bind(&path)
             .unwrap()
@@ -784,8 +783,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_malformed_line_leaves_the_connection_usable() {
-        let fixture = start("/");
-        let mut raw = Raw::connect(&fixture.path).await;
+        let (_fixture, mut raw) = start_connected("/").await;
         raw.send(b"{not json\n").await;
         assert!(error_message(raw.receive().await.unwrap()).starts_with("malformed request:"));
         raw.send(b"{\"cmd\":\"launch\"}\n").await;
@@ -799,8 +797,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_oversize_line_is_refused_and_closes_the_connection() {
-        let fixture = start("/");
-        let mut raw = Raw::connect(&fixture.path).await;
+        let (fixture, mut raw) = start_connected("/").await;
         let mut line = vec![b' '; MAX_REQUEST_LINE + 10];
         line.push(b'\n');
         raw.send(&line).await;
@@ -814,8 +811,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_line_of_exactly_the_limit_is_read() {
-        let fixture = start("/");
-        let mut raw = Raw::connect(&fixture.path).await;
+        let (_fixture, mut raw) = start_connected("/").await;
         let request = b"{\"cmd\":\"pending\"}";
         let mut line = vec![b' '; MAX_REQUEST_LINE - request.len()];
         line.extend_from_slice(request);
@@ -829,8 +825,7 @@ mod tests {
 
     #[tokio::test]
     async fn several_requests_share_a_connection() {
-        let fixture = start("/");
-        let mut raw = Raw::connect(&fixture.path).await;
+        let (fixture, mut raw) = start_connected("/").await;
         raw.send(b"{\"cmd\":\"deny\",\"id\":7}\n{\"cmd\":\"approve\",\"id\":8,\"lifetime\":{\"kind\":\"once\"}}\n")
             .await;
         assert_eq!(
@@ -856,8 +851,7 @@ mod tests {
 
     #[test]
     fn a_second_bind_on_a_live_socket_is_in_use() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pincer.sock");
+        let (_dir, path) = fresh_socket_path();
         let _first = ControlServer::bind(&path).unwrap();
         let error = ControlServer::bind(&path).unwrap_err();
         assert!(matches!(&error, ControlError::InUse { path: p } if *p == path));
@@ -866,8 +860,7 @@ mod tests {
 
     #[test]
     fn a_stale_socket_is_replaced() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pincer.sock");
+        let (_dir, path) = fresh_socket_path();
         // A listener that went away without removing its file.
         drop(StdUnixListener::bind(&path).unwrap());
         assert!(path.exists());
@@ -879,8 +872,7 @@ mod tests {
 
     #[test]
     fn a_file_that_is_not_a_socket_is_left_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pincer.sock");
+        let (_dir, path) = fresh_socket_path();
         fs::write(&path, "precious").unwrap();
         let error = ControlServer::bind(&path).unwrap_err();
         assert!(matches!(error, ControlError::NotASocket { .. }));
@@ -901,8 +893,7 @@ mod tests {
 
     #[test]
     fn drop_leaves_a_socket_that_replaced_ours() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pincer.sock");
+        let (_dir, path) = fresh_socket_path();
         let server = ControlServer::bind(&path).unwrap();
         fs::remove_file(&path).unwrap();
         let _other = StdUnixListener::bind(&path).unwrap();

@@ -4,10 +4,7 @@
 
 use std::{path::Path, sync::Arc, time::Duration};
 
-use pincer_common::{
-    AccessEvent, COMPONENT_LEN, GrantKey, GrantValue, MAX_COMPONENTS, event_flags, hook, ops,
-    verdict,
-};
+use pincer_common::{AccessEvent, GrantKey, GrantValue, event_flags, hook, ops, verdict};
 use tokio::sync::mpsc;
 
 use super::{fake::FakeKernel, *};
@@ -150,9 +147,9 @@ fn key(slot: u32, ino: u64) -> GrantKey {
 }
 
 /// A parked open by thread `tid` of `ino` (in the project directory, named
-/// by `components`, leaf first).
-fn parked(tid: u32, ino: u64, wanted: u32, components: &[&str]) -> AccessEvent {
-    let mut event = AccessEvent {
+/// by `names`, leaf first).
+fn parked(tid: u32, ino: u64, wanted: u32, names: &[&str]) -> AccessEvent {
+    AccessEvent {
         cgroup_id: CGROUP,
         dev: DEV,
         ino,
@@ -166,17 +163,20 @@ fn parked(tid: u32, ino: u64, wanted: u32, components: &[&str]) -> AccessEvent {
         granted: 0,
         verdict: verdict::PARKED,
         hook: hook::FILE_OPEN,
-        depth: components.len() as u32,
+        depth: names.len() as u32,
         flags: 0,
         _pad: 0,
-        comm: [0; 16],
-        components: [[0; COMPONENT_LEN]; MAX_COMPONENTS],
-    };
-    event.comm[..3].copy_from_slice(b"cat");
-    for (slot, name) in event.components.iter_mut().zip(components) {
-        slot[..name.len()].copy_from_slice(name.as_bytes());
+        comm: padded("cat"),
+        // Slots past the last name stay zero.
+        components: std::array::from_fn(|i| padded(names.get(i).copied().unwrap_or_default())),
     }
-    event
+}
+
+/// `name` zero-padded to `N` bytes, as the kernel writes names.
+fn padded<const N: usize>(name: &str) -> [u8; N] {
+    let mut bytes = [0; N];
+    bytes[..name.len()].copy_from_slice(name.as_bytes());
+    bytes
 }
 
 fn bytes(event: &AccessEvent) -> &[u8] {
