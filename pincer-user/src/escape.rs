@@ -10,13 +10,24 @@ use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
 pub const CUT: char = '\u{2026}';
 
 /// Escapes bytes for display: printable ASCII and valid UTF-8 that shows as
-/// itself pass, `\` doubles, everything else becomes `\xNN` per byte.
+/// itself pass, `\\` doubles, everything else becomes `\\xNN` per byte.
 pub fn escape(bytes: &[u8]) -> String {
+    escape_with(bytes, true)
+}
+
+/// Escapes text read back from an audit log for a terminal: like
+/// [`escape`], but a backslash stays one (the log's text was escaped when it
+/// was written; this only keeps what an edited log holds off the terminal).
+pub fn for_terminal(text: &str) -> String {
+    escape_with(text.as_bytes(), false)
+}
+
+fn escape_with(bytes: &[u8], double_backslash: bool) -> String {
     let mut out = String::with_capacity(bytes.len());
     for chunk in bytes.utf8_chunks() {
         for c in chunk.valid().chars() {
             match c {
-                '\\' => out.push_str("\\\\"),
+                '\\' if double_backslash => out.push_str("\\\\"),
                 c if hides(c) => {
                     let mut buf = [0; 4];
                     for b in c.encode_utf8(&mut buf).bytes() {
@@ -104,6 +115,10 @@ mod tests {
         for (name, shown) in cases {
             assert_eq!(escape(name.as_bytes()), shown, "{name:?}");
         }
+        assert_eq!(
+            for_terminal("a\\x1b\u{1b}[2J\u{202e}"),
+            "a\\x1b\\x1b[2J\\xe2\\x80\\xae"
+        );
         // Escaping is one-to-one: different names never show the same.
         let names = ["a\u{200b}b", "ab", "a\\xe2\\x80\\x8bb"];
         let shown: std::collections::HashSet<_> =

@@ -26,9 +26,15 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)?;
+    check_regular(&file)?;
+    Ok(file)
+}
+
+/// Refuses an open file that is not a regular file, saying what it is.
+pub fn check_regular(file: &File) -> io::Result<()> {
     let kind = file.metadata()?.file_type();
     if kind.is_file() {
-        return Ok(file);
+        return Ok(());
     }
     let what = if kind.is_dir() {
         "a directory"
