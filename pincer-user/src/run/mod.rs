@@ -178,20 +178,26 @@ pub fn run(options: &RunOptions) -> Result<i32, RunError> {
     result
 }
 
-/// Whether a `pincer daemon` answers on `socket`.
-fn daemon_at(socket: &std::path::Path) -> bool {
+/// Whether a `pincer daemon` answers on `socket`. A socket that answers but
+/// is not to be trusted is an error, never a daemon to hand the command to
+/// (it could answer `ok` and leave the command unconfined) nor a reason to
+/// go on quietly.
+fn daemon_at(socket: &std::path::Path) -> Result<bool, RunError> {
     // A missing socket answers at once; only a live daemon has a status.
-    socket.exists()
-        && matches!(
-            control::call(socket, &ControlRequest::Status),
-            Ok(ControlResponse::Daemon { .. })
-        )
+    if !socket.exists() {
+        return Ok(false);
+    }
+    match control::call(socket, &ControlRequest::Status) {
+        Ok(ControlResponse::Daemon { .. }) => Ok(true),
+        Err(error @ ControlError::Untrusted { .. }) => Err(error.into()),
+        _ => Ok(false),
+    }
 }
 
 fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunError> {
     let mission = Mission::from_file(&options.mission)?;
     let inherited = descriptors::inherited(&options.pass_fd)?;
-    if daemon_at(&options.socket) {
+    if daemon_at(&options.socket)? {
         return run_registered(options, &mission, &inherited, forwarded_set);
     }
     // Resolved before anything is loaded: a mission that does not resolve
