@@ -48,14 +48,17 @@ pub fn call(path: &Path, request: &ControlRequest) -> Result<ControlResponse, Co
 
     let mut line = serde_json::to_vec(request).expect("a control request always serializes");
     line.push(b'\n');
-    stream.write_all(&line).map_err(io_error)?;
+    // A server that refuses the caller answers and closes as it connects:
+    // the request may then meet a closed socket, and the answer is still
+    // there to read.
+    let written = stream.write_all(&line);
 
     let mut response = Vec::new();
-    BufReader::new(&stream)
+    let read = BufReader::new(&stream)
         .take(MAX_RESPONSE_LINE as u64 + 1)
-        .read_until(b'\n', &mut response)
-        .map_err(io_error)?;
+        .read_until(b'\n', &mut response);
     if response.is_empty() {
+        written.and(read).map_err(io_error)?;
         return Err(ControlError::Closed {
             path: path.to_owned(),
         });
