@@ -693,6 +693,17 @@ impl AuditLog {
         self.finish()
     }
 
+    /// Records that pincer failed, and leaves the log without a close line:
+    /// a clean close would say the run ended well.
+    pub fn fail(&mut self, message: &str) -> Result<(), AuditError> {
+        if self.closed {
+            return Ok(());
+        }
+        let recorded = self.record(&Record::Failure { message });
+        self.closed = true;
+        recorded
+    }
+
     fn finish(&mut self) -> Result<(), AuditError> {
         // Standard error cannot be verified: a close line would be noise.
         if self.closed || self.file.is_none() {

@@ -177,7 +177,9 @@ fn init_logging(format: LogFormat) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // Colour codes only where a terminal shows them (not in the journal).
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     // Another subscriber (tests) is fine: the first one stays.
     let _ = match format {
         LogFormat::Json => builder.json().try_init(),

@@ -208,7 +208,11 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         || AuditKey::default_for(options.audit.as_deref()),
         AuditKey::File,
     );
-    let audit = AuditLog::open_with_key(options.audit.as_deref(), &mission.name, key)?;
+    let audit = UntilConfined(Some(AuditLog::open_with_key(
+        options.audit.as_deref(),
+        &mission.name,
+        key,
+    )?));
     let root = cgroup::cgroup2_mount()?;
     for stale in cgroup::sweep_stale(&root) {
         tracing::info!(cgroup = %stale.display(), "removed a stale agent cgroup");
@@ -241,7 +245,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         .map_err(RunError::Supervise)?;
     let mut service = {
         let _entered = runtime.enter();
-        Service::new(prepared, audit)?
+        Service::new(prepared, audit.take())?
     };
     let confined = service.twin().confine(
         cgroup.id(),
@@ -309,6 +313,14 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     {
         tracing::warn!(%error, "cannot remove the run's pins");
     }
+    let failure = match (&outcome, &stopped, &released) {
+        (Err(error), _, _) => Some(error.to_string()),
+        (_, Err(error), _) | (_, _, Err(error)) => Some(error.to_string()),
+        _ => None,
+    };
+    if let Some(message) = failure {
+        let _ = service.twin().audit_failure(&message);
+    }
     service.finish();
     tracing::trace!("programs released");
     let removed = cgroup.remove();
@@ -318,6 +330,27 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     released?;
     removed?;
     Ok(exit_code(status))
+}
+
+/// The audit log until the twin takes it over. Dropped before that, pincer
+/// failed before the agent was confined (the programs did not load, say):
+/// the log records the failure and gets no clean close line.
+struct UntilConfined(Option<AuditLog>);
+
+impl UntilConfined {
+    fn take(mut self) -> AuditLog {
+        self.0.take().expect("taken once")
+    }
+}
+
+impl Drop for UntilConfined {
+    fn drop(&mut self) {
+        if let Some(mut log) = self.0.take() {
+            let _ = log.fail(
+                "pincer run failed before the agent was confined (the error is on standard error)",
+            );
+        }
+    }
 }
 
 /// Pins the run's links under [`paths::RUN_PINS`]`/<pid>`, so that its

@@ -333,6 +333,11 @@ impl<K: Kernel> Twin<K> {
         Ok(self.audit.record(record)?)
     }
 
+    /// Records that pincer failed; the audit log gets no close line.
+    pub fn audit_failure(&mut self, message: &str) -> Result<(), TwinError> {
+        Ok(self.audit.fail(message)?)
+    }
+
     /// The requests parked in the kernel, by thread id (a previous daemon's
     /// included).
     pub fn kernel_pending(&mut self) -> Result<Vec<(u32, Pending)>, TwinError> {
