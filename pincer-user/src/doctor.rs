@@ -318,6 +318,16 @@ fn bpffs(point: &Path, mounts: Option<&str>) -> Check {
     }
 }
 
+/// The first missing piece among `checks`, with its fix, as one line; `None`
+/// when nothing is missing.
+pub fn diagnosis(checks: &[Check]) -> Option<String> {
+    let check = checks.iter().find(|c| c.status == Status::Missing)?;
+    Some(match &check.fix {
+        Some(fix) => format!("{}: {} ({fix})", check.name, check.detail),
+        None => format!("{}: {}", check.name, check.detail),
+    })
+}
+
 /// Whether nothing pincer needs to enforce is missing.
 pub fn can_enforce(checks: &[Check]) -> bool {
     checks.iter().all(|check| check.status != Status::Missing)
@@ -465,6 +475,38 @@ mod tests {
         );
         assert_eq!(fake.check("securityfs").status, Status::Ok);
         assert!(!can_enforce(&run_checks(&fake.paths)));
+    }
+
+    #[test]
+    fn a_load_failure_is_explained_by_what_is_missing() {
+        use crate::loader::{LoadError, explain};
+        let said = |error: LoadError| format!("{:#}", anyhow::Error::new(error));
+        let fake = Fake::good();
+        fake.write("sys/kernel/security/lsm", "lockdown,capability\n");
+        let checks = run_checks(&fake.paths);
+        assert_eq!(
+            said(explain(LoadError::MissingProgram("file_open"), &checks)),
+            "this machine cannot enforce missions: BPF LSM: active LSMs: lockdown,capability \
+             (no bpf) (add lsm=lockdown,capability,bpf to the kernel command line and reboot; \
+             the kernel must be built with CONFIG_BPF_LSM=y); run `pincer doctor` for every \
+             check: the BPF object has no program `file_open`"
+        );
+        let fake = Fake::good();
+        fake.status("1000", "0000000000000000");
+        let checks = run_checks(&fake.paths);
+        let message = said(explain(LoadError::MissingProgram("file_open"), &checks));
+        assert!(
+            message.contains(
+                "(run pincer as root, or give it CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN)"
+            ),
+            "{message}"
+        );
+        // Nothing missing: the error as it was.
+        let good = run_checks(&Fake::good().paths);
+        assert!(matches!(
+            explain(LoadError::MissingProgram("x"), &good),
+            LoadError::MissingProgram("x")
+        ));
     }
 
     #[test]

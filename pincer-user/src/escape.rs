@@ -1,16 +1,34 @@
 //! Escaping bytes the kernel or an agent chose (names, paths, `comm`) before
 //! anyone sees them: nothing downstream gets control characters, invalid
-//! UTF-8 or a backslash that could be read as an escape.
+//! UTF-8 or a backslash that could be read as an escape, and a person is
+//! never shown a name that displays as another one.
 
-/// Escapes bytes for display: printable ASCII and valid non-control UTF-8
-/// pass, `\` doubles, everything else becomes `\xNN`.
+use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
+
+/// What pincer itself writes where it shortened a name or a path: an
+/// ellipsis in a name is always escaped, so one that is shown is pincer's.
+pub const CUT: char = '\u{2026}';
+
+/// Escapes bytes for display: printable ASCII and valid UTF-8 that shows as
+/// itself pass, `\\` doubles, everything else becomes `\\xNN` per byte.
 pub fn escape(bytes: &[u8]) -> String {
+    escape_with(bytes, true)
+}
+
+/// Escapes text read back from an audit log for a terminal: like
+/// [`escape`], but a backslash stays one (the log's text was escaped when it
+/// was written; this only keeps what an edited log holds off the terminal).
+pub fn for_terminal(text: &str) -> String {
+    escape_with(text.as_bytes(), false)
+}
+
+fn escape_with(bytes: &[u8], double_backslash: bool) -> String {
     let mut out = String::with_capacity(bytes.len());
     for chunk in bytes.utf8_chunks() {
         for c in chunk.valid().chars() {
             match c {
-                '\\' => out.push_str("\\\\"),
-                c if c.is_control() => {
+                '\\' if double_backslash => out.push_str("\\\\"),
+                c if hides(c) => {
                     let mut buf = [0; 4];
                     for b in c.encode_utf8(&mut buf).bytes() {
                         out.push_str(&format!("\\x{b:02x}"));
@@ -26,6 +44,37 @@ pub fn escape(bytes: &[u8]) -> String {
     out
 }
 
+/// Whether `c` could make a name display as something it is not: controls,
+/// format characters (bidirectional overrides and isolates such as U+202E
+/// and U+2066, zero-width characters such as U+200B), separators other than
+/// the plain space (U+2028, no-break and wide spaces), private-use and
+/// unassigned code points, the other default-ignorable characters (variation
+/// selectors, fillers) and [`CUT`].
+fn hides(c: char) -> bool {
+    if c == ' ' {
+        return false;
+    }
+    match c.general_category_group() {
+        GeneralCategoryGroup::Other | GeneralCategoryGroup::Separator => return true,
+        _ => {}
+    }
+    // Default_Ignorable_Code_Point outside the format category: they render
+    // as nothing.
+    matches!(
+        c,
+        CUT | '\u{034f}'
+            | '\u{115f}'
+            | '\u{1160}'
+            | '\u{17b4}'
+            | '\u{17b5}'
+            | '\u{180b}'..='\u{180f}'
+            | '\u{3164}'
+            | '\u{fe00}'..='\u{fe0f}'
+            | '\u{ffa0}'
+            | '\u{e0000}'..='\u{e0fff}'
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -37,5 +86,43 @@ mod tests {
         assert_eq!(escape(b"back\\slash"), "back\\\\slash");
         assert_eq!(escape(b"bad\xff\xfeutf8"), "bad\\xff\\xfeutf8");
         assert_eq!(escape("caf\u{e9}".as_bytes()), "caf\u{e9}");
+        assert_eq!(escape("\u{65e5}\u{672c}".as_bytes()), "\u{65e5}\u{672c}");
+    }
+
+    #[test]
+    fn nothing_that_displays_as_something_else_passes() {
+        let cases = [
+            // Right-to-left override: "txt.exe" would display reversed.
+            ("a\u{202e}txt.exe", "a\\xe2\\x80\\xaetxt.exe"),
+            // First strong isolate.
+            ("a\u{2068}b", "a\\xe2\\x81\\xa8b"),
+            // Zero-width space: "se\u{200b}cret" displays as "secret".
+            ("se\u{200b}cret", "se\\xe2\\x80\\x8bcret"),
+            // Line separator.
+            ("a\u{2028}b", "a\\xe2\\x80\\xa8b"),
+            // No-break space looks like a space.
+            ("a\u{a0}b", "a\\xc2\\xa0b"),
+            // Byte order mark, soft hyphen, variation selector, Hangul filler.
+            (
+                "\u{feff}a\u{ad}b\u{fe0f}\u{3164}",
+                "\\xef\\xbb\\xbfa\\xc2\\xadb\\xef\\xb8\\x8f\\xe3\\x85\\xa4",
+            ),
+            // Private use and a tag character.
+            ("\u{e000}\u{e0041}", "\\xee\\x80\\x80\\xf3\\xa0\\x81\\x81"),
+            // An ellipsis is pincer's own mark of a cut.
+            ("a\u{2026}", "a\\xe2\\x80\\xa6"),
+        ];
+        for (name, shown) in cases {
+            assert_eq!(escape(name.as_bytes()), shown, "{name:?}");
+        }
+        assert_eq!(
+            for_terminal("a\\x1b\u{1b}[2J\u{202e}"),
+            "a\\x1b\\x1b[2J\\xe2\\x80\\xae"
+        );
+        // Escaping is one-to-one: different names never show the same.
+        let names = ["a\u{200b}b", "ab", "a\\xe2\\x80\\x8bb"];
+        let shown: std::collections::HashSet<_> =
+            names.iter().map(|n| escape(n.as_bytes())).collect();
+        assert_eq!(shown.len(), names.len());
     }
 }

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::{
     cgroup::unescape_mount_field,
-    escape::escape,
+    escape::{CUT, escape},
     procfs,
     request::{ProcessFacts, Request},
 };
@@ -129,13 +129,23 @@ impl Mounts {
     }
 }
 
-/// The escaped path of an event's object.
+/// The escaped path of an event's object. Where pincer shortened it, it
+/// says so with [`CUT`] (which an escaped name never contains): before a
+/// path whose walk stopped short of its filesystem's root, after a name the
+/// kernel cut to fit a component (when the event says a name was cut, each
+/// one that fills its slot may be: its real name is longer or just as long),
+/// and at the end of a path too long to show.
 pub fn event_path(event: &AccessEvent, mounts: &Mounts) -> String {
     let depth = (event.depth as usize).min(MAX_COMPONENTS);
+    let truncated = event.flags & event_flags::NAME_TRUNCATED != 0;
     let mut path = String::new();
     for component in event.components[..depth].iter().rev() {
+        let name = until_nul(&component[..COMPONENT_LEN]);
         path.push('/');
-        path.push_str(&escape(until_nul(&component[..COMPONENT_LEN])));
+        path.push_str(&escape(name));
+        if truncated && name.len() + 1 >= COMPONENT_LEN {
+            path.push(CUT);
+        }
     }
     if path.is_empty() {
         path.push('/');
@@ -143,7 +153,7 @@ pub fn event_path(event: &AccessEvent, mounts: &Mounts) -> String {
     let mut path = if event.flags & event_flags::ROOT_REACHED != 0 {
         mounts.absolute(event.dev, &path).unwrap_or(path)
     } else {
-        format!("…{path}")
+        format!("{CUT}{path}")
     };
     if path.len() > MAX_PATH_CHARS {
         let mut cut = MAX_PATH_CHARS;
@@ -151,7 +161,7 @@ pub fn event_path(event: &AccessEvent, mounts: &Mounts) -> String {
             cut -= 1;
         }
         path.truncate(cut);
-        path.push('…');
+        path.push(CUT);
     }
     path
 }
@@ -492,6 +502,23 @@ mod tests {
         assert_eq!(event_path(&e, &mounts), "/root/.ssh/id_rsa");
         e.flags = 0;
         assert_eq!(event_path(&e, &mounts), "…/root/.ssh/id_rsa");
+    }
+
+    #[test]
+    fn a_cut_name_is_marked_and_cannot_be_imitated() {
+        let long = [b'a'; COMPONENT_LEN - 1];
+        let e = event(
+            &[b"key", &long, b"home"],
+            event_flags::ROOT_REACHED | event_flags::NAME_TRUNCATED,
+        );
+        let shown = event_path(&e, &Mounts::default());
+        assert_eq!(
+            shown,
+            format!("/home/{}…/key", "a".repeat(COMPONENT_LEN - 1))
+        );
+        // A name that ends in an ellipsis of its own shows it escaped.
+        let e = event(&["ab…".as_bytes()], event_flags::ROOT_REACHED);
+        assert_eq!(event_path(&e, &Mounts::default()), "/ab\\xe2\\x80\\xa6");
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod daemon;
 pub mod doctor;
 pub mod escape;
 pub mod events;
+pub mod files;
 pub mod loader;
 pub mod metrics;
 pub mod mission;

@@ -20,13 +20,15 @@ pub fn facts(pid: u32) -> ProcessFacts {
 
 /// The parent of a process, from `/proc/<pid>/stat`.
 pub fn parent(pid: u32) -> Option<u32> {
-    parse_stat_ppid(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    parse_stat_ppid(&fs::read(format!("/proc/{pid}/stat")).ok()?)
 }
 
-/// The parent pid field of a `stat` line. `comm` may contain spaces and
-/// parentheses, so the fields are counted from the last `)`.
-pub fn parse_stat_ppid(stat: &str) -> Option<u32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
+/// The parent pid field of a `stat` line. `comm` is the process's to choose
+/// (any bytes but NUL, not always UTF-8, with spaces and parentheses), so
+/// the line is read as bytes and the fields are counted from the last `)`.
+pub fn parse_stat_ppid(stat: &[u8]) -> Option<u32> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
     let mut fields = rest.split_whitespace();
     let _state = fields.next()?;
     fields.next()?.parse().ok()
@@ -59,9 +61,11 @@ mod tests {
 
     #[test]
     fn ppid_survives_hostile_comm() {
-        assert_eq!(parse_stat_ppid("42 (a) b) (c) S 7 42 42 0"), Some(7));
-        assert_eq!(parse_stat_ppid("1 (init) S 0 1 1"), Some(0));
-        assert_eq!(parse_stat_ppid("garbage"), None);
+        assert_eq!(parse_stat_ppid(b"42 (a) b) (c) S 7 42 42 0"), Some(7));
+        assert_eq!(parse_stat_ppid(b"1 (init) S 0 1 1"), Some(0));
+        assert_eq!(parse_stat_ppid(b"garbage"), None);
+        // A name that is not UTF-8 does not hide the parent.
+        assert_eq!(parse_stat_ppid(b"42 (\xff\xfe) S 7 42 42 0"), Some(7));
     }
 
     #[test]
@@ -73,5 +77,37 @@ mod tests {
         let chain = parents(me, None);
         assert!(!chain.is_empty(), "a test runs under some parent");
         assert_eq!(chain[0].pid, std::os::unix::process::parent_id());
+    }
+
+    #[test]
+    fn a_parent_named_in_bytes_that_are_not_utf8_does_not_end_the_chain() {
+        use std::os::unix::ffi::OsStrExt;
+        // A process's name is the file name it was started by: sh through a
+        // link named in bytes that are not UTF-8, with a `)` to mislead.
+        let dir = tempfile::tempdir().unwrap();
+        let name = std::ffi::OsStr::from_bytes(b"\xff\xfe) S 1");
+        let sh_link = dir.path().join(name);
+        std::os::unix::fs::symlink("/bin/sh", &sh_link).unwrap();
+        // sh runs sleep as a child (the `; :` keeps it from exec'ing it).
+        let mut sh = std::process::Command::new(&sh_link)
+            .args(["-c", "sleep 30; :"])
+            .spawn()
+            .unwrap();
+        let children = format!("/proc/{0}/task/{0}/children", sh.id());
+        let sleep = (0..500)
+            .find_map(|_| {
+                let pid = fs::read_to_string(&children).ok()?.trim().parse().ok();
+                if pid.is_none() {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                pid
+            })
+            .expect("sh started sleep");
+        let chain = parents(sleep, None);
+        sh.kill().unwrap();
+        sh.wait().unwrap();
+        assert_eq!(chain[0].pid, sh.id());
+        assert_eq!(chain[0].comm, "\\xff\\xfe) S 1");
+        assert_eq!(chain[1].pid, std::process::id());
     }
 }

@@ -42,17 +42,44 @@ impl Lifetime {
     }
 }
 
+/// The longest time an allow may last: a year. Every place a ttl is
+/// written (a mission's rule and cap, `pincer approve --ttl`, the control
+/// socket, a webhook's answer) refuses a longer one, so an expiry is always a
+/// time the clock can reach; access meant to last longer belongs in the
+/// mission's grants.
+pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
+/// Checks the length of a `ttl` lifetime: whole seconds (the protocol counts
+/// seconds), longer than zero, at most [`MAX_TTL`].
+pub fn check_ttl(ttl: Duration) -> Result<Duration, String> {
+    if ttl.is_zero() {
+        Err("must be longer than zero".to_owned())
+    } else if ttl.subsec_nanos() != 0 {
+        Err("must be a whole number of seconds".to_owned())
+    } else if ttl > MAX_TTL {
+        Err("must be at most 365 days".to_owned())
+    } else {
+        Ok(ttl)
+    }
+}
+
 mod secs {
     use std::time::Duration;
 
-    use serde::{Deserialize, Deserializer, Serializer};
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
 
     pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_u64(d.as_secs())
     }
 
+    /// Seconds no longer than [`super::MAX_TTL`] (zero is the reader's to
+    /// refuse with its own words).
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        u64::deserialize(d).map(Duration::from_secs)
+        let ttl = Duration::from_secs(u64::deserialize(d)?);
+        if ttl > super::MAX_TTL {
+            return Err(D::Error::custom("a ttl must be at most 365 days"));
+        }
+        Ok(ttl)
     }
 }
 

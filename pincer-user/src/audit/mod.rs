@@ -92,6 +92,7 @@
 //! close line): only a copy kept elsewhere, or a count taken at the time,
 //! can.
 
+mod lines;
 mod record;
 mod summary;
 
@@ -108,7 +109,10 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize, de::IgnoredAny};
 use sha2::{Digest, Sha256};
 
+use crate::files;
+
 pub use self::{
+    lines::{LineEnd, MAX_LINE_BYTES, read_line},
     record::{Descriptor, Record, VerdictRecord},
     summary::Summary,
 };
@@ -245,7 +249,7 @@ pub fn read_key(path: &Path) -> Result<Vec<u8>, AuditError> {
         path: path.to_owned(),
         source,
     };
-    let file = File::open(path).map_err(read_error)?;
+    let file = files::open_regular(path).map_err(read_error)?;
     let mode = file.metadata().map_err(read_error)?.permissions().mode();
     if mode & 0o077 != 0 {
         tracing::warn!(
@@ -490,6 +494,21 @@ fn read_tail(file: &File, len: u64) -> io::Result<Option<Tail>> {
     let terminated = last[0] == b'\n';
     let end = len - u64::from(terminated);
     let start = line_start(file, end)?;
+    if end - start > MAX_LINE_BYTES as u64 {
+        // Not read whole: hashed in chunks for the restart line to name it.
+        let mut hasher = Sha256::new();
+        let mut chunk = vec![0; 1 << 16];
+        let mut pos = start;
+        while pos < end {
+            let n = (end - pos).min(chunk.len() as u64) as usize;
+            file.read_exact_at(&mut chunk[..n], pos)?;
+            hasher.update(&chunk[..n]);
+            pos += n as u64;
+        }
+        let problem = format!("longer than {MAX_LINE_BYTES} bytes");
+        let link = Err((problem, hex::encode(hasher.finalize())));
+        return Ok(Some(Tail { link, terminated }));
+    }
     let mut line = vec![0; (end - start) as usize];
     file.read_exact_at(&mut line, start)?;
     let link = match unseal(&line) {
@@ -516,6 +535,12 @@ impl LogFile {
             .create(true)
             .append(true)
             .open(path)
+            .and_then(|file| {
+                // A named pipe would block every write once full, a device
+                // would swallow the log: only a regular file keeps it.
+                files::check_regular(&file)?;
+                Ok(file)
+            })
             .map_err(|source| AuditError::Open {
                 path: path.to_owned(),
                 source,
@@ -668,6 +693,17 @@ impl AuditLog {
         self.finish()
     }
 
+    /// Records that pincer failed, and leaves the log without a close line:
+    /// a clean close would say the run ended well.
+    pub fn fail(&mut self, message: &str) -> Result<(), AuditError> {
+        if self.closed {
+            return Ok(());
+        }
+        let recorded = self.record(&Record::Failure { message });
+        self.closed = true;
+        recorded
+    }
+
     fn finish(&mut self) -> Result<(), AuditError> {
         // Standard error cannot be verified: a close line would be noise.
         if self.closed || self.file.is_none() {
@@ -764,12 +800,31 @@ impl fmt::Display for VerifyReport {
 
 /// Verifies the chain of the log at `log` under `key`.
 pub fn verify(log: &Path, key: &[u8]) -> Result<VerifyReport, AuditError> {
-    let read_error = |source| AuditError::Read {
+    let file = open_log(log)?;
+    verify_lines(BufReader::new(file), key).map_err(|source| AuditError::Read {
         path: log.to_owned(),
         source,
-    };
-    let file = File::open(log).map_err(read_error)?;
-    verify_lines(BufReader::new(file), key).map_err(read_error)
+    })
+}
+
+/// Verifies the chain of the log at `log` under the key in `key`: the log is
+/// opened first, so a log that is not there is named as such, not its key.
+pub fn verify_file(log: &Path, key: &Path) -> Result<VerifyReport, AuditError> {
+    let file = open_log(log)?;
+    let key = read_key(key)?;
+    verify_lines(BufReader::new(file), &key).map_err(|source| AuditError::Read {
+        path: log.to_owned(),
+        source,
+    })
+}
+
+/// Opens a log to read it: a regular file only (a named pipe would wait for a
+/// writer forever).
+pub fn open_log(log: &Path) -> Result<File, AuditError> {
+    files::open_regular(log).map_err(|source| AuditError::Read {
+        path: log.to_owned(),
+        source,
+    })
 }
 
 /// A malformed line, until the next line says whether a restart set it
@@ -792,23 +847,23 @@ fn verify_lines(mut reader: impl BufRead, key: &[u8]) -> io::Result<VerifyReport
     let mut malformed: Option<Malformed> = None;
     let mut closed = false;
     let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        if reader.read_until(b'\n', &mut buf)? == 0 {
-            break;
-        }
+    while let Some(end) = lines::read_line(&mut reader, &mut buf)? {
         lines += 1;
-        let terminated = buf.pop_if(|b| *b == b'\n').is_some();
-        let sealed = match unseal(&buf) {
+        let terminated = end.terminated;
+        let unsealed = match end.overlong {
+            Some((len, digest)) => Err((format!("{len} bytes, longer than any line"), digest)),
+            None => unseal(&buf).map_err(|problem| (problem, sha256_hex(&buf))),
+        };
+        let sealed = match unsealed {
             Ok(sealed) => sealed,
-            Err(problem) => {
+            Err((problem, digest)) => {
                 if let Some(earlier) = malformed {
                     return broken(earlier.line, malformed_problem(&earlier.problem));
                 }
                 malformed = Some(Malformed {
                     line: lines,
                     problem,
-                    digest: sha256_hex(&buf),
+                    digest,
                     terminated,
                 });
                 closed = false;
@@ -1258,6 +1313,27 @@ mod tests {
         log.record(&decision(9)).unwrap();
         log.close().unwrap();
         key
+    }
+
+    #[test]
+    fn an_overlong_last_line_is_set_aside_without_being_read_whole() {
+        // What a writer would abort on if it read the line into memory (an
+        // 8 GiB line takes only longer): the writer hashes it in chunks,
+        // and verify streams it.
+        let (_dir, path) = temp_log_path();
+        let cut = "x".repeat(MAX_LINE_BYTES * 2 + 3);
+        let key = restarted_log(&path, &cut);
+        let restart = json(&lines(&path)[4]);
+        assert_eq!(restart["chain"], "restart");
+        assert_eq!(restart["abandoned"], sha256_hex(cut.as_bytes()));
+        let warnings = assert_intact(&verify(&path, &key).unwrap(), 7, 1);
+        assert!(
+            warnings[0].starts_with(&format!(
+                "line 4 is malformed ({} bytes, longer than any line)",
+                cut.len()
+            )),
+            "{warnings:?}"
+        );
     }
 
     #[test]

@@ -44,6 +44,13 @@ pub enum Record<'a> {
         /// How many were withdrawn.
         grants: usize,
     },
+    /// pincer itself failed (a `pincer run` that could not load, confine or
+    /// supervise): the log then ends without a close line, so that `verify
+    /// --strict` does not take it for a clean end.
+    Failure {
+        /// What failed.
+        message: &'a str,
+    },
 }
 
 impl Record<'_> {

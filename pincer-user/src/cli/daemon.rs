@@ -1,12 +1,14 @@
 //! `pincer status`, `agents`, `grants`, `revoke` and `log`: asking the
 //! daemon.
 
-use std::path::Path;
-
-use anyhow::Context;
+use std::{collections::VecDeque, io::BufReader, path::Path};
 
 use super::{ask, list, print_json, requests::done, unexpected};
-use crate::control::{ControlRequest, ControlResponse, DaemonStatus};
+use crate::{
+    audit::{self, AuditError},
+    control::{ControlRequest, ControlResponse, DaemonStatus},
+    escape::for_terminal,
+};
 
 fn status_of(socket: &Path) -> anyhow::Result<DaemonStatus> {
     match ask(socket, &ControlRequest::Status)? {
@@ -97,13 +99,36 @@ pub(super) fn revoke(socket: &Path, agent: String, path: Option<String>) -> anyh
     done(socket, &ControlRequest::Revoke { agent, path })
 }
 
-/// Prints the last `lines` lines of the daemon's audit log.
+/// Prints the last `lines` lines of the daemon's audit log, read a line at a
+/// time so that a log of any size is shown in bounded memory.
 pub(super) fn log(socket: &Path, lines: usize) -> anyhow::Result<()> {
     let path = status_of(socket)?.audit;
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("failed to read audit log {}", path.display()))?;
-    let all: Vec<&str> = text.lines().collect();
-    for line in &all[all.len().saturating_sub(lines)..] {
+    let read = || -> Result<VecDeque<String>, AuditError> {
+        let mut reader = BufReader::new(audit::open_log(&path)?);
+        let mut last = VecDeque::with_capacity(lines.min(1 << 16));
+        let mut line = Vec::new();
+        loop {
+            let end =
+                audit::read_line(&mut reader, &mut line).map_err(|source| AuditError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+            let Some(end) = end else {
+                return Ok(last);
+            };
+            if lines == 0 {
+                continue;
+            }
+            if last.len() == lines {
+                last.pop_front();
+            }
+            last.push_back(match end.overlong {
+                Some((len, _)) => format!("(a line of {len} bytes, not shown)"),
+                None => for_terminal(&String::from_utf8_lossy(&line)),
+            });
+        }
+    };
+    for line in read()? {
         println!("{line}");
     }
     Ok(())

@@ -5,15 +5,14 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Subcommand;
 
-use crate::{
-    mission::{Mission, format_ops},
-    twin::FIRST_SLOT,
-};
+use crate::mission::{self, Checked, Mission, format_ops};
 
 /// Subcommands of `pincer mission`.
 #[derive(Debug, Subcommand)]
 pub(super) enum MissionCommand {
-    /// Validate a mission and print the grants it resolves to on this machine.
+    /// Validate a mission as a start would (grants resolved, webhook secret
+    /// read and private), print the grants it resolves to on this machine,
+    /// and warn about risky ones.
     Check {
         /// The mission file (TOML).
         file: PathBuf,
@@ -23,9 +22,8 @@ pub(super) enum MissionCommand {
 pub(super) fn main(command: MissionCommand) -> anyhow::Result<()> {
     let MissionCommand::Check { file } = command;
     let mission = Mission::from_file(&file)?;
-    let grants = mission
-        .resolve(FIRST_SLOT)
-        .with_context(|| format!("failed to resolve the grants of {}", file.display()))?;
+    let Checked { grants, warnings } = mission::check(&mission)
+        .with_context(|| format!("mission {} would not start", file.display()))?;
     println!("mission: {}", mission.name);
     for (key, value, reason) in &grants.inode {
         println!(
@@ -48,6 +46,9 @@ pub(super) fn main(command: MissionCommand) -> anyhow::Result<()> {
             format_ops(value.file_ops),
             reason.0
         );
+    }
+    for warning in &warnings {
+        eprintln!("warning: {warning}");
     }
     Ok(())
 }

@@ -156,6 +156,9 @@ pub fn main() -> ExitCode {
                     .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
             )
             .with_writer(std::io::stderr)
+            // Colour codes only where a terminal shows them: a log file or
+            // a pipe gets plain text.
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .init();
     }
     match cli.command {

@@ -1,8 +1,12 @@
 //! The client side of the control socket: one request, one answer.
 
 use std::{
+    fs,
     io::{self, BufRead, BufReader, Read, Write},
-    os::unix::net::UnixStream,
+    os::unix::{
+        fs::{FileTypeExt, MetadataExt},
+        net::UnixStream,
+    },
     path::Path,
     sync::mpsc,
     thread,
@@ -10,12 +14,16 @@ use std::{
 };
 
 use super::{CALL_TIMEOUT, ControlError, ControlRequest, ControlResponse};
+use crate::vote;
 
 /// Longest response line the client reads: a long pending list is legitimate,
 /// an endless line is not.
 const MAX_RESPONSE_LINE: usize = 16 * 1024 * 1024;
 
 /// Sends one request to the server at `path` and waits for its response.
+/// The server must be trusted ([`check_trusted`]): an answer from anyone
+/// else (a socket of another user given by `PINCER_SOCKET`, a stale path
+/// taken over) could make `pincer run` believe it is confined by a daemon.
 ///
 /// Blocking: connecting, writing and each read wait at most
 /// [`CALL_TIMEOUT`].
@@ -30,7 +38,9 @@ pub fn call(path: &Path, request: &ControlRequest) -> Result<ControlResponse, Co
             source,
         },
     };
+    check_path(path, &trusted_uids())?;
     let mut stream = connect(path, CALL_TIMEOUT)?;
+    check_peer(path, &stream, &trusted_uids())?;
     stream
         .set_read_timeout(Some(CALL_TIMEOUT))
         .and_then(|()| stream.set_write_timeout(Some(CALL_TIMEOUT)))
@@ -38,14 +48,17 @@ pub fn call(path: &Path, request: &ControlRequest) -> Result<ControlResponse, Co
 
     let mut line = serde_json::to_vec(request).expect("a control request always serializes");
     line.push(b'\n');
-    stream.write_all(&line).map_err(io_error)?;
+    // A server that refuses the caller answers and closes as it connects:
+    // the request may then meet a closed socket, and the answer is still
+    // there to read.
+    let written = stream.write_all(&line);
 
     let mut response = Vec::new();
-    BufReader::new(&stream)
+    let read = BufReader::new(&stream)
         .take(MAX_RESPONSE_LINE as u64 + 1)
-        .read_until(b'\n', &mut response)
-        .map_err(io_error)?;
+        .read_until(b'\n', &mut response);
     if response.is_empty() {
+        written.and(read).map_err(io_error)?;
         return Err(ControlError::Closed {
             path: path.to_owned(),
         });
@@ -59,6 +72,89 @@ pub fn call(path: &Path, request: &ControlRequest) -> Result<ControlResponse, Co
     serde_json::from_slice(&response).map_err(|source| ControlError::Malformed {
         path: path.to_owned(),
         source,
+    })
+}
+
+/// The users pincer takes answers from: root, and the user pincer runs as
+/// (who could do whatever such a server does anyway).
+fn trusted_uids() -> [u32; 2] {
+    [0, nix::unistd::geteuid().as_raw()]
+}
+
+/// Checks the socket file and its directory: a socket owned by a trusted
+/// user, in a directory owned by one that nobody else can write to (or whose
+/// sticky bit keeps others from replacing the socket).
+fn check_path(path: &Path, trusted: &[u32]) -> Result<(), ControlError> {
+    let untrusted = |why: String| ControlError::Untrusted {
+        path: path.to_owned(),
+        why,
+    };
+    let socket = match fs::symlink_metadata(path) {
+        Ok(socket) => socket,
+        // Nothing there: connecting says so.
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(ControlError::Connect {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    };
+    if !socket.file_type().is_socket() {
+        return Err(untrusted("it is not a socket".to_owned()));
+    }
+    if !trusted.contains(&socket.uid()) {
+        return Err(untrusted(format!(
+            "the socket belongs to uid {}, not root or uid {}",
+            socket.uid(),
+            trusted[1]
+        )));
+    }
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dir_meta = fs::metadata(dir).map_err(|source| ControlError::Connect {
+        path: path.to_owned(),
+        source,
+    })?;
+    if !trusted.contains(&dir_meta.uid()) {
+        return Err(untrusted(format!(
+            "its directory {} belongs to uid {}, who can replace the socket",
+            dir.display(),
+            dir_meta.uid()
+        )));
+    }
+    let mode = dir_meta.mode();
+    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+        return Err(untrusted(format!(
+            "its directory {} can be written by others (mode {:o}), who can replace the socket",
+            dir.display(),
+            mode & 0o7777
+        )));
+    }
+    Ok(())
+}
+
+/// Checks the process that listens: its user, as the kernel recorded it
+/// when it started listening (`SO_PEERCRED`), must be trusted.
+fn check_peer(path: &Path, stream: &UnixStream, trusted: &[u32]) -> Result<(), ControlError> {
+    let peer = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
+        .map_err(|errno| ControlError::Io {
+            path: path.to_owned(),
+            source: errno.into(),
+        })?;
+    if trusted.contains(&peer.uid()) {
+        return Ok(());
+    }
+    Err(ControlError::Untrusted {
+        path: path.to_owned(),
+        why: format!(
+            "it is served by process {} of uid {}, not root or uid {}",
+            peer.pid(),
+            peer.uid(),
+            trusted[1]
+        ),
     })
 }
 
@@ -97,22 +193,20 @@ fn connect(path: &Path, timeout: Duration) -> Result<UnixStream, ControlError> {
 }
 
 /// Parses the `--ttl` of `pincer approve`: a duration such as `90s`, `10m`
-/// or `1h30m`, in whole seconds (the protocol counts seconds), above zero.
+/// or `1h30m`, as [`vote::check_ttl`] allows.
 pub fn parse_ttl(text: &str) -> Result<Duration, String> {
-    let ttl = humantime::parse_duration(text)
-        .map_err(|error| format!("invalid ttl {text:?}: {error}"))?;
-    if ttl.is_zero() {
-        return Err(format!("invalid ttl {text:?}: it must be longer than zero"));
-    }
-    if ttl.subsec_nanos() != 0 {
-        return Err(format!("invalid ttl {text:?}: it must be whole seconds"));
-    }
-    Ok(ttl)
+    humantime::parse_duration(text)
+        .map_err(|error| error.to_string())
+        .and_then(vote::check_ttl)
+        .map_err(|error| format!("invalid ttl {text:?}: {error}"))
 }
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::net::UnixListener;
+    use std::os::{
+        fd::AsRawFd,
+        unix::{fs::PermissionsExt, net::UnixListener},
+    };
 
     use super::*;
 
@@ -137,9 +231,130 @@ mod tests {
         assert_eq!(parse_ttl("1h30m"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse_ttl("90s"), Ok(Duration::from_secs(90)));
         assert!(parse_ttl("0s").unwrap_err().contains("longer than zero"));
-        assert!(parse_ttl("1500ms").unwrap_err().contains("whole seconds"));
+        assert!(
+            parse_ttl("1500ms")
+                .unwrap_err()
+                .contains("whole number of seconds")
+        );
         assert!(parse_ttl("").is_err());
         assert!(parse_ttl("soon").is_err());
         assert!(parse_ttl("-5m").is_err());
+        // A ttl near 2^63 seconds once overflowed the clock when granted.
+        assert_eq!(parse_ttl("365d"), Ok(vote::MAX_TTL));
+        assert_eq!(
+            parse_ttl("366d").unwrap_err(),
+            "invalid ttl \"366d\": must be at most 365 days"
+        );
+        assert!(
+            parse_ttl("292000000000y")
+                .unwrap_err()
+                .starts_with("invalid ttl")
+        );
+    }
+
+    fn untrusted_why(result: Result<ControlResponse, ControlError>) -> String {
+        match result {
+            Err(ControlError::Untrusted { why, .. }) => why,
+            other => panic!("expected an untrusted socket, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_socket_or_directory_another_user_owns_is_not_trusted() {
+        assert!(
+            nix::unistd::geteuid().is_root(),
+            "this test needs root: it hands files to another user"
+        );
+        let nobody = nix::unistd::Uid::from_raw(65534);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pincer.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        std::os::unix::fs::chown(&path, Some(nobody.as_raw()), None).unwrap();
+        assert_eq!(
+            untrusted_why(call(&path, &ControlRequest::Pending)),
+            "the socket belongs to uid 65534, not root or uid 0"
+        );
+        std::os::unix::fs::chown(&path, Some(0), None).unwrap();
+        // Another user may not be able to replace the socket either.
+        nix::unistd::chown(dir.path(), Some(nobody), None).unwrap();
+        assert_eq!(
+            untrusted_why(call(&path, &ControlRequest::Pending)),
+            format!(
+                "its directory {} belongs to uid 65534, who can replace the socket",
+                dir.path().display()
+            )
+        );
+        nix::unistd::chown(dir.path(), Some(nix::unistd::Uid::from_raw(0)), None).unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+        assert_eq!(
+            untrusted_why(call(&path, &ControlRequest::Pending)),
+            format!(
+                "its directory {} can be written by others (mode 777), who can replace the socket",
+                dir.path().display()
+            )
+        );
+        // Sticky, like /tmp: others cannot replace what is not theirs.
+        // The server is reached (it hangs up without an answer: the request
+        // may meet the closed end, or no answer comes).
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o1777)).unwrap();
+        let server = thread::spawn(move || drop(listener.accept().unwrap()));
+        let reached = call(&path, &ControlRequest::Pending);
+        assert!(
+            matches!(
+                reached,
+                Err(ControlError::Closed { .. } | ControlError::Io { .. })
+            ),
+            "{reached:?}"
+        );
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn a_server_listening_as_another_user_is_not_trusted() {
+        use nix::sys::socket::{
+            AddressFamily, Backlog, SockFlag, SockType, UnixAddr, bind, listen, socket,
+        };
+        assert!(
+            nix::unistd::geteuid().is_root(),
+            "this test needs root: it serves a socket as another user"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pincer.sock");
+        // Bound as root (the file and its directory pass), listening as
+        // nobody: the kernel records who listens.
+        let fd = socket(
+            AddressFamily::Unix,
+            SockType::Stream,
+            SockFlag::SOCK_CLOEXEC,
+            None,
+        )
+        .unwrap();
+        bind(fd.as_raw_fd(), &UnixAddr::new(&path).unwrap()).unwrap();
+        let backlog = Backlog::new(4).unwrap();
+        // SAFETY: the child makes only system calls (setuid, listen, pause)
+        // and never returns.
+        let child = match unsafe { nix::unistd::fork() }.unwrap() {
+            nix::unistd::ForkResult::Child => {
+                let _ = nix::unistd::setuid(nix::unistd::Uid::from_raw(65534));
+                let _ = listen(&fd, backlog);
+                loop {
+                    nix::unistd::pause();
+                }
+            }
+            nix::unistd::ForkResult::Parent { child } => child,
+        };
+        let result = (0..500)
+            .map(|_| {
+                std::thread::sleep(Duration::from_millis(10));
+                call(&path, &ControlRequest::Pending)
+            })
+            .find(|r| !matches!(r, Err(ControlError::NotListening { .. })))
+            .unwrap();
+        nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL).unwrap();
+        nix::sys::wait::waitpid(child, None).unwrap();
+        assert_eq!(
+            untrusted_why(result),
+            format!("it is served by process {child} of uid 65534, not root or uid 0")
+        );
     }
 }

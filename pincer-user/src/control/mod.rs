@@ -378,6 +378,15 @@ pub enum ControlError {
         #[source]
         source: io::Error,
     },
+    /// The socket, its directory or the process serving it belongs to
+    /// someone pincer must not take answers from.
+    #[error("{} is not to be trusted: {why}", .path.display())]
+    Untrusted {
+        /// The socket.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
     /// The server closed the connection without a response.
     #[error("{} closed the connection without answering", .path.display())]
     Closed {

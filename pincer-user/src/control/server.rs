@@ -2,6 +2,7 @@
 //! request line is answered (see the protocol in [`crate::control`]).
 
 use std::{
+    collections::HashMap,
     convert::Infallible,
     fmt,
     fs::{self, DirBuilder},
@@ -14,7 +15,7 @@ use std::{
         },
     },
     path::{Path, PathBuf},
-    sync::Arc,
+    sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
 
@@ -30,6 +31,18 @@ use crate::{cgroup, request::Request, vote::Lifetime};
 /// Pause after a failed `accept`, so that running out of descriptors does not
 /// turn the accept loop into a busy loop.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Connections served at once. A refused caller (an agent, another user)
+/// holds none: it is answered and closed as it connects.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// Connections served at once for callers of one cgroup, so that one
+/// runaway client leaves room for a person's `pincer approve`.
+pub const MAX_PER_CGROUP: usize = 16;
+
+/// How long a connection may wait between requests (and a response may take
+/// to be read) before it is closed. Clients send their request at once.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the control socket asks of the twin. Called from the server's tasks:
 /// implementations must return quickly (hand the answer over, don't wait for
@@ -84,6 +97,7 @@ pub struct ControlServer {
     listener: StdUnixListener,
     socket_file: SocketFile,
     resolver: Arc<CgroupResolver>,
+    idle_timeout: Duration,
 }
 
 impl fmt::Debug for ControlServer {
@@ -142,7 +156,14 @@ impl ControlServer {
             listener,
             socket_file,
             resolver: Arc::new(cgroup::proc_cgroup),
+            idle_timeout: IDLE_TIMEOUT,
         })
+    }
+
+    /// Replaces [`IDLE_TIMEOUT`].
+    pub fn with_idle_timeout(mut self, idle_timeout: Duration) -> ControlServer {
+        self.idle_timeout = idle_timeout;
+        self
     }
 
     /// Replaces how the server finds a peer's cgroup v2 path (by default
@@ -163,11 +184,17 @@ impl ControlServer {
     /// Answers connections, each in its own task, until the returned future
     /// is dropped; dropping it also closes every open connection and removes
     /// the socket file. Fails only when the socket cannot join the runtime.
+    ///
+    /// A caller that may not answer is told so and closed as it connects, so
+    /// that however many connections an agent opens it holds none; callers
+    /// that may are served up to [`MAX_CONNECTIONS`] at once, at most
+    /// [`MAX_PER_CGROUP`] from one cgroup, each closed when idle.
     pub async fn serve(self, handler: Arc<dyn ControlHandler>) -> Result<Infallible, ControlError> {
         let ControlServer {
             listener,
             socket_file,
             resolver,
+            idle_timeout,
         } = self;
         let listener = UnixListener::from_std(listener).map_err(|source| ControlError::Bind {
             path: socket_file.path.clone(),
@@ -176,16 +203,41 @@ impl ControlServer {
         let server_euid = nix::unistd::geteuid().as_raw();
         // Owning the connection tasks ties their life to this future's.
         let mut connections = JoinSet::new();
+        let per_cgroup = Arc::new(Mutex::new(HashMap::new()));
         loop {
             tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _)) => {
-                        connections.spawn(serve_connection(
-                            stream,
-                            Arc::clone(&handler),
-                            Arc::clone(&resolver),
-                            server_euid,
-                        ));
+                        let peer = check_connection(&stream, &*resolver, server_euid, &*handler);
+                        let peer = peer.and_then(|(peer, cgroup)| {
+                            if connections.len() >= MAX_CONNECTIONS {
+                                return Err(format!(
+                                    "refused: {MAX_CONNECTIONS} connections are open; try again"
+                                ));
+                            }
+                            let slot = CgroupSlot::take(&per_cgroup, cgroup).ok_or_else(|| {
+                                format!(
+                                    "refused: {MAX_PER_CGROUP} connections from this cgroup are open; \
+                                     try again"
+                                )
+                            })?;
+                            Ok((peer, slot))
+                        });
+                        match peer {
+                            Ok((peer, slot)) => {
+                                connections.spawn(serve_connection(
+                                    stream,
+                                    Arc::clone(&handler),
+                                    peer,
+                                    idle_timeout,
+                                    slot,
+                                ));
+                            }
+                            Err(refusal) => {
+                                tracing::warn!(%refusal, "control socket: refused a caller");
+                                refuse_at_once(&stream, refusal);
+                            }
+                        }
                     }
                     Err(error) => {
                         tracing::warn!(%error, socket = %socket_file.path.display(), "control socket: accept failed");
@@ -195,6 +247,55 @@ impl ControlServer {
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
             }
         }
+    }
+}
+
+/// Connections open per caller cgroup.
+type CgroupCounts = Arc<Mutex<HashMap<String, usize>>>;
+
+/// One connection's place among its cgroup's, given back when the
+/// connection ends (however it ends).
+struct CgroupSlot {
+    counts: CgroupCounts,
+    cgroup: String,
+}
+
+impl CgroupSlot {
+    /// A place for one more connection from `cgroup`, if it has one left.
+    fn take(counts: &CgroupCounts, cgroup: String) -> Option<CgroupSlot> {
+        let mut held = counts.lock().unwrap_or_else(PoisonError::into_inner);
+        let open = held.entry(cgroup.clone()).or_insert(0);
+        if *open >= MAX_PER_CGROUP {
+            return None;
+        }
+        *open += 1;
+        Some(CgroupSlot {
+            counts: Arc::clone(counts),
+            cgroup,
+        })
+    }
+}
+
+impl Drop for CgroupSlot {
+    fn drop(&mut self) {
+        let mut held = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(open) = held.get_mut(&self.cgroup) {
+            *open -= 1;
+            if *open == 0 {
+                held.remove(&self.cgroup);
+            }
+        }
+    }
+}
+
+/// Answers a refused caller without waiting for it, and closes: the line is
+/// short enough for an empty socket buffer, and a caller that let its buffer
+/// fill gets nothing.
+fn refuse_at_once(stream: &UnixStream, refusal: String) {
+    let response = ControlResponse::Error { message: refusal };
+    if let Ok(mut bytes) = serde_json::to_vec(&response) {
+        bytes.push(b'\n');
+        let _ = stream.try_write(&bytes);
     }
 }
 
@@ -255,17 +356,15 @@ struct Peer {
     uid: u32,
 }
 
-/// Reads requests from one connection and answers each.
+/// Reads requests from one connection and answers each, until the peer
+/// closes, sends too long a line, or stays idle for `idle_timeout`.
 async fn serve_connection(
     stream: UnixStream,
     handler: Arc<dyn ControlHandler>,
-    resolver: Arc<CgroupResolver>,
-    server_euid: u32,
+    peer: Peer,
+    idle_timeout: Duration,
+    _slot: CgroupSlot,
 ) {
-    let peer = check_connection(&stream, &*resolver, server_euid, &*handler);
-    if let Err(refusal) = &peer {
-        tracing::warn!(%refusal, "control socket: refused a caller");
-    }
     let (reader, mut writer) = stream.into_split();
     let mut reader = AsyncBufReader::new(reader);
     let mut line = Vec::new();
@@ -274,11 +373,17 @@ async fn serve_connection(
         // One byte over the limit tells a line of exactly the limit (plus its
         // newline) from a longer one.
         let limit = MAX_REQUEST_LINE as u64 + 1;
-        match (&mut reader).take(limit).read_until(b'\n', &mut line).await {
-            Ok(0) => return,
-            Ok(_) => {}
-            Err(error) => {
+        let mut bounded = (&mut reader).take(limit);
+        let read = bounded.read_until(b'\n', &mut line);
+        match tokio::time::timeout(idle_timeout, read).await {
+            Ok(Ok(0)) => return,
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => {
                 tracing::debug!(%error, "control socket: read failed");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(pid = peer.pid, "control socket: closed an idle connection");
                 return;
             }
         }
@@ -287,21 +392,20 @@ async fn serve_connection(
             let message = format!("request line longer than {MAX_REQUEST_LINE} bytes");
             (ControlResponse::Error { message }, false)
         } else {
-            match &peer {
-                Err(refusal) => (
-                    ControlResponse::Error {
-                        message: refusal.clone(),
-                    },
-                    false,
-                ),
-                // An unterminated line is the last one: the peer has shut
-                // down its side.
-                Ok(peer) => (dispatch(&line, &*handler, *peer).await, terminated),
-            }
+            // An unterminated line is the last one: the peer has shut down
+            // its side.
+            (dispatch(&line, &*handler, peer).await, terminated)
         };
-        if let Err(error) = send(&mut writer, &response).await {
-            tracing::debug!(%error, "control socket: write failed");
-            return;
+        match tokio::time::timeout(idle_timeout, send(&mut writer, &response)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                tracing::debug!(%error, "control socket: write failed");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(pid = peer.pid, "control socket: the caller does not read");
+                return;
+            }
         }
         if !keep_open {
             return;
@@ -325,7 +429,7 @@ fn check_connection(
     resolver: &CgroupResolver,
     server_euid: u32,
     handler: &dyn ControlHandler,
-) -> Result<Peer, String> {
+) -> Result<(Peer, String), String> {
     let credentials = stream
         .peer_cred()
         .map_err(|error| format!("refused: cannot read the caller's credentials ({error})"))?;
@@ -354,7 +458,7 @@ fn check_connection(
         }
     }
     check_cgroup(&cgroup, handler)?;
-    Ok(Peer { pid, uid })
+    Ok((Peer { pid, uid }, cgroup))
 }
 
 /// Only root and the server's own user may answer.
@@ -610,6 +714,16 @@ mod tests {
             self.writer.write_all(bytes).await.unwrap();
         }
 
+        /// Whether the server closed the connection (an end of stream, or a
+        /// reset when it closed with requests unread).
+        async fn closed(&mut self) -> bool {
+            let mut line = String::new();
+            match self.reader.read_line(&mut line).await {
+                Ok(n) => n == 0,
+                Err(error) => error.kind() == io::ErrorKind::ConnectionReset,
+            }
+        }
+
         /// The next response, or `None` at end of stream.
         async fn receive(&mut self) -> Option<ControlResponse> {
             let mut line = String::new();
@@ -689,13 +803,25 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn zero_ttl_is_refused_before_the_handler() {
+    async fn zero_and_overlong_ttls_are_refused_before_the_handler() {
         let (fixture, mut raw) = start_connected("/").await;
-        raw.send(br#"{"cmd":"approve","id":7,"lifetime":{"kind":"ttl","seconds":0}}"#)
+        for (seconds, expected) in [
+            ("0", "a ttl must be longer than zero"),
+            // Near 2^63 seconds once overflowed the clock when granted.
+            ("9223372036854775807", "a ttl must be at most 365 days"),
+            ("31536001", "a ttl must be at most 365 days"),
+        ] {
+            raw.send(
+                format!(
+                    r#"{{"cmd":"approve","id":7,"lifetime":{{"kind":"ttl","seconds":{seconds}}}}}"#
+                )
+                .as_bytes(),
+            )
             .await;
-        raw.send(b"\n").await;
-        let message = error_message(raw.receive().await.unwrap());
-        assert_eq!(message, "a ttl must be longer than zero");
+            raw.send(b"\n").await;
+            let message = error_message(raw.receive().await.unwrap());
+            assert!(message.contains(expected), "{seconds}: {message}");
+        }
         assert_eq!(fixture.handler.calls.load(Ordering::SeqCst), 0);
     }
 
@@ -729,8 +855,133 @@ mod tests {
         raw.send(b"{\"cmd\":\"pending\"}\n{\"cmd\":\"pending\"}\n")
             .await;
         assert!(error_message(raw.receive().await.unwrap()).starts_with("refused:"));
-        assert_eq!(raw.receive().await, None);
+        assert!(raw.closed().await);
         assert_eq!(fixture.handler.calls.load(Ordering::SeqCst), 0);
+    }
+
+    /// A server whose peers' cgroup is whatever `cgroup` says at the time.
+    fn start_with(
+        idle_timeout: Duration,
+        cgroup: impl Fn() -> String + Send + Sync + 'static,
+    ) -> Fixture {
+        let (dir, path) = fresh_socket_path();
+        let handler = Arc::new(Recorder {
+            requests: vec![request(7)],
+            ..Recorder::default()
+        });
+        let server = ControlServer::bind(&path)
+            .unwrap()
+            .with_idle_timeout(idle_timeout)
+            .with_cgroup_resolver(move |_| Ok(cgroup()));
+        let server = tokio::spawn(server.serve(Arc::clone(&handler) as Arc<dyn ControlHandler>));
+        Fixture {
+            _dir: dir,
+            path,
+            handler,
+            server,
+        }
+    }
+
+    fn approve(id: u64) -> ControlRequest {
+        ControlRequest::Approve {
+            id,
+            lifetime: Lifetime::Once,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_agent_opening_many_connections_does_not_keep_a_person_from_answering() {
+        let agent = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let is_agent = Arc::clone(&agent);
+        let fixture = start_with(IDLE_TIMEOUT, move || {
+            if is_agent.load(Ordering::SeqCst) {
+                "/pincer/run-42".to_owned()
+            } else {
+                "/user.slice/user-0.slice/session-1.scope".to_owned()
+            }
+        });
+        // Many more than the server serves at once, all kept open by the
+        // agent: each is answered and closed as it connects.
+        let mut held = Vec::new();
+        for _ in 0..4 * MAX_CONNECTIONS {
+            let mut raw = Raw::connect(&fixture.path).await;
+            assert!(
+                error_message(raw.receive().await.unwrap())
+                    .starts_with("refused: the caller runs in agent cgroup")
+            );
+            held.push(raw);
+        }
+        agent.store(false, Ordering::SeqCst);
+        assert_eq!(
+            call_async(&fixture.path, approve(7)).await.unwrap(),
+            ControlResponse::Ok {
+                message: "approved request 7 (once)".into()
+            }
+        );
+        assert_eq!(
+            *fixture.handler.answers.lock().unwrap(),
+            [(7, HumanAnswer::Allow(Lifetime::Once))]
+        );
+    }
+
+    #[tokio::test]
+    async fn connections_beyond_the_limits_are_refused_and_idle_ones_closed() {
+        let idle = Duration::from_millis(300);
+        // Every connection from a cgroup of its own: the total limit.
+        let next = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&next);
+        let fixture = start_with(idle, move || {
+            format!("/user.slice/c{}", counter.fetch_add(1, Ordering::SeqCst))
+        });
+        let mut held = Vec::new();
+        for _ in 0..MAX_CONNECTIONS {
+            held.push(Raw::connect(&fixture.path).await);
+        }
+        // Served: each answers.
+        for raw in &mut held {
+            raw.send(b"{\"cmd\":\"pending\"}\n").await;
+            assert!(matches!(
+                raw.receive().await,
+                Some(ControlResponse::Pending { .. })
+            ));
+        }
+        let refused = call_async(&fixture.path, ControlRequest::Pending)
+            .await
+            .unwrap();
+        assert_eq!(
+            error_message(refused),
+            format!("refused: {MAX_CONNECTIONS} connections are open; try again")
+        );
+        // Idle ones are closed, which makes room.
+        for raw in &mut held {
+            assert!(raw.closed().await);
+        }
+        assert!(matches!(
+            call_async(&fixture.path, ControlRequest::Pending)
+                .await
+                .unwrap(),
+            ControlResponse::Pending { .. }
+        ));
+
+        // All from one cgroup: the limit per cgroup.
+        let fixture = start_with(idle, || "/user.slice/runaway".to_owned());
+        let mut held = Vec::new();
+        for _ in 0..MAX_PER_CGROUP {
+            let mut raw = Raw::connect(&fixture.path).await;
+            raw.send(b"{\"cmd\":\"pending\"}\n").await;
+            assert!(matches!(
+                raw.receive().await,
+                Some(ControlResponse::Pending { .. })
+            ));
+            held.push(raw);
+        }
+        let refused = call_async(&fixture.path, ControlRequest::Pending)
+            .await
+            .unwrap();
+        assert_eq!(
+            error_message(refused),
+            format!("refused: {MAX_PER_CGROUP} connections from this cgroup are open; try again")
+        );
     }
 
     #[tokio::test]

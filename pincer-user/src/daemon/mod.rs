@@ -71,7 +71,7 @@ use crate::{
     control::{ControlError, ControlServer},
     loader::{self, LoadError},
     metrics::{Metrics, MetricsError, MetricsServer},
-    mission::{Mission, MissionError},
+    mission::{CheckError, Mission, MissionError},
     paths,
     twin::{Journal, Service, Step, TwinError},
     voters::{prompt::PromptBoard, webhook::WebhookError},
@@ -88,6 +88,11 @@ pub struct DaemonOptions {
     /// Print the effective configuration, defaults included, and exit.
     #[arg(long)]
     pub print_config: bool,
+    /// Load and validate everything a start would (the configuration, every
+    /// mission with its grants and webhook secret), warn about risky
+    /// grants, and exit: 0 when the daemon would start.
+    #[arg(long, conflicts_with_all = ["print_config", "uninstall"])]
+    pub check: bool,
     /// Refuse every parked request, remove the pins (detaching the
     /// programs) and exit. Stop the daemon first.
     #[arg(long, conflicts_with = "print_config")]
@@ -110,6 +115,17 @@ pub enum DaemonError {
         /// What is wrong with the mission.
         #[source]
         source: Box<MissionError>,
+    },
+    /// An agent's mission would not start.
+    #[error("agent `{agent}` (line {line} of the configuration)")]
+    Check {
+        /// The agent.
+        agent: String,
+        /// Its line in the configuration.
+        line: usize,
+        /// Why its mission would not start.
+        #[source]
+        source: Box<CheckError>,
     },
     /// Loading, pinning or writing the programs failed.
     #[error(transparent)]
@@ -156,6 +172,9 @@ pub fn main(options: &DaemonOptions) -> Result<(), DaemonError> {
         }
         return Ok(());
     }
+    if options.check {
+        return check(&options.config, &config);
+    }
     init_logging(config.daemon.log_format);
     if options.uninstall {
         return pins::uninstall(&config);
@@ -177,12 +196,37 @@ fn init_logging(format: LogFormat) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // Colour codes only where a terminal shows them (not in the journal).
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     // Another subscriber (tests) is fine: the first one stays.
     let _ = match format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
     };
+}
+
+/// `pincer daemon --check`: every mission checked as a start would, and
+/// more ([`crate::mission::check`]); warnings on standard error.
+fn check(path: &std::path::Path, config: &Config) -> Result<(), DaemonError> {
+    let missions = load_missions(config)?;
+    for agent in &config.agents {
+        let checked =
+            crate::mission::check(&missions[&agent.name]).map_err(|source| DaemonError::Check {
+                agent: agent.name.clone(),
+                line: agent.line,
+                source: Box::new(source),
+            })?;
+        for warning in &checked.warnings {
+            eprintln!("warning: agent `{}`: {warning}", agent.name);
+        }
+    }
+    println!(
+        "{}: the daemon would start with {} agent pattern(s)",
+        path.display(),
+        config.agents.len()
+    );
+    Ok(())
 }
 
 /// Parses every agent's mission, naming the agent on error.

@@ -12,6 +12,7 @@ use std::{
 };
 
 use aya::maps::{Array, HashMap, MapData, PerCpuArray};
+use nix::errno::Errno;
 use pincer_common::{
     Agent, GrantKey, GrantValue, NameGrantKey, Pending, Twin, Verdict, counter, names,
 };
@@ -27,9 +28,9 @@ pub struct Held {
     /// Its thread id (the one that parked).
     pub tid: u32,
     /// A pidfd taken while the task was stopped and its pid could not be
-    /// reused: continuing it later cannot hit another process. `None` when
-    /// none could be had.
-    pidfd: Option<OwnedFd>,
+    /// reused: continuing it later cannot hit another process; or why none
+    /// could be had.
+    pidfd: Result<OwnedFd, Errno>,
 }
 
 impl Held {
@@ -38,7 +39,53 @@ impl Held {
         Held {
             pid,
             tid,
-            pidfd: None,
+            pidfd: Err(Errno::ESRCH),
+        }
+    }
+
+    /// Takes hold of a stopped task: a pidfd for it, or why none could be
+    /// had.
+    pub fn take(pid: u32, tid: u32) -> Held {
+        let pidfd = pidfd_open(pid);
+        if let Err(errno) = pidfd
+            && errno != Errno::ESRCH
+        {
+            tracing::warn!(
+                pid,
+                tid,
+                %errno,
+                "cannot take a pidfd for a parked task (out of descriptors?): it will be \
+                 continued all the same"
+            );
+        }
+        Held { pid, tid, pidfd }
+    }
+
+    /// Sends `SIGCONT` to the task; false when it is gone. A task whose
+    /// pidfd could not be taken (out of descriptors, say) is not lost: the
+    /// pidfd is tried again, and failing that the signal goes to its thread
+    /// by `tgkill`, which reaches it only while that thread id still belongs
+    /// to that process.
+    pub fn resume(&self) -> bool {
+        match &self.pidfd {
+            Ok(fd) => pidfd_send_sigcont(fd),
+            Err(Errno::ESRCH) => false,
+            Err(_) => match pidfd_open(self.pid) {
+                Ok(fd) => pidfd_send_sigcont(&fd),
+                Err(Errno::ESRCH) => false,
+                Err(_) => {
+                    // SAFETY: tgkill takes two ids and a signal number.
+                    let sent = unsafe {
+                        libc::syscall(
+                            libc::SYS_tgkill,
+                            self.pid as libc::pid_t,
+                            self.tid as libc::pid_t,
+                            libc::SIGCONT,
+                        )
+                    };
+                    sent == 0
+                }
+            },
         }
     }
 }
@@ -294,38 +341,95 @@ impl Kernel for Enforcer {
     }
 
     fn hold(&mut self, pid: u32, tid: u32) -> Held {
-        Held {
-            pid,
-            tid,
-            pidfd: pidfd_open(pid),
-        }
+        Held::take(pid, tid)
     }
 
     fn resume(&mut self, task: &Held) -> bool {
-        let Some(fd) = &task.pidfd else {
-            return false;
-        };
-        // SAFETY: a valid pidfd, a signal number, no siginfo, no flags.
-        let sent = unsafe {
-            libc::syscall(
-                libc::SYS_pidfd_send_signal,
-                fd.as_raw_fd(),
-                libc::SIGCONT,
-                std::ptr::null::<libc::siginfo_t>(),
-                0,
-            )
-        };
-        sent == 0
+        task.resume()
     }
 }
 
-/// A pidfd for a process, or `None` when it is gone.
-fn pidfd_open(pid: u32) -> Option<OwnedFd> {
+/// `SIGCONT` through a pidfd.
+fn pidfd_send_sigcont(fd: &OwnedFd) -> bool {
+    // SAFETY: a valid pidfd, a signal number, no siginfo, no flags.
+    let sent = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            fd.as_raw_fd(),
+            libc::SIGCONT,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    sent == 0
+}
+
+/// A pidfd for a process; `ESRCH` when it is gone, `EMFILE` when this
+/// process is out of descriptors.
+fn pidfd_open(pid: u32) -> Result<OwnedFd, Errno> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
     if fd < 0 {
-        return None;
+        return Err(Errno::last());
     }
     // SAFETY: the kernel just returned this descriptor to us alone.
-    Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::{Child, Command};
+
+    use super::*;
+
+    /// A stopped `sleep`, as a parked task is.
+    fn stopped() -> Child {
+        let child = Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+        wait_for_state(child.id(), 'T');
+        child
+    }
+
+    fn wait_for_state(pid: u32, state: char) {
+        for _ in 0..500 {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            let after = &status[status.rfind(')').unwrap() + 2..];
+            if after.starts_with(state) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("process {pid} never reached state {state}");
+    }
+
+    #[test]
+    fn a_task_held_with_a_pidfd_is_continued() {
+        let mut child = stopped();
+        let held = Held::take(child.id(), child.id());
+        assert!(held.pidfd.is_ok());
+        assert!(held.resume());
+        wait_for_state(child.id(), 'S');
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn a_task_whose_pidfd_could_not_be_taken_is_not_lost() {
+        // What a twin out of descriptors holds.
+        let mut child = stopped();
+        let held = Held {
+            pid: child.id(),
+            tid: child.id(),
+            pidfd: Err(Errno::EMFILE),
+        };
+        assert!(held.resume());
+        wait_for_state(child.id(), 'S');
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // Gone is gone: nothing is signalled.
+        let gone = Held::take(child.id(), child.id());
+        assert_eq!(gone.pidfd.as_ref().err(), Some(&Errno::ESRCH));
+        assert!(!gone.resume());
+    }
 }

@@ -42,7 +42,7 @@ use pincer_common::{
 use sha2::Digest;
 
 pub use self::maps::{Held, Kernel};
-use crate::{btf, paths};
+use crate::{btf, doctor, paths};
 
 /// The BPF object, embedded at build time (empty when it was not built).
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/pincer.bpf.o"));
@@ -84,6 +84,19 @@ pub enum LoadError {
         /// What went wrong.
         message: String,
     },
+    /// Loading failed on a machine that lacks something pincer needs: what
+    /// `pincer doctor` finds missing says why better than the kernel's
+    /// error (a verifier log of the first program tried, say).
+    #[error(
+        "this machine cannot enforce missions: {diagnosis}; run `pincer doctor` for every check"
+    )]
+    Unsupported {
+        /// The first missing piece and its fix.
+        diagnosis: String,
+        /// The error loading met.
+        #[source]
+        source: Box<LoadError>,
+    },
     /// A map is missing or has the wrong type.
     #[error("failed to open map `{name}`")]
     Map {
@@ -93,6 +106,18 @@ pub enum LoadError {
         #[source]
         source: aya::maps::MapError,
     },
+}
+
+/// A loading error, with the doctor's diagnosis when `checks` find
+/// something missing.
+pub(crate) fn explain(error: LoadError, checks: &[doctor::Check]) -> LoadError {
+    match doctor::diagnosis(checks) {
+        Some(diagnosis) => LoadError::Unsupported {
+            diagnosis,
+            source: Box::new(error),
+        },
+        None => error,
+    }
 }
 
 /// Loads (verifies) the programs on a few threads: the kernel verifies
@@ -160,6 +185,11 @@ impl Enforcer {
         if OBJECT.is_empty() {
             return Err(LoadError::NoObject);
         }
+        Self::load_object(ring_bytes)
+            .map_err(|error| explain(error, &doctor::run_checks(&doctor::SystemPaths::default())))
+    }
+
+    fn load_object(ring_bytes: u32) -> Result<Self, LoadError> {
         let started = std::time::Instant::now();
         let vmlinux =
             btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF)).map_err(LoadError::Offsets)?;

@@ -58,10 +58,12 @@
 //! rules and the webhook's endpoint live with the voters that use them.
 
 mod baseline;
+mod check;
 mod model;
 mod parse;
 mod resolve;
 
 pub use baseline::RUNTIME_BASELINE;
+pub use check::{CheckError, Checked, check};
 pub use model::{Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode};
 pub use resolve::{Reason, ResolvedGrants, format_ops};

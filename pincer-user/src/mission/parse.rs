@@ -2,7 +2,7 @@
 //! line and column, and the field.
 
 use std::path::{Component, Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use humantime::DurationError;
 use pincer_common::{caps, ops};
@@ -11,7 +11,7 @@ use toml::Spanned;
 
 use super::model::{Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode};
 use crate::toml_file::{self, Document, Named, TomlError, or_list};
-use crate::vote::{DefaultVerdict, Extent, Lifetime};
+use crate::vote::{self, DefaultVerdict, Extent, Lifetime};
 use crate::voters::{
     VoterKind, Voting,
     mission::{Rule, RuleVerdict},
@@ -221,21 +221,10 @@ fn duration(
     Ok(duration)
 }
 
-/// The duration of a `ttl` lifetime, which is recorded in whole seconds and
-/// must end on the clock that times it.
+/// The duration of a `ttl` lifetime, as [`vote::check_ttl`] allows.
 fn ttl(doc: &Document<'_>, value: &Spanned<String>, field: &str) -> Result<Duration, TomlError> {
     let duration = duration(doc, value, field, None)?;
-    let error = |message: String| doc.field_error(value.span().start, field, message);
-    if duration.subsec_nanos() != 0 {
-        return Err(error("must be a whole number of seconds".to_owned()));
-    }
-    if Instant::now().checked_add(duration).is_none() {
-        return Err(error(format!(
-            "duration {:?} is too large",
-            value.get_ref()
-        )));
-    }
-    Ok(duration)
+    vote::check_ttl(duration).map_err(|message| doc.field_error(value.span().start, field, message))
 }
 
 /// Looks `value` up in `choices`, the accepted spellings of a setting.
@@ -1608,25 +1597,24 @@ verdict = "allow"
                 "duration \"600000000000y\" is too large"
             )
         );
-        // A duration, but no clock counts that far from now.
+        // A duration, longer than any ttl may be.
         assert_eq!(
             rule_invalid(
                 "path = \"/a\"\nverdict = \"allow\"\nlifetime = \"ttl\"\nttl = \"300000000000y\"\n"
             ),
-            error(
-                7,
-                7,
-                "vote.rule[1].ttl",
-                "duration \"300000000000y\" is too large"
-            )
+            error(7, 7, "vote.rule[1].ttl", "must be at most 365 days")
         );
-        // Long ones that the clock can count are fine.
+        assert_eq!(
+            vote_invalid("[vote]\nmax_lifetime = \"ttl\"\nmax_ttl = \"366d\"\n"),
+            error(5, 11, "vote.max_ttl", "must be at most 365 days")
+        );
+        // The longest one is fine.
         let mission =
-            parse("[mission]\nname = \"m\"\n[vote]\nmax_lifetime = \"ttl\"\nmax_ttl = \"1000y\"\n")
+            parse("[mission]\nname = \"m\"\n[vote]\nmax_lifetime = \"ttl\"\nmax_ttl = \"365d\"\n")
                 .unwrap();
         assert_eq!(
             mission.vote.policy.max_lifetime,
-            Lifetime::Ttl(Duration::from_secs(1000 * 31_557_600))
+            Lifetime::Ttl(vote::MAX_TTL)
         );
     }
 

@@ -178,20 +178,26 @@ pub fn run(options: &RunOptions) -> Result<i32, RunError> {
     result
 }
 
-/// Whether a `pincer daemon` answers on `socket`.
-fn daemon_at(socket: &std::path::Path) -> bool {
+/// Whether a `pincer daemon` answers on `socket`. A socket that answers but
+/// is not to be trusted is an error, never a daemon to hand the command to
+/// (it could answer `ok` and leave the command unconfined) nor a reason to
+/// go on quietly.
+fn daemon_at(socket: &std::path::Path) -> Result<bool, RunError> {
     // A missing socket answers at once; only a live daemon has a status.
-    socket.exists()
-        && matches!(
-            control::call(socket, &ControlRequest::Status),
-            Ok(ControlResponse::Daemon { .. })
-        )
+    if !socket.exists() {
+        return Ok(false);
+    }
+    match control::call(socket, &ControlRequest::Status) {
+        Ok(ControlResponse::Daemon { .. }) => Ok(true),
+        Err(error @ ControlError::Untrusted { .. }) => Err(error.into()),
+        _ => Ok(false),
+    }
 }
 
 fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunError> {
     let mission = Mission::from_file(&options.mission)?;
     let inherited = descriptors::inherited(&options.pass_fd)?;
-    if daemon_at(&options.socket) {
+    if daemon_at(&options.socket)? {
         return run_registered(options, &mission, &inherited, forwarded_set);
     }
     // Resolved before anything is loaded: a mission that does not resolve
@@ -202,7 +208,11 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         || AuditKey::default_for(options.audit.as_deref()),
         AuditKey::File,
     );
-    let audit = AuditLog::open_with_key(options.audit.as_deref(), &mission.name, key)?;
+    let audit = UntilConfined(Some(AuditLog::open_with_key(
+        options.audit.as_deref(),
+        &mission.name,
+        key,
+    )?));
     let root = cgroup::cgroup2_mount()?;
     for stale in cgroup::sweep_stale(&root) {
         tracing::info!(cgroup = %stale.display(), "removed a stale agent cgroup");
@@ -235,7 +245,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         .map_err(RunError::Supervise)?;
     let mut service = {
         let _entered = runtime.enter();
-        Service::new(prepared, audit)?
+        Service::new(prepared, audit.take())?
     };
     let confined = service.twin().confine(
         cgroup.id(),
@@ -304,6 +314,14 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     {
         tracing::warn!(%error, "cannot remove the run's pins");
     }
+    let failure = match (&outcome, &stopped, &released) {
+        (Err(error), _, _) => Some(error.to_string()),
+        (_, Err(error), _) | (_, _, Err(error)) => Some(error.to_string()),
+        _ => None,
+    };
+    if let Some(message) = failure {
+        let _ = service.twin().audit_failure(&message);
+    }
     service.finish();
     tracing::trace!("programs released");
     let removed = cgroup.remove();
@@ -313,6 +331,27 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     released?;
     removed?;
     Ok(exit_code(status))
+}
+
+/// The audit log until the twin takes it over. Dropped before that, pincer
+/// failed before the agent was confined (the programs did not load, say):
+/// the log records the failure and gets no clean close line.
+struct UntilConfined(Option<AuditLog>);
+
+impl UntilConfined {
+    fn take(mut self) -> AuditLog {
+        self.0.take().expect("taken once")
+    }
+}
+
+impl Drop for UntilConfined {
+    fn drop(&mut self) {
+        if let Some(mut log) = self.0.take() {
+            let _ = log.fail(
+                "pincer run failed before the agent was confined (the error is on standard error)",
+            );
+        }
+    }
 }
 
 /// Pins the run's links under [`paths::RUN_PINS`]`/<pid>`, so that its

@@ -15,11 +15,12 @@
 mod tree;
 
 use std::fmt;
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
+
+use crate::files;
 
 pub(crate) use tree::{Field, Node};
 
@@ -75,17 +76,19 @@ pub enum FileError {
 
 /// Reads the file at `path` (a `kind`, such as `mission file`, in
 /// messages) and hands its text to `parse`; text that is not UTF-8 is an
-/// error at its first bad byte.
+/// error at its first bad byte. Only a regular file of at most
+/// [`files::MAX_TOML_BYTES`] is read.
 pub(crate) fn read_file<T, E: From<FileError>>(
     path: &Path,
     kind: &'static str,
     parse: impl FnOnce(&str) -> Result<T, E>,
 ) -> Result<T, E> {
-    let bytes = fs::read(path).map_err(|source| FileError::Io {
-        kind,
-        path: path.to_owned(),
-        source,
-    })?;
+    let bytes =
+        files::read_regular(path, files::MAX_TOML_BYTES).map_err(|source| FileError::Io {
+            kind,
+            path: path.to_owned(),
+            source,
+        })?;
     let text = Document::text_of(&bytes, path).map_err(FileError::from)?;
     parse(text)
 }

@@ -341,6 +341,11 @@ impl<K: Kernel> Twin<K> {
         Ok(self.audit.record(record)?)
     }
 
+    /// Records that pincer failed; the audit log gets no close line.
+    pub fn audit_failure(&mut self, message: &str) -> Result<(), TwinError> {
+        Ok(self.audit.fail(message)?)
+    }
+
     /// The requests parked in the kernel, by thread id (a previous daemon's
     /// included).
     pub fn kernel_pending(&mut self) -> Result<Vec<(u32, Pending)>, TwinError> {
@@ -525,7 +530,10 @@ impl<K: Kernel> Twin<K> {
             return Ok(None);
         };
         let expires = match lifetime {
-            Lifetime::Ttl(ttl) => Some(Instant::now() + ttl),
+            // Every reader caps a ttl at vote::MAX_TTL; capping here too
+            // keeps the sum within what the clock can hold whatever the
+            // voter.
+            Lifetime::Ttl(ttl) => Some(Instant::now() + ttl.min(crate::vote::MAX_TTL)),
             _ => None,
         };
         let grant = VoteGrant {

@@ -395,6 +395,22 @@ async fn a_ttl_grant_ends_on_time() {
 }
 
 #[tokio::test]
+async fn a_ttl_no_clock_can_reach_is_capped_not_a_panic() {
+    // A voter that skips the readers' checks: the grant still ends.
+    let mut h = Harness::new(vec![Arc::new(Fixed(allow(
+        Lifetime::Ttl(Duration::from_secs(u64::MAX)),
+        Extent::File,
+    )))]);
+    h.park_and_decide(&parked(41, SECRET, ops::READ, &["key"]))
+        .await;
+    assert!(h.kernel().grants.contains_key(&key_of(SECRET)));
+    // Whole seconds left, counted a moment after the grant.
+    let left = h.twin.vote_grants(SLOT)[0].expires_in_seconds.unwrap();
+    let most = crate::vote::MAX_TTL.as_secs();
+    assert!((most - 2..=most).contains(&left), "{left}");
+}
+
+#[tokio::test]
 async fn a_parked_task_of_no_agent_is_refused_at_once() {
     let mut h = Harness::new(vec![Arc::new(Fixed(allow(Lifetime::Once, Extent::File)))]);
     let mut event = parked(41, SECRET, ops::READ, &["key"]);

@@ -53,7 +53,7 @@
 
 use std::{
     collections::{HashSet, VecDeque},
-    fmt, fs, io,
+    fmt, io,
     path::{Path, PathBuf},
     sync::{Arc, Mutex, PoisonError},
     time::{Duration, SystemTime, UNIX_EPOCH},
@@ -67,7 +67,7 @@ use sha2::Sha256;
 use crate::{
     escape::escape,
     request::Request,
-    vote::{Extent, Lifetime, Vote, VoteFuture, Voter},
+    vote::{self, Extent, Lifetime, Vote, VoteFuture, Voter},
 };
 
 /// Header carrying the unix time of a request or an answer.
@@ -481,11 +481,10 @@ impl Answer {
         Ok(match self.vote {
             AnswerVote::Allow => Vote::Allow {
                 lifetime: match (self.lifetime, self.ttl_seconds) {
-                    (AnswerLifetime::Ttl, Some(0)) => {
-                        return Err("answer has lifetime ttl with ttl_seconds 0".to_owned());
-                    }
                     (AnswerLifetime::Ttl, Some(seconds)) => {
-                        Lifetime::Ttl(Duration::from_secs(seconds))
+                        Lifetime::Ttl(vote::check_ttl(Duration::from_secs(seconds)).map_err(
+                            |error| format!("answer has ttl_seconds {seconds}: {error}"),
+                        )?)
                     }
                     (AnswerLifetime::Ttl, None) => {
                         return Err("answer has lifetime ttl but no ttl_seconds".to_owned());
@@ -588,10 +587,13 @@ fn mac(secret: &[u8], timestamp: u64, nonce: &str, body: &[u8]) -> Hmac<Sha256> 
 }
 
 fn read_secret(path: &Path) -> Result<Vec<u8>, WebhookError> {
-    let mut secret = fs::read(path).map_err(|source| WebhookError::ReadSecret {
-        path: path.to_owned(),
-        source,
-    })?;
+    let mut secret =
+        crate::files::read_regular(path, crate::files::MAX_SECRET_BYTES).map_err(|source| {
+            WebhookError::ReadSecret {
+                path: path.to_owned(),
+                source,
+            }
+        })?;
     // Editors and `echo` end the file with a newline that is not part of the
     // secret the endpoint holds.
     if secret.last() == Some(&b'\n') {
@@ -1069,6 +1071,7 @@ mod tests {
             json!({"vote": "allow", "lifetime": "forever"}),
             json!({"vote": "allow", "lifetime": "ttl"}),
             json!({"vote": "allow", "lifetime": "ttl", "ttl_seconds": 0}),
+            json!({"vote": "allow", "lifetime": "ttl", "ttl_seconds": u64::MAX}),
             json!({"vote": "allow", "ttl_seconds": 60}),
             json!({"vote": "allow", "extent": "everything"}),
             json!({"vote": "allow", "grant": "all"}),
@@ -1090,6 +1093,7 @@ mod tests {
             "unknown variant `forever`",
             "no ttl_seconds",
             "ttl_seconds 0",
+            "ttl_seconds 18446744073709551615: must be at most 365 days",
             "a lifetime other than ttl",
             "unknown variant `everything`",
             "unknown field `grant`",
@@ -1160,6 +1164,30 @@ mod tests {
                 .to_string()
                 .contains(&empty.path().display().to_string())
         );
+
+        // A named pipe would hang the voter's start for good; /dev/zero would
+        // be read until memory runs out.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("secret");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        for (path, what) in [
+            (fifo.as_path(), "a named pipe"),
+            (Path::new("/dev/zero"), "a character device"),
+        ] {
+            let error = WebhookVoter::new(
+                WebhookConfig::new("https://example.org/", path),
+                Duration::from_secs(1),
+            )
+            .unwrap_err();
+            let message = format!("{:#}", anyhow::Error::new(error));
+            assert_eq!(
+                message,
+                format!(
+                    "cannot read webhook secret file {}: {what}: only regular files are read",
+                    path.display()
+                )
+            );
+        }
 
         let missing = WebhookVoter::new(
             WebhookConfig::new("https://example.org/", "/nonexistent/pincer-secret"),

@@ -1,0 +1,137 @@
+//! `pincer audit verify` and `summary` as a script sees them: their exit
+//! status and what they print, on logs intact, cut, edited, missing and
+//! hostile.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use pincer::audit::AuditLog;
+use serde_json::json;
+
+fn pincer(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pincer"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn code_and_out(output: &Output) -> (i32, String, String) {
+    (
+        output.status.code().unwrap(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// A log of two decisions (one path holds a terminal escape and a
+/// right-to-left override), closed or not.
+fn log(dir: &Path, close: bool) -> PathBuf {
+    let path = dir.join("audit.jsonl");
+    let mut log = AuditLog::open(Some(&path), "m").unwrap();
+    for p in ["/p/a", "/p/\u{1b}[2J\u{202e}b"] {
+        log.record(&json!({"event": "decision", "verdict": "deny", "operation": ["read"], "path": p, "comm": "cat"}))
+            .unwrap();
+    }
+    if close {
+        log.close().unwrap();
+    } else {
+        // Dropped without a close line, as a killed writer leaves it.
+        std::mem::forget(log);
+    }
+    path
+}
+
+fn verify(path: &Path, extra: &[&str]) -> (i32, String, String) {
+    let path = path.to_str().unwrap();
+    code_and_out(&pincer(&[&["audit", "verify", path][..], extra].concat()))
+}
+
+#[test]
+fn an_intact_log_exits_0_and_its_summary_escapes_what_it_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = log(dir.path(), true);
+    let (code, out, _) = verify(&path, &["--strict"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.ends_with("intact: 3 line(s), 0 restart(s)\n"), "{out}");
+    let (code, out, _) = code_and_out(&pincer(&["audit", "summary", path.to_str().unwrap()]));
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("intact: 3 line(s)"), "{out}");
+    assert!(
+        out.contains("/p/\\x1b[2J\\xe2\\x80\\xaeb  by cat"),
+        "{out:?}"
+    );
+    assert!(!out.contains('\u{1b}'), "{out:?}");
+}
+
+#[test]
+fn a_cut_log_warns_and_fails_only_under_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = log(dir.path(), false);
+    let (code, out, _) = verify(&path, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("warning: no close line"), "{out}");
+    assert_eq!(verify(&path, &["--strict"]).0, 3);
+    // A garbage tail without a newline reads as a killed writer's line.
+    let mut text = fs::read(&path).unwrap();
+    text.extend_from_slice(b"{\"garbage");
+    fs::write(&path, &text).unwrap();
+    let (code, out, _) = verify(&path, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("is incomplete"), "{out}");
+    assert_eq!(verify(&path, &["--strict"]).0, 3);
+    // With a newline it is an edit.
+    text.extend_from_slice(b"\n");
+    fs::write(&path, &text).unwrap();
+    let (code, out, _) = verify(&path, &["--strict"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("broken: line 3: malformed"), "{out}");
+}
+
+#[test]
+fn an_edited_log_exits_1_from_both_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = log(dir.path(), true);
+    let text = fs::read_to_string(&path)
+        .unwrap()
+        .replacen("/p/a", "/p/b", 1);
+    fs::write(&path, text).unwrap();
+    let (code, out, _) = verify(&path, &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("broken: line 1: mac mismatch"), "{out}");
+    let (code, out, _) = code_and_out(&pincer(&["audit", "summary", path.to_str().unwrap()]));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("broken: line 1"), "{out}");
+}
+
+#[test]
+fn a_log_that_cannot_be_read_exits_2_naming_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("absent.jsonl");
+    let (code, _, err) = verify(&missing, &[]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        format!(
+            "pincer: failed to read audit log {}: No such file or directory (os error 2)\n",
+            missing.display()
+        )
+    );
+    // A named pipe would hang the reader; it is refused at once.
+    let fifo = dir.path().join("fifo.jsonl");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let (code, _, err) = verify(&fifo, &[]);
+    assert_eq!(code, 2);
+    assert!(
+        err.ends_with("a named pipe: only regular files are read\n"),
+        "{err}"
+    );
+    // A log whose key is gone cannot be verified, and says so.
+    let path = log(dir.path(), true);
+    fs::remove_file(dir.path().join("audit.jsonl.key")).unwrap();
+    let (code, _, err) = code_and_out(&pincer(&["audit", "summary", path.to_str().unwrap()]));
+    assert_eq!(code, 2);
+    assert!(err.contains("failed to read audit key"), "{err}");
+}
