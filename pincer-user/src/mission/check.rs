@@ -61,8 +61,8 @@ pub fn check(mission: &Mission) -> Result<Checked, CheckError> {
     if let Some(webhook) = &mission.vote.webhook {
         WebhookVoter::new(webhook.clone(), mission.vote.policy.timeout)?;
         // Read just above: a secret that vanished since fails the start.
-        let mode = std::fs::metadata(&webhook.secret_file)
-            .map_or(0, |m| m.permissions().mode() & 0o7777);
+        let mode =
+            std::fs::metadata(&webhook.secret_file).map_or(0, |m| m.permissions().mode() & 0o7777);
         if mode & 0o077 != 0 {
             return Err(CheckError::SecretReadable {
                 mission: mission.source.clone(),
