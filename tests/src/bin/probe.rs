@@ -71,8 +71,8 @@
 //! tioclinux PATH CODE        open(O_RDONLY), ioctl(TIOCLINUX) with subcode CODE
 //! tcgets FD                  ioctl(TCGETS), what isatty(3) does
 //! getflags PATH              open(O_RDONLY), ioctl(FS_IOC_GETFLAGS)
-//! setflags PATH i|a|-        open(O_RDONLY), ioctl(FS_IOC_SETFLAGS): immutable,
-//!                            append-only, or none
+//! setflags PATH i|a|d|-      open(O_RDONLY), ioctl(FS_IOC_SETFLAGS): immutable,
+//!                            append-only, no-dump, or none
 //! setflags32 PATH i|a|-      the same through the 32-bit system call
 //! fsxattr-immutable PATH     open(O_RDONLY), FS_IOC_FSGETXATTR, then
 //!                            FS_IOC_FSSETXATTR with the immutable flag
@@ -1233,14 +1233,16 @@ fn sti(fd: i32, text: &OsStr, compat: bool) -> Outcome {
     Ok(format!("injected {pushed}"))
 }
 
-/// `FS_IMMUTABLE_FL`, `FS_APPEND_FL`.
+/// `FS_IMMUTABLE_FL`, `FS_APPEND_FL`, `FS_NODUMP_FL`.
 const FS_IMMUTABLE_FL: u32 = 0x10;
 const FS_APPEND_FL: u32 = 0x20;
+const FS_NODUMP_FL: u32 = 0x40;
 
 fn set_flags(path: &OsStr, which: &OsStr, compat: bool) -> Outcome {
     let flags = match which.as_bytes() {
         b"i" => FS_IMMUTABLE_FL,
         b"a" => FS_APPEND_FL,
+        b"d" => FS_NODUMP_FL,
         _ => 0,
     };
     let page = low_page()?;
