@@ -375,17 +375,9 @@ async fn serve_connection(
         let limit = MAX_REQUEST_LINE as u64 + 1;
         let mut bounded = (&mut reader).take(limit);
         let read = bounded.read_until(b'\n', &mut line);
-        match tokio::time::timeout(idle_timeout, read).await {
-            Ok(Ok(0)) => return,
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => {
-                tracing::debug!(%error, "control socket: read failed");
-                return;
-            }
-            Err(_) => {
-                tracing::debug!(pid = peer.pid, "control socket: closed an idle connection");
-                return;
-            }
+        match within(idle_timeout, read, peer, "read").await {
+            None | Some(0) => return,
+            Some(_) => {}
         }
         let terminated = line.last() == Some(&b'\n');
         let (response, keep_open) = if !terminated && line.len() > MAX_REQUEST_LINE {
@@ -396,19 +388,35 @@ async fn serve_connection(
             // its side.
             (dispatch(&line, &*handler, peer).await, terminated)
         };
-        match tokio::time::timeout(idle_timeout, send(&mut writer, &response)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => {
-                tracing::debug!(%error, "control socket: write failed");
-                return;
-            }
-            Err(_) => {
-                tracing::debug!(pid = peer.pid, "control socket: the caller does not read");
-                return;
-            }
+        if within(idle_timeout, send(&mut writer, &response), peer, "write")
+            .await
+            .is_none()
+        {
+            return;
         }
         if !keep_open {
             return;
+        }
+    }
+}
+
+/// Runs one read or write of a connection, `None` (logged) when it fails
+/// or the caller stays idle for `idle_timeout`: the connection then ends.
+async fn within<T>(
+    idle_timeout: Duration,
+    io: impl std::future::Future<Output = io::Result<T>>,
+    peer: Peer,
+    what: &str,
+) -> Option<T> {
+    match tokio::time::timeout(idle_timeout, io).await {
+        Ok(Ok(done)) => Some(done),
+        Ok(Err(error)) => {
+            tracing::debug!(%error, "control socket: {what} failed");
+            None
+        }
+        Err(_) => {
+            tracing::debug!(pid = peer.pid, "control socket: {what} timed out: closing");
+            None
         }
     }
 }
