@@ -160,6 +160,37 @@ impl Scratch {
         lines
     }
 
+    /// Runs `pincer run [extra] -- probe ops...` with `held` open as
+    /// descriptor `fd` across the exec into `pincer run`, as `7<file` in a
+    /// shell would; returns the probe's lines. `pincer run` closes it before
+    /// the agent starts unless `extra` passes it with `--pass-fd`.
+    pub fn probe_holding(
+        &self,
+        mission: &Path,
+        held: &fs::File,
+        fd: i32,
+        extra: &[&str],
+        ops: &[&str],
+    ) -> Vec<String> {
+        use std::os::fd::AsRawFd;
+        let probe = probe_bin();
+        let mut cmd_line = vec![probe.to_str().unwrap()];
+        cmd_line.extend_from_slice(ops);
+        let mut cmd = self.command(mission, extra, &cmd_line);
+        let source = held.as_raw_fd();
+        // SAFETY: only dup2 and fcntl between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                // dup2 onto itself would keep close-on-exec: clear it as well.
+                if libc::dup2(source, fd) < 0 || libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        stdout_lines(&cmd.output().unwrap())
+    }
+
     /// Runs the probe confined and returns its exit status.
     pub fn probe(&self, mission: &Path, args: &[&str]) -> i32 {
         let probe = probe_bin();

@@ -361,7 +361,8 @@ fn a_truncation_that_drops_set_id_bits_or_capabilities_still_needs_write() {
 }
 
 /// Runs `pincer run` with the probe and `file` open for writing as the
-/// agent's descriptor 9, inherited; returns the probe's lines.
+/// agent's descriptor 9, passed on purpose (`pincer run` closes what it is
+/// not told to pass); returns the probe's lines.
 fn with_inherited_writer(
     s: &Scratch,
     mission: &std::path::Path,
@@ -372,23 +373,7 @@ fn with_inherited_writer(
         .write(true)
         .open(s.path(file))
         .unwrap();
-    let probe = probe_bin();
-    let mut cmd_line = vec![probe.to_str().unwrap()];
-    cmd_line.extend_from_slice(ops);
-    // Passed on purpose: `pincer run` closes what it is not told to pass.
-    let mut cmd = s.command(mission, &["--pass-fd", "9"], &cmd_line);
-    let fd = inherited.as_raw_fd();
-    // SAFETY: only dup2 and fcntl between fork and exec.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-            // dup2 onto itself would keep close-on-exec: clear it as well.
-            if libc::dup2(fd, 9) < 0 || libc::fcntl(9, libc::F_SETFD, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    stdout_lines(&cmd.output().unwrap())
+    s.probe_holding(mission, &inherited, 9, &["--pass-fd", "9"], ops)
 }
 
 /// `FIFREEZE`, for the probe's `ioctl`.
@@ -1903,45 +1888,18 @@ fn anonymous_pipes_and_sockets_are_not_files_to_protect() {
     assert_eq!(receipts[0]["verdict"], "deny");
 }
 
-/// `pincer run` with descriptor 7 open on `file`; `extra` flags before the
-/// command.
-fn run_holding_fd7(
-    s: &Scratch,
-    m: &std::path::Path,
-    file: &str,
-    extra: &[&str],
-    ops: &[&str],
-) -> Vec<String> {
-    let held = fs::OpenOptions::new().read(true).open(file).unwrap();
-    let probe = probe_bin();
-    let mut cmd_line = vec![probe.to_str().unwrap()];
-    cmd_line.extend_from_slice(ops);
-    let mut cmd = s.command(m, extra, &cmd_line);
-    let fd = held.as_raw_fd();
-    // SAFETY: only dup2 and fcntl between fork and exec.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-            // Open across exec into `pincer run`, as `7<file` in a shell.
-            if libc::dup2(fd, 7) < 0 || libc::fcntl(7, libc::F_SETFD, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    stdout_lines(&cmd.output().unwrap())
-}
-
 #[test]
 fn descriptors_opened_before_the_agent_are_not_inherited_unless_passed() {
     let s = Scratch::new("bp-inherit");
     let m = full_tree(&s);
     let secret = s.p("secret/key");
+    let held = fs::File::open(&secret).unwrap();
     // Not passed: closed on exec.
-    let lines = run_holding_fd7(&s, &m, &secret, &[], &["fd-read", "7"]);
+    let lines = s.probe_holding(&m, &held, 7, &[], &["fd-read", "7"]);
     assert_eq!(lines, [format!("err {}", libc::EBADF)]);
     // Passed on purpose: the agent reads through it, and the audit log
     // says what was passed.
-    let lines = run_holding_fd7(&s, &m, &secret, &["--pass-fd", "7"], &["fd-read", "7"]);
+    let lines = s.probe_holding(&m, &held, 7, &["--pass-fd", "7"], &["fd-read", "7"]);
     assert_eq!(lines, ["ok fd read 11"]);
     let passed: Vec<_> = s
         .audit()

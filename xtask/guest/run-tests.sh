@@ -7,7 +7,9 @@ for exe in /bin/pincer-tests-*; do
     found=$((found + 1))
     name=${exe#/bin/}
     echo "==== $name"
-    "$exe" --test-threads=1 "$@"
+    # Each test's duration, so the log shows where the guest's time goes
+    # (libtest reads RUSTC_BOOTSTRAP at run time for its unstable options).
+    RUSTC_BOOTSTRAP=1 "$exe" --test-threads=1 -Zunstable-options --report-time "$@"
     rc=$?
     if [ "$rc" -ne 0 ]; then
         echo "==== $name failed with status $rc"

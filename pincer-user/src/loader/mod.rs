@@ -151,7 +151,13 @@ fn load_in_parallel(
                         program
                             .load(hook, btf)
                             .map_err(|source| LoadError::Program { hook, source })?;
-                        tracing::trace!(hook, elapsed = ?started.elapsed(), "program verified");
+                        // The verifier's work per program, for whoever tunes
+                        // start-up time.
+                        let insns = program
+                            .info()
+                            .ok()
+                            .and_then(|info| info.verified_instruction_count());
+                        tracing::trace!(hook, elapsed = ?started.elapsed(), ?insns, "program verified");
                     }
                 })
             })
@@ -224,7 +230,9 @@ impl Enforcer {
             );
         }
         let mut ebpf = loader.load(OBJECT).map_err(LoadError::Object)?;
+        tracing::debug!(elapsed = ?started.elapsed(), "object loaded");
         let kernel_btf = aya::Btf::from_sys_fs().map_err(LoadError::Btf)?;
+        tracing::debug!(elapsed = ?started.elapsed(), "kernel BTF for the loader");
         let hooks: Vec<&'static str> = hooks.iter().map(|hook| hook.name).collect();
         let mut programs: Vec<(&'static str, &mut Lsm)> = Vec::with_capacity(hooks.len());
         for (name, program) in ebpf.programs_mut() {
