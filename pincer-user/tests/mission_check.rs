@@ -44,8 +44,8 @@ fn a_check_refuses_a_readable_secret_and_warns_about_risky_grants() {
     assert_eq!(
         err,
         format!(
-            "pincer: mission {m} would not start: {m}: webhook secret {} can be read by others \
-             than its owner (mode 644); chmod 600 it\n",
+            "pincer: mission {m} would not start: {m}:23: vote.webhook.secret_file: {} can be \
+             read by others than its owner (mode 644); chmod 600 it\n",
             secret.display()
         )
     );
@@ -94,7 +94,9 @@ fn a_check_refuses_a_readable_secret_and_warns_about_risky_grants() {
     let (code, _, err) = pincer(&["daemon", "--config", c, "--check"], &home);
     assert_ne!(code, 0);
     assert!(
-        err.contains("agent `a` (line 1 of the configuration)"),
+        err.contains(&format!(
+            "{c}:4: agent[1].mission: {m}:23: vote.webhook.secret_file: "
+        )),
         "{err}"
     );
     assert!(

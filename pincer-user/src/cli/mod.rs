@@ -147,7 +147,9 @@ enum Command {
 
 /// Runs the `pincer` command.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|error| {
+        with_run_tip(error, &std::env::args_os().collect::<Vec<_>>()).exit()
+    });
     // The daemon sets up its own logging, as its configuration says.
     if !matches!(cli.command, Command::Daemon(_)) {
         tracing_subscriber::fmt()
@@ -205,6 +207,75 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// `pincer run -m m.toml ls -l` (no `--`) is refused for `ls` as an
+/// "unexpected argument", which does not say what to do: the error gets a
+/// tip with the command line as it should be. Only for a word that is not
+/// an option (a mistyped option keeps clap's own tip), in a `run` without
+/// `--`.
+fn with_run_tip(mut error: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
+    use clap::{
+        CommandFactory,
+        error::{ContextKind, ContextValue, ErrorKind},
+    };
+    if error.kind() != ErrorKind::UnknownArgument || args.iter().any(|arg| arg == "--") {
+        return error;
+    }
+    let Some(ContextValue::String(word)) = error.get(ContextKind::InvalidArg) else {
+        return error;
+    };
+    let Some(run) = args.iter().position(|arg| arg == "run") else {
+        return error;
+    };
+    if word.starts_with('-') {
+        return error;
+    }
+    // Options of `run` whose value is the next word: that word is not the
+    // command even when it is spelled like it.
+    let command = Cli::command();
+    let Some(options) = command.find_subcommand("run") else {
+        return error;
+    };
+    let takes_value = |arg: &std::ffi::OsStr| {
+        options.get_arguments().any(|option| {
+            option.get_action().takes_values()
+                && (option
+                    .get_long()
+                    .is_some_and(|long| arg == format!("--{long}").as_str())
+                    || option
+                        .get_short()
+                        .is_some_and(|short| arg == format!("-{short}").as_str()))
+        })
+    };
+    let Some(at) =
+        (run + 1..args.len()).find(|&i| args[i] == word.as_str() && !takes_value(&args[i - 1]))
+    else {
+        return error;
+    };
+    let mut fixed: Vec<String> = vec!["pincer".to_owned()];
+    fixed.extend(
+        args[1..at]
+            .iter()
+            .map(|arg| arg.to_string_lossy().into_owned()),
+    );
+    fixed.push("--".to_owned());
+    fixed.extend(
+        args[at..]
+            .iter()
+            .map(|arg| arg.to_string_lossy().into_owned()),
+    );
+    error.insert(
+        ContextKind::Suggested,
+        ContextValue::StyledStrs(vec![
+            format!(
+                "the command to confine goes after '--': '{}'",
+                fixed.join(" ")
+            )
+            .into(),
+        ]),
+    );
+    error
+}
+
 /// Exit status 0, or 2 with the error on standard error.
 fn report(result: anyhow::Result<()>) -> ExitCode {
     match result {
@@ -224,9 +295,11 @@ fn ask(socket: &std::path::Path, request: &ControlRequest) -> anyhow::Result<Con
     }
 }
 
-/// The error for an answer of the wrong kind.
+/// The error for an answer of the wrong kind, shown as it came on the
+/// wire (the JSON line), not as pincer's types.
 fn unexpected(socket: &std::path::Path, response: &ControlResponse) -> anyhow::Error {
-    anyhow::anyhow!("unexpected answer from {}: {response:?}", socket.display())
+    let wire = serde_json::to_string(response).unwrap_or_else(|_| format!("{response:?}"));
+    anyhow::anyhow!("unexpected answer from {}: {wire}", socket.display())
 }
 
 /// Asks for a list: with `json`, prints it as JSON and returns `None`;

@@ -155,8 +155,7 @@ impl Daemon {
         let grants = mission
             .resolve(slot)
             .map_err(|source| DaemonError::Mission {
-                agent: config.name.clone(),
-                line: config.line,
+                place: config.mission_place(&self.config.path),
                 source: Box::new(source),
             })?;
         let mode = config.mode.unwrap_or(mission.on_unknown);

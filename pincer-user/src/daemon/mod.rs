@@ -106,23 +106,21 @@ pub enum DaemonError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// An agent's mission is invalid.
-    #[error("agent `{agent}` (line {line} of the configuration)")]
+    #[error("{place}")]
     Mission {
-        /// The agent.
-        agent: String,
-        /// Its line in the configuration.
-        line: usize,
+        /// Where the agent's mission is named
+        /// ([`config::AgentConfig::mission_place`]).
+        place: String,
         /// What is wrong with the mission.
         #[source]
         source: Box<MissionError>,
     },
     /// An agent's mission would not start.
-    #[error("agent `{agent}` (line {line} of the configuration)")]
+    #[error("{place}")]
     Check {
-        /// The agent.
-        agent: String,
-        /// Its line in the configuration.
-        line: usize,
+        /// Where the agent's mission is named
+        /// ([`config::AgentConfig::mission_place`]).
+        place: String,
         /// Why its mission would not start.
         #[source]
         source: Box<CheckError>,
@@ -213,8 +211,7 @@ fn check(path: &std::path::Path, config: &Config) -> Result<(), DaemonError> {
     for agent in &config.agents {
         let checked =
             crate::mission::check(&missions[&agent.name]).map_err(|source| DaemonError::Check {
-                agent: agent.name.clone(),
-                line: agent.line,
+                place: agent.mission_place(&config.path),
                 source: Box::new(source),
             })?;
         for warning in &checked.warnings {
@@ -238,8 +235,7 @@ fn load_missions(config: &Config) -> Result<HashMap<String, Mission>, DaemonErro
             Mission::from_file(&agent.mission)
                 .map(|mission| (agent.name.clone(), mission))
                 .map_err(|source| DaemonError::Mission {
-                    agent: agent.name.clone(),
-                    line: agent.line,
+                    place: agent.mission_place(&config.path),
                     source: Box::new(source),
                 })
         })

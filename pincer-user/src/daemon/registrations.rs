@@ -87,6 +87,7 @@ impl Daemon {
             cgroup: pattern,
             mission: mission.clone(),
             mode,
+            number: 0,
             line: 0,
         };
         if let Err(e) = self.confine_with(id, &cgroup, &agent, &loaded, Some(caller)) {

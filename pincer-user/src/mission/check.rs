@@ -23,19 +23,33 @@ pub enum CheckError {
     /// The grants do not resolve.
     #[error(transparent)]
     Mission(#[from] MissionError),
-    /// The webhook voter cannot be set up (its secret file is missing,
-    /// short, ...).
+    /// The webhook voter cannot be set up.
     #[error(transparent)]
     Webhook(#[from] WebhookError),
+    /// The webhook's secret file is missing, unreadable, empty or short:
+    /// the error points at `secret_file` in the mission.
+    #[error("{}:{line}: vote.webhook.secret_file", .mission.display())]
+    Secret {
+        /// The mission file.
+        mission: PathBuf,
+        /// Line of `secret_file`.
+        line: usize,
+        /// What is wrong with the secret.
+        #[source]
+        source: WebhookError,
+    },
     /// The webhook's secret can be read by others than its owner, who could
     /// then sign answers.
     #[error(
-        "{}: webhook secret {} can be read by others than its owner (mode {mode:o}); chmod 600 it",
+        "{}:{line}: vote.webhook.secret_file: {} can be read by others than its owner \
+         (mode {mode:o}); chmod 600 it",
         .mission.display(), .path.display()
     )]
     SecretReadable {
         /// The mission file.
         mission: PathBuf,
+        /// Line of `secret_file`.
+        line: usize,
         /// The secret file.
         path: PathBuf,
         /// Its permission bits.
@@ -59,13 +73,25 @@ const CHANGES: u32 = ops::ALL & !(ops::READ | ops::EXEC);
 pub fn check(mission: &Mission) -> Result<Checked, CheckError> {
     let grants = mission.resolve(crate::twin::FIRST_SLOT)?;
     if let Some(webhook) = &mission.vote.webhook {
-        WebhookVoter::new(webhook.clone(), mission.vote.policy.timeout)?;
+        WebhookVoter::new(webhook.clone(), mission.vote.policy.timeout).map_err(
+            |error| match error {
+                WebhookError::ReadSecret { .. }
+                | WebhookError::EmptySecret { .. }
+                | WebhookError::ShortSecret { .. } => CheckError::Secret {
+                    mission: mission.source.clone(),
+                    line: webhook.secret_line,
+                    source: error,
+                },
+                other => CheckError::Webhook(other),
+            },
+        )?;
         // Read just above: a secret that vanished since fails the start.
         let mode =
             std::fs::metadata(&webhook.secret_file).map_or(0, |m| m.permissions().mode() & 0o7777);
         if mode & 0o077 != 0 {
             return Err(CheckError::SecretReadable {
                 mission: mission.source.clone(),
+                line: webhook.secret_line,
                 path: webhook.secret_file.clone(),
                 mode,
             });

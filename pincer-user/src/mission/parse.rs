@@ -314,7 +314,13 @@ fn absolute_path(
         _ => PathBuf::from(written),
     };
     if !expanded.is_absolute() {
-        return Err(path_error(format!("must be absolute ({written:?})")));
+        // `~user` reads like a home directory, but only `~` is expanded.
+        let hint = if written.starts_with('~') {
+            ": only \"~\" and \"~/...\" are expanded, not \"~user\""
+        } else {
+            ""
+        };
+        return Err(path_error(format!("must be absolute ({written:?}{hint})")));
     }
     Ok(expanded)
 }
@@ -529,7 +535,7 @@ fn parse_webhook(
         return Err(url_error("must name a host".to_owned()));
     }
 
-    let (_, secret_file) = required_path(
+    let (secret_written, secret_file) = required_path(
         doc,
         &raw.secret_file,
         webhook,
@@ -547,6 +553,7 @@ fn parse_webhook(
         secret_file,
         clock_skew,
         line: doc.line(webhook.span().start),
+        secret_line: doc.line(secret_written.span().start),
     })
 }
 
@@ -828,7 +835,8 @@ baseline = "none"
                 4,
                 8,
                 field("grant[1].path"),
-                "must be absolute (\"~bob/x\")".to_owned()
+                "must be absolute (\"~bob/x\": only \"~\" and \"~/...\" are expanded, not \"~user\")"
+                    .to_owned()
             )
         );
     }
@@ -1347,6 +1355,7 @@ verdict = "allow"
                     secret_file: PathBuf::from("/home/me/.config/pincer/webhook.key"),
                     clock_skew: Duration::from_secs(10),
                     line: 13,
+                    secret_line: 15,
                 }),
                 rules: vec![
                     Rule {

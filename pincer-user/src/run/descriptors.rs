@@ -27,12 +27,24 @@ pub enum PassError {
         /// The descriptor.
         fd: RawFd,
     },
+    /// A negative number was named: no descriptor has one.
+    #[error("--pass-fd {fd}: not a descriptor (descriptors are numbered from 0)")]
+    Negative {
+        /// The number.
+        fd: RawFd,
+    },
     /// The descriptor is not open in `pincer run`.
-    #[error("--pass-fd {fd}: no such open descriptor")]
+    #[error("--pass-fd {fd}: descriptor {fd} is not open")]
     NotOpen {
         /// The descriptor.
         fd: RawFd,
-        /// Why it could not be looked at.
+    },
+    /// The descriptor could not be looked at.
+    #[error("--pass-fd {fd}: cannot look at the descriptor")]
+    Unreadable {
+        /// The descriptor.
+        fd: RawFd,
+        /// Why.
         #[source]
         source: io::Error,
     },
@@ -48,10 +60,18 @@ pub fn inherited(passed: &[RawFd]) -> Result<Vec<Descriptor>, PassError> {
         }
     }
     for &fd in passed {
+        if fd < 0 {
+            return Err(PassError::Negative { fd });
+        }
         if fd < FIRST_CLOSED {
             return Err(PassError::Standard { fd });
         }
-        let target = target(fd).map_err(|source| PassError::NotOpen { fd, source })?;
+        // The link of a descriptor that is not open is missing: the
+        // file-not-found of the lookup would only confuse.
+        let target = target(fd).map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound => PassError::NotOpen { fd },
+            _ => PassError::Unreadable { fd, source },
+        })?;
         fds.push(Descriptor { fd, target });
     }
     fds.sort_by_key(|d| d.fd);
@@ -131,7 +151,11 @@ mod tests {
         ));
         assert!(matches!(
             inherited(&[9999]),
-            Err(PassError::NotOpen { fd: 9999, .. })
+            Err(PassError::NotOpen { fd: 9999 })
+        ));
+        assert!(matches!(
+            inherited(&[-1]),
+            Err(PassError::Negative { fd: -1 })
         ));
     }
 }

@@ -165,6 +165,9 @@ pub struct WebhookConfig {
     /// 1-based line of the `[vote.webhook]` table in the mission file (0
     /// when it comes from elsewhere).
     pub line: usize,
+    /// 1-based line of `secret_file` in the mission file (0 when it comes
+    /// from elsewhere), for messages about the secret.
+    pub secret_line: usize,
 }
 
 impl WebhookConfig {
@@ -175,6 +178,7 @@ impl WebhookConfig {
             secret_file: secret_file.into(),
             clock_skew: DEFAULT_CLOCK_SKEW,
             line: 0,
+            secret_line: 0,
         }
     }
 }

@@ -218,8 +218,9 @@ named!(LogFormat: "text" => Text, "json" => Json);
 
 /// One `[[agent]]` entry.
 ///
-/// Equality leaves out [`AgentConfig::line`]: it says where the entry was
-/// written, not what it configures, and rendering moves it.
+/// Equality leaves out [`AgentConfig::number`] and [`AgentConfig::line`]:
+/// they say where the entry was written, not what it configures, and
+/// rendering moves them.
 #[derive(Debug, Clone, Eq)]
 pub struct AgentConfig {
     /// Unique among the agents: `[A-Za-z0-9._-]{1,64}`.
@@ -230,7 +231,11 @@ pub struct AgentConfig {
     pub mission: PathBuf,
     /// Overrides the mission's `defaults.on_unknown` when set.
     pub mode: Option<Mode>,
-    /// 1-based line of the entry (its `[[agent]]` header) in the file.
+    /// Its place among the `[[agent]]` entries, from 1 (0 for an agent
+    /// that a `pincer run` registered, which has no entry).
+    pub number: usize,
+    /// 1-based line of its `mission` key in the file, where errors about
+    /// the mission point.
     pub line: usize,
 }
 
@@ -240,6 +245,23 @@ impl PartialEq for AgentConfig {
             && self.cgroup == other.cgroup
             && self.mission == other.mission
             && self.mode == other.mode
+    }
+}
+
+impl AgentConfig {
+    /// Where messages about the agent's mission point: `file:line:
+    /// agent[N].mission` in the configuration `config`, or the agent's name
+    /// when a `pincer run` registered it.
+    pub fn mission_place(&self, config: &Path) -> String {
+        if self.number == 0 {
+            return format!("agent `{}`", self.name);
+        }
+        format!(
+            "{}:{}: agent[{}].mission",
+            config.display(),
+            self.line,
+            self.number
+        )
     }
 }
 
@@ -531,6 +553,7 @@ fn parse_agents(doc: &Document<'_>, list: &Field<'_>) -> Result<Vec<AgentConfig>
         }
 
         let mission = doc.required_in(&table, "mission", mission)?;
+        let mission_line = doc.line(mission.offset);
         let mission = resolve_mission(doc, &mission)?;
 
         let mode = mode
@@ -542,7 +565,8 @@ fn parse_agents(doc: &Document<'_>, list: &Field<'_>) -> Result<Vec<AgentConfig>
             cgroup: pattern,
             mission,
             mode,
-            line: doc.line(table.offset),
+            number,
+            line: mission_line,
         });
     }
     Ok(agents)
@@ -756,12 +780,12 @@ mission = "missions/codex.toml"
             Path::new("/etc/pincer/missions/claude.toml")
         );
         assert_eq!(claude.mode, Some(Mode::Ask));
-        assert_eq!(claude.line, 14);
+        assert_eq!((claude.number, claude.line), (1, 17));
         assert_eq!(codex.name, "codex_2.0-beta");
         // Relative to the configuration's directory.
         assert_eq!(codex.mission, Path::new("/etc/pincer/missions/codex.toml"));
         assert_eq!(codex.mode, None);
-        assert_eq!(codex.line, 20);
+        assert_eq!((codex.number, codex.line), (2, 23));
     }
 
     #[test]
@@ -1475,6 +1499,7 @@ ring_bytes = 262144
             cgroup: pattern("a\\x2db/*/**"),
             mission: PathBuf::from("/m\u{7f}.toml"),
             mode: Some(Mode::Audit),
+            number: 1,
             line: 1,
         });
         let again = Config::from_str(&odd.render(), &odd.path).unwrap();
