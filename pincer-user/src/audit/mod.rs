@@ -801,7 +801,7 @@ impl fmt::Display for VerifyReport {
 /// Verifies the chain of the log at `log` under `key`.
 pub fn verify(log: &Path, key: &[u8]) -> Result<VerifyReport, AuditError> {
     let file = open_log(log)?;
-    verify_lines(BufReader::new(file), key).map_err(|source| AuditError::Read {
+    verify_reader(BufReader::new(file), key).map_err(|source| AuditError::Read {
         path: log.to_owned(),
         source,
     })
@@ -812,7 +812,7 @@ pub fn verify(log: &Path, key: &[u8]) -> Result<VerifyReport, AuditError> {
 pub fn verify_file(log: &Path, key: &Path) -> Result<VerifyReport, AuditError> {
     let file = open_log(log)?;
     let key = read_key(key)?;
-    verify_lines(BufReader::new(file), &key).map_err(|source| AuditError::Read {
+    verify_reader(BufReader::new(file), &key).map_err(|source| AuditError::Read {
         path: log.to_owned(),
         source,
     })
@@ -836,7 +836,10 @@ struct Malformed {
     terminated: bool,
 }
 
-fn verify_lines(mut reader: impl BufRead, key: &[u8]) -> io::Result<VerifyReport> {
+/// Verifies the chain of a log read from `reader` under `key`, as [`verify`]
+/// does for a file. Public so that a log's bytes can be checked without a
+/// file behind them: the fuzz targets feed it their inputs.
+pub fn verify_reader(mut reader: impl BufRead, key: &[u8]) -> io::Result<VerifyReport> {
     let key = HmacSha256::new_from_slice(key).expect("HMAC takes keys of any length");
     let broken = |line, problem: String| Ok(VerifyReport::Broken { line, problem });
     let mut lines = 0;
