@@ -65,7 +65,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use crate::{
-    escape::escape,
+    escape::{CUT, escape},
     request::Request,
     vote::{self, Extent, Lifetime, Vote, VoteFuture, Voter},
 };
@@ -545,12 +545,15 @@ impl Answer {
 }
 
 /// An endpoint's reason, escaped (it may reach a terminal) and shortened.
+/// The mark of the cut goes on after escaping, which would write it as
+/// bytes: shown as itself it is pincer's, never the endpoint's.
 fn bounded_reason(text: &str) -> String {
-    let mut shortened: String = text.chars().take(MAX_REASON_CHARS).collect();
+    let shortened: String = text.chars().take(MAX_REASON_CHARS).collect();
+    let mut reason = escape(shortened.as_bytes());
     if shortened.len() < text.len() {
-        shortened.push('…');
+        reason.push(CUT);
     }
-    escape(shortened.as_bytes())
+    reason
 }
 
 /// Nonces of accepted answers, oldest forgotten first.
@@ -1266,6 +1269,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(voter.inner.endpoint, "https://example.org:443");
+    }
+
+    #[test]
+    fn a_long_reason_is_cut_with_pincers_mark() {
+        // Found by the webhook_answer fuzz target: the mark was escaped with
+        // the text, and showed as `\xe2\x80\xa6`.
+        let long = "x".repeat(MAX_REASON_CHARS + 1);
+        assert_eq!(bounded_reason(&long), format!("{}{CUT}", &long[1..]));
+        let exact = "x".repeat(MAX_REASON_CHARS);
+        assert_eq!(bounded_reason(&exact), exact);
+        // The endpoint's own mark is escaped, cut or not.
+        assert_eq!(bounded_reason("a\u{2026}"), "a\\xe2\\x80\\xa6");
     }
 
     #[test]
