@@ -108,6 +108,8 @@ pub fn build() -> Result<PathBuf> {
     )
     .context("linting the fuzz crate")?;
     say!("fuzz: building the targets");
+    // `cargo fuzz build` takes no `--locked`: the lints above, which do, have
+    // checked that `fuzz/Cargo.lock` is up to date.
     process::run(
         cargo_fuzz(&stub)
             .args(["fuzz", "build", "--sanitizer", SANITIZER, "--fuzz-dir"])
