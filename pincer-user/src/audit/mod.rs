@@ -87,10 +87,14 @@
 //! What a chain cannot show by itself is that lines were cut from the end:
 //! what is left is still a valid chain. That is what the close line is for:
 //! when the last line is not a close line, the report warns that the log may
-//! have been truncated, or its writer killed. Nor can a chain tell a log from
-//! an older copy of itself put back in its place (which may well end with a
-//! close line): only a copy kept elsewhere, or a count taken at the time,
-//! can.
+//! have been truncated, or its writer killed. The same holds before a restart,
+//! which does not name the chain it follows: lines cut just before the
+//! malformed line it sets aside (the end of the chain before it, or
+//! everything from the start of the log) leave an intact chain, and only the
+//! warning about the malformed line shows that something ended there. Nor
+//! can a chain tell a log from an older copy of itself put back in its place
+//! (which may well end with a close line): only a copy kept elsewhere, or a
+//! count taken at the time, can.
 
 mod lines;
 mod record;
