@@ -281,7 +281,9 @@ pub fn sanitize(
 }
 
 /// The new name of an event for an object that does not exist yet, when it
-/// was copied whole.
+/// was copied whole: the kernel ends a whole name with a NUL inside its
+/// slot, so a slot filled to the end holds at most the start of one, even
+/// when the record does not say it was cut.
 pub fn created_name(event: &AccessEvent) -> Option<Vec<u8>> {
     if event.flags & event_flags::NEW_NAME == 0
         || event.depth == 0
@@ -289,7 +291,9 @@ pub fn created_name(event: &AccessEvent) -> Option<Vec<u8>> {
     {
         return None;
     }
-    Some(until_nul(&event.components[0]).to_vec())
+    let slot = &event.components[0];
+    let end = slot.iter().position(|&b| b == 0)?;
+    Some(slot[..end].to_vec())
 }
 
 /// The name of a hook number, as audit lines and metrics show it (from the
@@ -697,6 +701,18 @@ mod tests {
         e.flags = 0;
         assert_eq!(created_name(&e), None);
         e.flags = event_flags::NEW_NAME | event_flags::NAME_TRUNCATED;
+        assert_eq!(created_name(&e), None);
+    }
+
+    #[test]
+    fn a_name_without_its_nul_is_not_whole() {
+        // Found by the ring_record fuzz target: a slot filled to its end was
+        // taken for a whole name, which a name grant would then cover.
+        let longest = [b'a'; COMPONENT_LEN - 1];
+        let e = event(&[&longest, b"dir"], event_flags::NEW_NAME);
+        assert_eq!(created_name(&e).as_deref(), Some(&longest[..]));
+        let mut e = event(&[b"dir"], event_flags::NEW_NAME);
+        e.components[0] = [b'a'; COMPONENT_LEN];
         assert_eq!(created_name(&e), None);
     }
 

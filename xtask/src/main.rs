@@ -1,8 +1,9 @@
-//! `cargo xtask`: set-up, eBPF build, VM runner, tests, demo and benchmarks for pincer.
+//! `cargo xtask`: set-up, eBPF build, VM runner, tests, fuzzing, demo and benchmarks for pincer.
 
 mod apt;
 mod binaries;
 mod ebpf;
+mod fuzz;
 mod initramfs;
 mod kernels;
 mod process;
@@ -62,7 +63,8 @@ enum Command {
         #[arg(last = true)]
         command: Vec<String>,
     },
-    /// Run the host checks and unit tests, then the privileged tests in VMs.
+    /// Run the host checks, unit tests and fuzz targets (briefly), then the
+    /// privileged tests in VMs.
     Test {
         /// Run the guest tests on this kernel only.
         #[arg(long, value_enum)]
@@ -81,6 +83,16 @@ enum Command {
         /// Test-name filter passed to the guest test executables (after `--`).
         #[arg(last = true)]
         filter: Vec<String>,
+    },
+    /// Build the fuzz targets and run each from a copy of its committed
+    /// corpus.
+    Fuzz {
+        /// Only this target (every one by default).
+        #[arg(long)]
+        target: Option<String>,
+        /// Seconds each target runs.
+        #[arg(long, default_value_t = fuzz::BRIEF_SECONDS)]
+        seconds: u64,
     },
     /// Run the demo scenario in a VM.
     Demo {
@@ -180,6 +192,7 @@ fn run(cli: Cli) -> Result<u8> {
             )?;
             Ok(0)
         }
+        Command::Fuzz { target, seconds } => fuzz::command(target.as_deref(), seconds),
         Command::Demo { kernel, timeout } => {
             scenario::command(Scenario::Demo, kernel, Duration::from_secs(timeout))
         }

@@ -1,4 +1,4 @@
-//! Host prerequisites: Debian packages, bpf-linker and the test kernels.
+//! Host prerequisites: Debian packages, bpf-linker, cargo-fuzz and the test kernels.
 
 use std::process::Command;
 
@@ -24,6 +24,8 @@ const PACKAGES: &[&str] = &[
 ];
 
 const LINKER_VERSION: &str = "0.13.0";
+/// The cargo-fuzz that builds the fuzz targets (`cargo xtask fuzz`).
+const CARGO_FUZZ_VERSION: &str = "0.13.2";
 const LLVM_PREFIX: &str = "/usr/lib/llvm-22";
 
 /// Everything: packages, linker and both kernels.
@@ -77,19 +79,20 @@ pub fn ensure_packages() -> Result<()> {
     Ok(())
 }
 
+/// Whether `cmd` (a `--version` query) runs and answers with `version`'s
+/// major and minor numbers.
+fn answers_with(cmd: &mut Command, version: &str) -> bool {
+    let wanted = version.rsplit_once('.').map_or(version, |(mm, _)| mm);
+    cmd.output().is_ok_and(|out| {
+        out.status.success()
+            && String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .any(|word| word == wanted || word.starts_with(&format!("{wanted}.")))
+    })
+}
+
 fn linker_ok() -> bool {
-    let wanted = LINKER_VERSION
-        .rsplit_once('.')
-        .map_or(LINKER_VERSION, |(mm, _)| mm);
-    Command::new("bpf-linker")
-        .arg("--version")
-        .output()
-        .is_ok_and(|out| {
-            out.status.success()
-                && String::from_utf8_lossy(&out.stdout)
-                    .split_whitespace()
-                    .any(|word| word == wanted || word.starts_with(&format!("{wanted}.")))
-        })
+    answers_with(Command::new("bpf-linker").arg("--version"), LINKER_VERSION)
 }
 
 pub fn ensure_linker() -> Result<()> {
@@ -118,6 +121,37 @@ pub fn ensure_linker() -> Result<()> {
     if !linker_ok() {
         anyhow::bail!(
             "bpf-linker {LINKER_VERSION} was installed but `bpf-linker --version` does not \
+             answer with it: is cargo's bin directory on PATH?"
+        );
+    }
+    Ok(())
+}
+
+fn cargo_fuzz_ok() -> bool {
+    answers_with(
+        process::cargo().args(["fuzz", "--version"]),
+        CARGO_FUZZ_VERSION,
+    )
+}
+
+/// Installs cargo-fuzz unless `cargo fuzz --version` answers with the pinned
+/// version.
+pub fn ensure_cargo_fuzz() -> Result<()> {
+    if cargo_fuzz_ok() {
+        return Ok(());
+    }
+    say!("installing cargo-fuzz {CARGO_FUZZ_VERSION} (takes a minute or two)");
+    process::run(process::cargo().args([
+        "install",
+        "cargo-fuzz",
+        "--version",
+        CARGO_FUZZ_VERSION,
+        "--locked",
+    ]))
+    .context("installing cargo-fuzz")?;
+    if !cargo_fuzz_ok() {
+        anyhow::bail!(
+            "cargo-fuzz {CARGO_FUZZ_VERSION} was installed but `cargo fuzz --version` does not \
              answer with it: is cargo's bin directory on PATH?"
         );
     }

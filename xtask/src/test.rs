@@ -1,6 +1,6 @@
-//! `cargo xtask test`: host checks and unit tests, then the privileged tests
-//! in one VM per kernel, side by side; ends with one `N passed, M failed`
-//! line.
+//! `cargo xtask test`: host checks, unit tests and a brief fuzzing run, then
+//! the privileged tests in one VM per kernel, side by side; ends with one
+//! `N passed, M failed` line.
 
 use std::{
     io::{BufRead, BufReader},
@@ -13,6 +13,7 @@ use std::{
 use anyhow::{Context, Result};
 
 use crate::{
+    fuzz,
     kernels::Kernel,
     process::{self, shell_quote},
     say, vm, workspace_root,
@@ -173,6 +174,22 @@ fn host(tally: &mut Tally) {
         Err(err) => {
             say!("error: {err:#}");
             tally.step_failed("host unit tests".to_owned(), 0);
+        }
+    }
+
+    // A few seconds per target from the committed corpus: what a change
+    // broke in a parser or a verifier that the seeds or the first mutations
+    // reach. A target that crashes fails this step.
+    say!("host: fuzz targets ({} s each)", fuzz::BRIEF_SECONDS);
+    match fuzz::run(fuzz::TARGETS, fuzz::BRIEF_SECONDS) {
+        Ok(outcomes) => {
+            for outcome in outcomes.iter().filter(|o| !o.ok) {
+                tally.step_failed(format!("fuzz target {}", outcome.target), 0);
+            }
+        }
+        Err(err) => {
+            say!("error: {err:#}");
+            tally.step_failed("fuzz targets".to_owned(), 0);
         }
     }
 }

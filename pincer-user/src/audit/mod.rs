@@ -87,10 +87,14 @@
 //! What a chain cannot show by itself is that lines were cut from the end:
 //! what is left is still a valid chain. That is what the close line is for:
 //! when the last line is not a close line, the report warns that the log may
-//! have been truncated, or its writer killed. Nor can a chain tell a log from
-//! an older copy of itself put back in its place (which may well end with a
-//! close line): only a copy kept elsewhere, or a count taken at the time,
-//! can.
+//! have been truncated, or its writer killed. The same holds before a restart,
+//! which does not name the chain it follows: lines cut just before the
+//! malformed line it sets aside (the end of the chain before it, or
+//! everything from the start of the log) leave an intact chain, and only the
+//! warning about the malformed line shows that something ended there. Nor
+//! can a chain tell a log from an older copy of itself put back in its place
+//! (which may well end with a close line): only a copy kept elsewhere, or a
+//! count taken at the time, can.
 
 mod lines;
 mod record;
@@ -801,7 +805,7 @@ impl fmt::Display for VerifyReport {
 /// Verifies the chain of the log at `log` under `key`.
 pub fn verify(log: &Path, key: &[u8]) -> Result<VerifyReport, AuditError> {
     let file = open_log(log)?;
-    verify_lines(BufReader::new(file), key).map_err(|source| AuditError::Read {
+    verify_reader(BufReader::new(file), key).map_err(|source| AuditError::Read {
         path: log.to_owned(),
         source,
     })
@@ -812,7 +816,7 @@ pub fn verify(log: &Path, key: &[u8]) -> Result<VerifyReport, AuditError> {
 pub fn verify_file(log: &Path, key: &Path) -> Result<VerifyReport, AuditError> {
     let file = open_log(log)?;
     let key = read_key(key)?;
-    verify_lines(BufReader::new(file), &key).map_err(|source| AuditError::Read {
+    verify_reader(BufReader::new(file), &key).map_err(|source| AuditError::Read {
         path: log.to_owned(),
         source,
     })
@@ -836,7 +840,10 @@ struct Malformed {
     terminated: bool,
 }
 
-fn verify_lines(mut reader: impl BufRead, key: &[u8]) -> io::Result<VerifyReport> {
+/// Verifies the chain of a log read from `reader` under `key`, as [`verify`]
+/// does for a file. Public so that a log's bytes can be checked without a
+/// file behind them: the fuzz targets feed it their inputs.
+pub fn verify_reader(mut reader: impl BufRead, key: &[u8]) -> io::Result<VerifyReport> {
     let key = HmacSha256::new_from_slice(key).expect("HMAC takes keys of any length");
     let broken = |line, problem: String| Ok(VerifyReport::Broken { line, problem });
     let mut lines = 0;

@@ -140,6 +140,15 @@ pub enum ControlRequest {
     },
 }
 
+impl ControlRequest {
+    /// Reads one request line (its newline, if any, is JSON whitespace) as
+    /// the server does. Public so that the decoding can be exercised on its
+    /// own, without a socket: the fuzz targets do.
+    pub fn from_line(line: &[u8]) -> Result<ControlRequest, serde_json::Error> {
+        serde_json::from_slice(line)
+    }
+}
+
 /// The twin's answer to one [`ControlRequest`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "lowercase")]

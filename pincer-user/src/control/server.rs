@@ -550,7 +550,7 @@ async fn dispatch(
     handler: &dyn ControlHandler,
     Peer { pid, uid }: Peer,
 ) -> ControlResponse {
-    let request = match serde_json::from_slice::<ControlRequest>(line) {
+    let request = match ControlRequest::from_line(line) {
         Ok(request) => request,
         Err(error) => {
             return ControlResponse::Error {

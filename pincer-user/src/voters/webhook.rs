@@ -65,7 +65,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use crate::{
-    escape::escape,
+    escape::{CUT, escape},
     request::Request,
     vote::{self, Extent, Lifetime, Vote, VoteFuture, Voter},
 };
@@ -324,30 +324,21 @@ impl Inner {
         if response.status() != StatusCode::OK {
             return Err(format!("webhook answered HTTP {}", response.status()));
         }
-        let answer = self.read_answer(&mut response).await?;
-        let answer_time = self.check_signature(response.headers(), nonce, &answer)?;
-        let answer: Answer = serde_json::from_slice(&answer)
-            .map_err(|error| format!("answer is not a valid vote: {error}"))?;
-        if answer.id != request.id {
-            return Err(format!(
-                "answer is for request {}, not {}",
-                answer.id, request.id
-            ));
-        }
-        if answer.nonce != nonce {
-            return Err(format!(
-                "answer carries nonce \"{}\", not the one sent",
-                escape(answer.nonce.as_bytes())
-            ));
-        }
-        let drift = unix_now().abs_diff(answer_time);
-        if Duration::from_secs(drift) > self.clock_skew {
-            return Err(format!(
-                "answer timestamp {answer_time} is {drift} s from now, more than the allowed {}",
-                humantime::format_duration(self.clock_skew)
-            ));
-        }
-        let vote = answer.into_vote()?;
+        let body = self.read_answer(&mut response).await?;
+        let (timestamp, signature) = answer_headers(response.headers())?;
+        let answer = SignedAnswer {
+            timestamp,
+            signature,
+            body: &body,
+        };
+        let vote = check_answer(
+            &self.secret,
+            request.id,
+            nonce,
+            &answer,
+            unix_now(),
+            self.clock_skew,
+        )?;
         // Last, so that an answer refused for another reason does not use up
         // the nonce.
         let fresh = self
@@ -387,33 +378,6 @@ impl Inner {
         Ok(body)
     }
 
-    /// Verifies the answer's signature; returns the answer's timestamp.
-    fn check_signature(
-        &self,
-        headers: &HeaderMap,
-        nonce: &str,
-        body: &[u8],
-    ) -> Result<u64, String> {
-        let header = |name: &str| match headers.get(name) {
-            None => Err(format!("unsigned answer: no {name} header")),
-            Some(value) => value
-                .to_str()
-                .map_err(|_| format!("answer's {name} header is not text")),
-        };
-        let timestamp = header(TIMESTAMP_HEADER)?;
-        let signature = header(SIGNATURE_HEADER)?;
-        let timestamp: u64 = timestamp.parse().map_err(|_| {
-            format!(
-                "answer's {TIMESTAMP_HEADER} header \"{}\" is not unix seconds",
-                escape(timestamp.as_bytes())
-            )
-        })?;
-        if !verify(&self.secret, timestamp, nonce, body, signature) {
-            return Err("answer signature does not verify".to_owned());
-        }
-        Ok(timestamp)
-    }
-
     /// A transport error as a reason, without the URL (it may carry a token)
     /// but with every cause.
     fn transport(&self, error: reqwest::Error) -> String {
@@ -430,6 +394,77 @@ impl Inner {
         }
         text
     }
+}
+
+/// The text of an answer's timestamp and signature headers; an answer
+/// without them, or whose headers are not text, is refused.
+fn answer_headers(headers: &HeaderMap) -> Result<(&str, &str), String> {
+    let header = |name: &str| match headers.get(name) {
+        None => Err(format!("unsigned answer: no {name} header")),
+        Some(value) => value
+            .to_str()
+            .map_err(|_| format!("answer's {name} header is not text")),
+    };
+    Ok((header(TIMESTAMP_HEADER)?, header(SIGNATURE_HEADER)?))
+}
+
+/// An endpoint's answer as received: the text of its
+/// [`TIMESTAMP_HEADER`] and [`SIGNATURE_HEADER`], and its body.
+#[derive(Clone, Copy, Debug)]
+pub struct SignedAnswer<'a> {
+    /// The timestamp header, unix seconds in decimal.
+    pub timestamp: &'a str,
+    /// The signature header, `sha256=<hex HMAC>`.
+    pub signature: &'a str,
+    /// The body's bytes, as received.
+    pub body: &'a [u8],
+}
+
+/// Checks an answer to the request `request_id`, sent with `nonce`: its
+/// signature under `secret`, then its id and nonce, its timestamp within
+/// `clock_skew` of `now` (unix seconds) and the vote it carries. This is
+/// every check the voter makes but one: replays, refused afterwards by the
+/// voter's memory of accepted nonces. Public so that the checks can be
+/// exercised alone, without an endpoint: the fuzz targets do.
+pub fn check_answer(
+    secret: &[u8],
+    request_id: u64,
+    nonce: &str,
+    answer: &SignedAnswer<'_>,
+    now: u64,
+    clock_skew: Duration,
+) -> Result<Vote, String> {
+    let answer_time: u64 = answer.timestamp.parse().map_err(|_| {
+        format!(
+            "answer's {TIMESTAMP_HEADER} header \"{}\" is not unix seconds",
+            escape(answer.timestamp.as_bytes())
+        )
+    })?;
+    if !verify(secret, answer_time, nonce, answer.body, answer.signature) {
+        return Err("answer signature does not verify".to_owned());
+    }
+    let parsed: Answer = serde_json::from_slice(answer.body)
+        .map_err(|error| format!("answer is not a valid vote: {error}"))?;
+    if parsed.id != request_id {
+        return Err(format!(
+            "answer is for request {}, not {request_id}",
+            parsed.id
+        ));
+    }
+    if parsed.nonce != nonce {
+        return Err(format!(
+            "answer carries nonce \"{}\", not the one sent",
+            escape(parsed.nonce.as_bytes())
+        ));
+    }
+    let drift = now.abs_diff(answer_time);
+    if Duration::from_secs(drift) > clock_skew {
+        return Err(format!(
+            "answer timestamp {answer_time} is {drift} s from now, more than the allowed {}",
+            humantime::format_duration(clock_skew)
+        ));
+    }
+    parsed.into_vote()
 }
 
 /// The body pincer sends.
@@ -514,12 +549,15 @@ impl Answer {
 }
 
 /// An endpoint's reason, escaped (it may reach a terminal) and shortened.
+/// The mark of the cut goes on after escaping, which would write it as
+/// bytes: shown as itself it is pincer's, never the endpoint's.
 fn bounded_reason(text: &str) -> String {
-    let mut shortened: String = text.chars().take(MAX_REASON_CHARS).collect();
+    let shortened: String = text.chars().take(MAX_REASON_CHARS).collect();
+    let mut reason = escape(shortened.as_bytes());
     if shortened.len() < text.len() {
-        shortened.push('…');
+        reason.push(CUT);
     }
-    escape(shortened.as_bytes())
+    reason
 }
 
 /// Nonces of accepted answers, oldest forgotten first.
@@ -1235,6 +1273,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(voter.inner.endpoint, "https://example.org:443");
+    }
+
+    #[test]
+    fn a_long_reason_is_cut_with_pincers_mark() {
+        // Found by the webhook_answer fuzz target: the mark was escaped with
+        // the text, and showed as `\xe2\x80\xa6`.
+        let long = "x".repeat(MAX_REASON_CHARS + 1);
+        assert_eq!(bounded_reason(&long), format!("{}{CUT}", &long[1..]));
+        let exact = "x".repeat(MAX_REASON_CHARS);
+        assert_eq!(bounded_reason(&exact), exact);
+        // The endpoint's own mark is escaped, cut or not.
+        assert_eq!(bounded_reason("a\u{2026}"), "a\\xe2\\x80\\xa6");
     }
 
     #[test]
