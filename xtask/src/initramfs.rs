@@ -1,5 +1,6 @@
 //! The guest's initramfs: busybox, pincer's binaries and an `/init` that runs
-//! a script.
+//! a script. For the Debian guest it is only the first stage: its `/init`
+//! moves the binaries and the script into the Debian root and switches to it.
 //!
 //! The binaries go into one base archive; each run appends a small archive
 //! holding its script (the kernel unpacks concatenated archives in order), so
@@ -16,9 +17,11 @@ use std::{
 use anyhow::{Context, Result, bail};
 use tempfile::{TempDir, TempPath};
 
-use crate::{binaries::Binary, cache_dir, process, say};
+use crate::{binaries::Binary, cache_dir, process, rootfs::Rootfs, say};
 
 const INIT: &str = include_str!("../guest/init");
+const DEBIAN_BOOT: &str = include_str!("../guest/debian-boot");
+const DEBIAN_INIT: &str = include_str!("../guest/debian-init");
 const BUSYBOX: &str = "/bin/busybox";
 
 const PASSWD: &str = "root:x:0:0:root:/root:/bin/sh\n\
@@ -32,8 +35,9 @@ pub struct Initramfs {
 }
 
 impl Initramfs {
-    /// Stages and packs the base archive with `binaries` in `/bin`.
-    pub fn build(binaries: &[Binary]) -> Result<Self> {
+    /// Stages and packs the base archive with `binaries` in `/bin` (for the
+    /// Debian guest in `/pincer/bin`, from where they go into its root).
+    pub fn build(binaries: &[Binary], rootfs: Rootfs) -> Result<Self> {
         let parent = cache_dir().join("initramfs");
         fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;
         // One directory per build, so concurrent xtask runs never share one.
@@ -43,7 +47,7 @@ impl Initramfs {
             .context("creating the initramfs staging directory")?;
         let root = dir.path().join("root");
         say!("staging the initramfs in {}", root.display());
-        stage(&root, binaries)?;
+        stage(&root, binaries, rootfs)?;
         let base = dir.path().join("base.cpio");
         pack(&root, &base)?;
         let size = fs::metadata(&base)?.len();
@@ -77,7 +81,7 @@ impl Initramfs {
     }
 }
 
-fn stage(root: &Path, binaries: &[Binary]) -> Result<()> {
+fn stage(root: &Path, binaries: &[Binary], rootfs: Rootfs) -> Result<()> {
     for dir in [
         "bin", "sbin", "usr/bin", "usr/sbin", "etc", "root", "dev", "proc", "sys", "run", "tmp",
         "pincer",
@@ -101,11 +105,22 @@ fn stage(root: &Path, binaries: &[Binary]) -> Result<()> {
         symlink("/bin/busybox", &link).with_context(|| format!("linking {applet}"))?;
     }
 
-    for binary in binaries {
-        copy_exe(&binary.path, &root.join("bin").join(&binary.name))?;
+    match rootfs {
+        Rootfs::Busybox => {
+            for binary in binaries {
+                copy_exe(&binary.path, &root.join("bin").join(&binary.name))?;
+            }
+            write_file(&root.join("init"), INIT, 0o755)?;
+        }
+        Rootfs::Debian => {
+            fs::create_dir_all(root.join("pincer/bin"))?;
+            for binary in binaries {
+                copy_exe(&binary.path, &root.join("pincer/bin").join(&binary.name))?;
+            }
+            write_file(&root.join("init"), DEBIAN_BOOT, 0o755)?;
+            write_file(&root.join("pincer/init"), DEBIAN_INIT, 0o755)?;
+        }
     }
-
-    write_file(&root.join("init"), INIT, 0o755)?;
     write_file(&root.join("etc/passwd"), PASSWD, 0o644)?;
     write_file(&root.join("etc/group"), GROUP, 0o644)?;
     Ok(())

@@ -7,6 +7,7 @@ mod fuzz;
 mod initramfs;
 mod kernels;
 mod process;
+mod rootfs;
 mod scenario;
 mod setup;
 mod test;
@@ -21,7 +22,7 @@ use std::{
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::{kernels::Kernel, scenario::Scenario};
+use crate::{kernels::Kernel, rootfs::Rootfs, scenario::Scenario};
 
 /// Prints one progress line; on stderr so that a guest's output on stdout
 /// stays clean to pipe.
@@ -42,7 +43,11 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Install what the build and the VM need, and fetch the test kernels.
-    Setup,
+    Setup {
+        /// Also build the root of this guest (the busybox one needs nothing).
+        #[arg(long, value_enum, default_value_t)]
+        rootfs: Rootfs,
+    },
     /// Build the eBPF object.
     BuildEbpf,
     /// Boot a test kernel with pincer's binaries and run a script or a command.
@@ -50,6 +55,10 @@ enum Command {
         /// Kernel to boot.
         #[arg(long, value_enum, default_value = "6.12")]
         kernel: Kernel,
+        /// Root of the guest: busybox in the initramfs, or a Debian root
+        /// with git, python3, gcc, node and the like.
+        #[arg(long, value_enum, default_value_t)]
+        rootfs: Rootfs,
         /// Shell script to run in the guest.
         #[arg(long, conflicts_with = "command")]
         script: Option<PathBuf>,
@@ -69,6 +78,9 @@ enum Command {
         /// Run the guest tests on this kernel only.
         #[arg(long, value_enum)]
         kernel: Option<Kernel>,
+        /// Root of the guests that run the tests.
+        #[arg(long, value_enum, default_value_t)]
+        rootfs: Rootfs,
         /// Skip the guest tests.
         #[arg(long, conflicts_with = "guest_only")]
         host_only: bool,
@@ -140,8 +152,8 @@ pub fn cache_dir() -> PathBuf {
 
 fn run(cli: Cli) -> Result<u8> {
     match cli.command {
-        Command::Setup => {
-            setup::setup_all()?;
+        Command::Setup { rootfs } => {
+            setup::setup_all(rootfs)?;
             Ok(0)
         }
         Command::BuildEbpf => {
@@ -150,12 +162,14 @@ fn run(cli: Cli) -> Result<u8> {
         }
         Command::Vm {
             kernel,
+            rootfs,
             script,
             timeout,
             no_build,
             command,
         } => vm::command(
             kernel,
+            rootfs,
             script.as_deref(),
             &command,
             Duration::from_secs(timeout),
@@ -163,12 +177,14 @@ fn run(cli: Cli) -> Result<u8> {
         ),
         Command::Test {
             kernel,
+            rootfs,
             host_only,
             guest_only,
             timeout,
             filter,
         } => test::command(&test::Options {
             kernels: kernel.map_or(Kernel::ALL.to_vec(), |k| vec![k]),
+            rootfs,
             host: !guest_only,
             guest: !host_only,
             timeout: Duration::from_secs(timeout),

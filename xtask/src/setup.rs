@@ -6,7 +6,9 @@ use anyhow::{Context, Result};
 
 use crate::{
     kernels::{self, Kernel},
-    process, say,
+    process,
+    rootfs::{self, Rootfs},
+    say,
 };
 
 /// Debian packages the build and the VM need: the Rust compiler that has a
@@ -23,16 +25,24 @@ const PACKAGES: &[&str] = &[
     "systemd",
 ];
 
+/// What building the Debian root for the guest needs beyond [`PACKAGES`]:
+/// only that guest needs them, so only it installs them.
+const DEBIAN_ROOT_PACKAGES: &[&str] = &["mmdebstrap", "e2fsprogs"];
+
 const LINKER_VERSION: &str = "0.13.0";
 /// The cargo-fuzz that builds the fuzz targets (`cargo xtask fuzz`).
 const CARGO_FUZZ_VERSION: &str = "0.13.2";
 const LLVM_PREFIX: &str = "/usr/lib/llvm-22";
 
-/// Everything: packages, linker and both kernels.
-pub fn setup_all() -> Result<()> {
+/// Everything: packages, linker and both kernels, and the Debian root if
+/// that guest is asked for.
+pub fn setup_all(rootfs: Rootfs) -> Result<()> {
     ensure_toolchain()?;
     for kernel in Kernel::ALL {
         kernels::ensure(kernel)?;
+    }
+    if rootfs == Rootfs::Debian {
+        rootfs::ensure_debian()?;
     }
     say!("setup complete");
     Ok(())
@@ -59,7 +69,16 @@ fn is_installed(package: &str) -> bool {
 }
 
 pub fn ensure_packages() -> Result<()> {
-    let missing: Vec<&str> = PACKAGES
+    install(PACKAGES)
+}
+
+/// mmdebstrap and mke2fs, for the Debian root.
+pub fn ensure_debian_root_tools() -> Result<()> {
+    install(DEBIAN_ROOT_PACKAGES)
+}
+
+fn install(packages: &[&str]) -> Result<()> {
+    let missing: Vec<&str> = packages
         .iter()
         .copied()
         .filter(|p| !is_installed(p))

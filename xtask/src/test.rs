@@ -16,6 +16,7 @@ use crate::{
     fuzz,
     kernels::Kernel,
     process::{self, shell_quote},
+    rootfs::Rootfs,
     say, vm, workspace_root,
 };
 
@@ -23,6 +24,7 @@ const RUN_TESTS: &str = include_str!("../guest/run-tests.sh");
 
 pub struct Options {
     pub kernels: Vec<Kernel>,
+    pub rootfs: Rootfs,
     pub host: bool,
     pub guest: bool,
     pub timeout: Duration,
@@ -212,7 +214,7 @@ fn counted_run(cmd: &mut Command) -> Result<(Counts, bool)> {
 }
 
 fn guest(opts: &Options, tally: &mut Tally) {
-    let guest = match vm::prepare(&opts.kernels, true) {
+    let guest = match vm::prepare(&opts.kernels, true, opts.rootfs) {
         Ok(guest) => guest,
         Err(err) => {
             say!("error: {err:#}");

@@ -13,7 +13,12 @@ use std::{
 use anyhow::{Context, Result, bail};
 
 use crate::{
-    binaries, ebpf, initramfs::Initramfs, kernels::Kernel, process::shell_quote, say, setup,
+    binaries, ebpf,
+    initramfs::Initramfs,
+    kernels::Kernel,
+    process::shell_quote,
+    rootfs::{self, DebianRoot, Rootfs},
+    say, setup,
 };
 
 /// What `/init` prints after the script; never shown to the sink.
@@ -32,19 +37,32 @@ const POWEROFF_GRACE: Duration = Duration::from_secs(30);
 /// Where a guest's console lines go (already without `\r` and escapes).
 pub type Sink<'a> = &'a (dyn Fn(&str) + Sync);
 
-/// Built binaries packed into an initramfs, ready to boot any number of VMs,
-/// one after the other or side by side.
+/// Memory of the busybox guest, whose whole root lives in it.
+const MEMORY_MIB: u32 = 1024;
+
+/// Memory of the Debian guest: compilers and node want more than busybox,
+/// and the root's files are read through the page cache.
+const DEBIAN_MEMORY_MIB: u32 = 2048;
+
+/// Built binaries packed into an initramfs (and the Debian root when that
+/// guest is asked for), ready to boot any number of VMs, one after the other
+/// or side by side.
 pub struct Guest {
     initramfs: Initramfs,
+    debian: Option<DebianRoot>,
 }
 
-/// Makes sure the kernels and tools are present, builds the eBPF object and
-/// the guest binaries (unless `build` is false: then whatever was built
-/// before is used), and packs them.
-pub fn prepare(kernels: &[Kernel], build: bool) -> Result<Guest> {
+/// Makes sure the kernels, tools and root are present, builds the eBPF
+/// object and the guest binaries (unless `build` is false: then whatever was
+/// built before is used), and packs them.
+pub fn prepare(kernels: &[Kernel], build: bool, rootfs: Rootfs) -> Result<Guest> {
     for &kernel in kernels {
         setup::ensure_vm(kernel)?;
     }
+    let debian = match rootfs {
+        Rootfs::Busybox => None,
+        Rootfs::Debian => Some(rootfs::ensure_debian()?),
+    };
     let binaries = if build {
         let object = ebpf::build()?;
         binaries::build(&object)?
@@ -57,14 +75,15 @@ pub fn prepare(kernels: &[Kernel], build: bool) -> Result<Guest> {
         found
     };
     Ok(Guest {
-        initramfs: Initramfs::build(&binaries)?,
+        initramfs: Initramfs::build(&binaries, rootfs)?,
+        debian,
     })
 }
 
 /// Builds everything and runs `script` in a VM booting `kernel`; returns the
 /// script's exit status.
 pub fn run_vm(kernel: Kernel, script: &str, timeout: Duration, sink: Sink) -> Result<i32> {
-    prepare(&[kernel], true)?.run(kernel, script, timeout, sink)
+    prepare(&[kernel], true, Rootfs::Busybox)?.run(kernel, script, timeout, sink)
 }
 
 /// What the console told us.
@@ -82,9 +101,28 @@ impl Guest {
     pub fn run(&self, kernel: Kernel, script: &str, timeout: Duration, sink: Sink) -> Result<i32> {
         let initrd = self.initramfs.with_script(script)?;
         let mut cmd = Command::new("qemu-system-x86_64");
+        let memory = if self.debian.is_some() {
+            DEBIAN_MEMORY_MIB
+        } else {
+            MEMORY_MIB
+        };
         // KVM guests hang on these hosts: TCG is slower but dependable.
-        cmd.args(["-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "2"])
-            .args(["-nographic", "-no-reboot", "-nic", "none", "-kernel"])
+        cmd.args(["-accel", "tcg", "-cpu", "max", "-smp", "2", "-m"])
+            .arg(memory.to_string());
+        if let Some(debian) = &self.debian {
+            // NVMe because both kernels have its driver built in. With
+            // `snapshot=on` the boot's writes go to a temporary file that
+            // QEMU deletes: the cached image is opened read-only, and guests
+            // booted side by side share it.
+            let mut drive = std::ffi::OsString::from(
+                "if=none,id=root,format=raw,snapshot=on,cache=unsafe,file=",
+            );
+            drive.push(&debian.image);
+            cmd.arg("-drive")
+                .arg(drive)
+                .args(["-device", "nvme,drive=root,serial=pincer-root"]);
+        }
+        cmd.args(["-nographic", "-no-reboot", "-nic", "none", "-kernel"])
             .arg(kernel.vmlinuz())
             .arg("-initrd")
             .arg(&*initrd)
@@ -284,6 +322,7 @@ fn clean(text: &str) -> String {
 /// guest's.
 pub fn command(
     kernel: Kernel,
+    rootfs: Rootfs,
     script: Option<&Path>,
     command: &[String],
     timeout: Duration,
@@ -303,7 +342,7 @@ pub fn command(
                 .join(" ")
         ),
     };
-    let guest = prepare(&[kernel], !no_build)?;
+    let guest = prepare(&[kernel], !no_build, rootfs)?;
     let code = guest.run(kernel, &text, timeout, &|line| println!("{line}"))?;
     // A shell's status always fits in a byte.
     Ok(u8::try_from(code).unwrap_or(1))

@@ -1,0 +1,266 @@
+//! The guest's root file system: busybox in the initramfs (the default, and
+//! the fastest to boot), or a Debian root built from Debian's packages for
+//! tasks that need real tools (git, python3, gcc, node, ...).
+//!
+//! The Debian root is built once with mmdebstrap through the host's own apt
+//! sources (apt verifies every index against the archive keyring), packed
+//! into an ext4 image without mounting anything (`mke2fs -d`) and cached
+//! under a key that hashes everything that shapes it. A boot never writes
+//! to the image: QEMU keeps the boot's changes in a throwaway snapshot.
+
+use std::{
+    fmt, fs,
+    os::unix::fs::MetadataExt,
+    path::{Path, PathBuf},
+    process::Command,
+    time::Instant,
+};
+
+use anyhow::{Context, Result, bail};
+use sha2::{Digest, Sha256};
+
+use crate::{apt, cache_dir, process, say, setup};
+
+/// What the guest boots into.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Rootfs {
+    /// busybox and pincer's binaries in the initramfs.
+    #[default]
+    Busybox,
+    /// A Debian bookworm root on a disk, with pincer's binaries added at boot.
+    Debian,
+}
+
+impl fmt::Display for Rootfs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Rootfs::Busybox => "busybox",
+            Rootfs::Debian => "debian",
+        })
+    }
+}
+
+/// The Debian release of the root (the 6.1 kernel's; the 6.12 kernel runs
+/// its user space just as well).
+const SUITE: &str = "bookworm";
+
+const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
+
+/// Installed on top of the `minbase` variant (which already has dpkg, apt,
+/// bash, coreutils, mount, ...): the tools agents run. `libc6-dev` because
+/// gcc alone cannot link a program.
+const PACKAGES: &[&str] = &[
+    "git",
+    "python3",
+    "make",
+    "gcc",
+    "libc6-dev",
+    "patch",
+    "tar",
+    "sed",
+    "findutils",
+    "diffutils",
+    "procps",
+    "nodejs",
+    "npm",
+];
+
+/// Options to mmdebstrap besides the package list: recommended packages
+/// would double the root's size, and nothing reads manuals or translations
+/// in the guest.
+const MMDEBSTRAP_OPTIONS: &[&str] = &[
+    "--variant=minbase",
+    "--mode=root",
+    "--format=directory",
+    "--aptopt=APT::Install-Recommends \"false\"",
+    "--dpkgopt=path-exclude=/usr/share/man/*",
+    "--dpkgopt=path-exclude=/usr/share/doc/*",
+    "--dpkgopt=path-exclude=/usr/share/info/*",
+    "--dpkgopt=path-exclude=/usr/share/locale/*",
+    // The guest has no network: the host's name server means nothing there.
+    "--customize-hook=rm -f \"$1/etc/resolv.conf\"",
+    "--customize-hook=echo pincer-guest >\"$1/etc/hostname\"",
+];
+
+/// How the image is made from the tree: no blocks reserved for root (the
+/// guest runs everything as root anyway).
+const MKE2FS_OPTIONS: &[&str] = &["-q", "-t", "ext4", "-L", "pincer-root", "-m", "0"];
+
+/// Free space in the image beyond what the root uses, for what tests create
+/// outside the tmpfs `/tmp` (the image file is sparse: free space costs no
+/// disk on the host).
+const HEADROOM_MIB: u64 = 1024;
+
+/// Bumped whenever the way the image is made changes in a way the lines
+/// above do not show.
+const FORMAT: u32 = 1;
+
+/// The Debian-root image for the guest, cached.
+pub struct DebianRoot {
+    pub image: PathBuf,
+}
+
+/// Everything that shapes the image, one item a line; its hash names the
+/// cache entry.
+fn recipe() -> String {
+    let mut packages = PACKAGES.to_vec();
+    packages.sort_unstable();
+    let mut text = format!("format {FORMAT}\nsuite {SUITE}\nheadroom {HEADROOM_MIB} MiB\n");
+    for option in MMDEBSTRAP_OPTIONS {
+        text.push_str(&format!("option {option}\n"));
+    }
+    for option in MKE2FS_OPTIONS {
+        text.push_str(&format!("mke2fs {option}\n"));
+    }
+    for package in packages {
+        text.push_str(&format!("package {package}\n"));
+    }
+    text
+}
+
+fn key(recipe: &str) -> String {
+    let digest = Sha256::digest(recipe.as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn root_dir() -> PathBuf {
+    cache_dir().join("debian-root")
+}
+
+/// The cached image for the current recipe, built first if it is missing.
+pub fn ensure_debian() -> Result<DebianRoot> {
+    let recipe = recipe();
+    let dir = root_dir().join(key(&recipe));
+    let image = dir.join("root.ext4");
+    if image.is_file() {
+        return Ok(DebianRoot { image });
+    }
+    let started = Instant::now();
+    say!("building the Debian {SUITE} root (takes a few minutes)");
+    setup::ensure_debian_root_tools()?;
+    build(&dir, &recipe).context("building the Debian root")?;
+    let meta = fs::metadata(&image)?;
+    say!(
+        "Debian root cached in {} ({} MiB image, {} MiB of it on disk; {:.1} s)",
+        dir.display(),
+        meta.len() >> 20,
+        // The image is sparse: its free space takes no room on the host.
+        (meta.blocks() * 512) >> 20,
+        started.elapsed().as_secs_f64()
+    );
+    remove_stale(&dir);
+    Ok(DebianRoot { image })
+}
+
+fn build(dir: &Path, recipe: &str) -> Result<()> {
+    let parent = root_dir();
+    fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;
+    // One directory per build, so concurrent xtask runs never share one.
+    let tmp = tempfile::Builder::new()
+        .prefix("build-")
+        .tempdir_in(&parent)
+        .context("creating the build directory")?;
+    let tree = tmp.path().join("root");
+
+    let started = Instant::now();
+    let mut cmd = Command::new("mmdebstrap");
+    cmd.args(MMDEBSTRAP_OPTIONS)
+        .arg(format!("--include={}", PACKAGES.join(",")))
+        .arg(SUITE)
+        .arg(&tree)
+        .args(sources()?);
+    process::run(&mut cmd)?;
+    say!("mmdebstrap done ({:.1} s)", started.elapsed().as_secs_f64());
+
+    // What went in, for whoever wonders which versions a guest ran.
+    let manifest = process::output(
+        Command::new("dpkg-query")
+            .arg(format!(
+                "--admindir={}",
+                tree.join("var/lib/dpkg").display()
+            ))
+            .args(["-W", "-f=${Package} ${Version}\n"]),
+    )?;
+
+    let used_mib = process::output(Command::new("du").args(["-s", "-m", "-x"]).arg(&tree))?
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse::<u64>().ok())
+        .context("reading the root's size from du")?;
+    // ext4's own metadata takes a share of the blocks.
+    let size_mib = used_mib + used_mib / 4 + HEADROOM_MIB;
+    let partial = tmp.path().join("root.ext4");
+    let started = Instant::now();
+    process::run(
+        Command::new("mke2fs")
+            .args(MKE2FS_OPTIONS)
+            .arg("-d")
+            .arg(&tree)
+            .arg(&partial)
+            .arg(format!("{size_mib}M")),
+    )?;
+    say!(
+        "ext4 image of {used_mib} MiB of files made ({:.1} s)",
+        started.elapsed().as_secs_f64()
+    );
+
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    fs::write(dir.join("recipe"), recipe).context("writing the recipe")?;
+    fs::write(dir.join("packages"), manifest).context("writing the package list")?;
+    // Read-only on the host too: a boot that lost its snapshot would fail
+    // instead of changing the cache.
+    let mut perms = fs::metadata(&partial)?.permissions();
+    perms.set_readonly(true);
+    fs::set_permissions(&partial, perms)?;
+    // The image is renamed into place last: its presence means complete.
+    fs::rename(&partial, dir.join("root.ext4")).context("moving the image into place")?;
+    Ok(())
+}
+
+/// mmdebstrap's sources: the host's Debian mirrors for the suite, its
+/// updates and its security suite, each checked against the archive keyring.
+fn sources() -> Result<Vec<String>> {
+    let mirrors = apt::host_mirrors()?;
+    let line = |uri: &str, suite: &str| format!("deb [signed-by={KEYRING}] {uri} {suite} main");
+    let mut lines = vec![
+        line(&mirrors.archive, SUITE),
+        line(&mirrors.archive, &format!("{SUITE}-updates")),
+    ];
+    if let Some(security) = &mirrors.security {
+        lines.push(line(security, &format!("{SUITE}-security")));
+    }
+    if !Path::new(KEYRING).is_file() {
+        bail!("{KEYRING} is missing: install debian-archive-keyring");
+    }
+    Ok(lines)
+}
+
+/// Removes images of older recipes: only the current one is ever booted.
+fn remove_stale(current: &Path) {
+    let Ok(entries) = fs::read_dir(root_dir()) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let name = entry.file_name();
+        // Build directories of concurrent runs start with `build-`.
+        if path != current && !name.to_string_lossy().starts_with("build-") && path.is_dir() {
+            say!("removing the outdated Debian root {}", path.display());
+            let _ = fs::remove_dir_all(&path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_changes_with_the_package_list() {
+        let current = recipe();
+        assert_eq!(key(&current).len(), 16);
+        assert!(current.contains("package git\n"));
+        assert_eq!(key(&current), key(&recipe()));
+        assert_ne!(key(&current), key(&current.replace("package git\n", "")));
+    }
+}
