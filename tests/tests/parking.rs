@@ -227,6 +227,44 @@ fn an_agent_cannot_answer_its_own_request() {
 }
 
 #[test]
+fn a_connection_flood_from_the_agent_cannot_keep_a_person_from_answering() {
+    let s = Scratch::new("park-flood");
+    // The agent may even reach the socket's directory: the limits, not the
+    // grants, are what keep the socket answering.
+    let m = s.mission(&format!(
+        "{}\n[[grant]]\npath = \"/run/pincer\"\nops = [\"read\", \"write\", \"create\"]\nextent = \"tree\"\n",
+        asking_mission(&s.p("project"), "voters = [\"prompt\"]")
+    ));
+    let script = format!(
+        "{probe} flood {socket} 2000 25 & sleep 3; {probe} read {secret}; wait",
+        probe = probe_bin().display(),
+        socket = RUN_SOCKET,
+        secret = s.p("secret/key"),
+    );
+    let mut agent = spawn_agent(&s, &m, &script);
+    // Asked and answered through the socket while the flood holds its
+    // connections open.
+    let request = wait_pending(1).remove(0);
+    let pid = request["pid"].as_u64().unwrap() as u32;
+    assert_eq!(process_state(pid), Some('T'), "the parked task is stopped");
+    answered(&["approve", &id_of(&request)]);
+    let (status, lines) = finish(&mut agent);
+    assert_eq!(status, Some(0), "{lines:?}");
+    assert!(lines.contains(&"ok read 11".to_owned()), "{lines:?}");
+    let flood = lines
+        .iter()
+        .find(|l| l.starts_with("ok flood "))
+        .expect("the flood ran to its end");
+    let connected: usize = flood.split_whitespace().nth(2).unwrap().parse().unwrap();
+    // Far more than the 16 connections one agent cgroup may keep: the
+    // server took them and let go of the excess at once.
+    assert!(connected > 100, "{flood}");
+}
+
+/// The control socket `pincer run` serves by default.
+const RUN_SOCKET: &str = "/run/pincer/pincer.sock";
+
+#[test]
 fn an_exclusive_create_parked_then_approved_succeeds() {
     let (s, m) = asking_person("park-create");
     let target = s.p("secret/new-file");

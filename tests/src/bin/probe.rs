@@ -29,6 +29,7 @@
 //! execveat DIR NAME          fork, execveat(open(DIR, O_PATH), NAME)
 //! uring-open PATH            io_uring openat(O_RDONLY)
 //! recv-fd SOCKET             connect, receive one descriptor, read it
+//! flood SOCKET N SECONDS     connect to SOCKET up to N times, hold what connected for SECONDS
 //! kill PID|parent SIG        kill(2)
 //! ptrace PID|parent          ptrace(PTRACE_ATTACH) (detached again at once)
 //! cgroup-join DIR            write our pid to DIR/cgroup.procs
@@ -252,6 +253,7 @@ fn run(op: &[OsString]) -> Option<Outcome> {
         b"execveat" => execveat(&arg(1), &arg(2)),
         b"uring-open" => uring_open(&arg(1)),
         b"recv-fd" => recv_fd(&arg(1)),
+        b"flood" => flood(&arg(1), num(2) as usize, num(3) as u64),
         b"fd-read" => read_fd(num(1) as i32).map(|r| format!("fd {r}")),
         b"kill" => done(unsafe { libc::kill(pid(&arg(1)), num(2) as i32) }, "sent"),
         b"ptrace" => ptrace(pid(&arg(1))),
@@ -699,6 +701,32 @@ fn recv_fd(socket: &OsStr) -> Outcome {
         }
         None => Ok("no-fd".to_owned()),
     }
+}
+
+/// Opens up to `n` connections to a Unix socket (as many descriptors as
+/// the hard limit allows) and holds them open for `seconds`, as an agent
+/// trying to exhaust a server would; reports how many connected.
+fn flood(socket: &OsStr, n: usize, seconds: u64) -> Outcome {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: get and set this process's own limit.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit);
+        limit.rlim_cur = limit.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &raw const limit);
+    }
+    let mut held = Vec::with_capacity(n);
+    let mut failed = 0;
+    for _ in 0..n {
+        match std::os::unix::net::UnixStream::connect(socket) {
+            Ok(stream) => held.push(stream),
+            Err(_) => failed += 1,
+        }
+    }
+    std::thread::sleep(Duration::from_secs(seconds));
+    Ok(format!("flood {} connected {failed} failed", held.len()))
 }
 
 fn ptrace(pid: i32) -> Outcome {
