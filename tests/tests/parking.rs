@@ -229,6 +229,14 @@ fn an_agent_cannot_answer_its_own_request() {
 #[test]
 fn a_connection_flood_from_the_agent_cannot_keep_a_person_from_answering() {
     let s = Scratch::new("park-flood");
+    // The runtime directory as `pincer run` makes it, made early so that
+    // the mission can grant it.
+    fs::create_dir_all("/run/pincer").unwrap();
+    fs::set_permissions(
+        "/run/pincer",
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
     // The agent may even reach the socket's directory: the limits, not the
     // grants, are what keep the socket answering.
     let m = s.mission(&format!(
@@ -241,7 +249,19 @@ fn a_connection_flood_from_the_agent_cannot_keep_a_person_from_answering() {
         socket = RUN_SOCKET,
         secret = s.p("secret/key"),
     );
-    let mut agent = spawn_agent(&s, &m, &script);
+    let mut agent = Reaped(
+        s.command(&m, &[], &["sh", "-c", &script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stderr = agent.0.stderr.take().unwrap();
+    let log = thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
+        text
+    });
     // Asked and answered through the socket while the flood holds its
     // connections open.
     let request = wait_pending(1).remove(0);
@@ -259,6 +279,13 @@ fn a_connection_flood_from_the_agent_cannot_keep_a_person_from_answering() {
     // Far more than the 16 connections one agent cgroup may keep: the
     // server took them and let go of the excess at once.
     assert!(connected > 100, "{flood}");
+    // Refusals are logged a few times, not once per connection.
+    let log = log.join().unwrap();
+    let refusals = log.matches("refused a caller").count();
+    assert!(
+        (1..=40).contains(&refusals),
+        "{refusals} refusal lines for {connected} connections"
+    );
 }
 
 /// The control socket `pincer run` serves by default.

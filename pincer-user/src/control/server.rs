@@ -16,7 +16,7 @@ use std::{
     },
     path::{Path, PathBuf},
     sync::{Arc, Mutex, PoisonError},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use tokio::{
@@ -204,6 +204,7 @@ impl ControlServer {
         // Owning the connection tasks ties their life to this future's.
         let mut connections = JoinSet::new();
         let per_cgroup = Arc::new(Mutex::new(HashMap::new()));
+        let mut refusals = RefusalLog::default();
         loop {
             tokio::select! {
                 accepted = listener.accept() => match accepted {
@@ -234,7 +235,9 @@ impl ControlServer {
                                 ));
                             }
                             Err(refusal) => {
-                                tracing::warn!(%refusal, "control socket: refused a caller");
+                                if let Some(suppressed) = refusals.should_log(Instant::now()) {
+                                    tracing::warn!(%refusal, suppressed, "control socket: refused a caller");
+                                }
                                 refuse_at_once(&stream, refusal);
                             }
                         }
@@ -612,6 +615,35 @@ fn describe(lifetime: Lifetime) -> String {
     }
 }
 
+/// Refusals are logged at most once per [`RefusalLog::EVERY`], with the
+/// number left out since the last line: an agent that connects thousands
+/// of times must not be able to flood the log (and the disk or journal
+/// behind it) with one line per attempt.
+#[derive(Debug, Default)]
+struct RefusalLog {
+    last: Option<Instant>,
+    suppressed: u64,
+}
+
+impl RefusalLog {
+    const EVERY: Duration = Duration::from_secs(1);
+
+    /// Whether to log a refusal at `now`; if so, how many were left out
+    /// before it.
+    fn should_log(&mut self, now: Instant) -> Option<u64> {
+        match self.last {
+            Some(last) if now.saturating_duration_since(last) < Self::EVERY => {
+                self.suppressed += 1;
+                None
+            }
+            _ => {
+                self.last = Some(now);
+                Some(std::mem::take(&mut self.suppressed))
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
@@ -621,6 +653,19 @@ mod tests {
 
     use super::*;
     use crate::control::call;
+
+    #[test]
+    fn refusals_are_logged_once_a_second_with_what_was_left_out() {
+        let mut log = RefusalLog::default();
+        let start = Instant::now();
+        assert_eq!(log.should_log(start), Some(0));
+        for i in 1..=1000 {
+            assert_eq!(log.should_log(start + Duration::from_micros(i)), None);
+        }
+        assert_eq!(log.should_log(start + Duration::from_secs(1)), Some(1000));
+        assert_eq!(log.should_log(start + Duration::from_millis(1500)), None);
+        assert_eq!(log.should_log(start + Duration::from_secs(3)), Some(1));
+    }
 
     fn request(id: u64) -> Request {
         Request::example(id, "/home/u/.ssh/id_ed25519")
