@@ -81,6 +81,21 @@ impl fmt::Display for Request {
     }
 }
 
+impl Request {
+    /// The request as it reads back from its JSON: the operation bits and
+    /// the object's kernel identity (device, inode) stay in the twin and are
+    /// never sent.
+    #[must_use]
+    pub fn as_sent(&self) -> Request {
+        Request {
+            ops: 0,
+            dev: 0,
+            ino: 0,
+            ..self.clone()
+        }
+    }
+}
+
 #[cfg(test)]
 impl Request {
     /// A request for unit tests: `cat` (pid 100) reading `path`.
@@ -122,15 +137,7 @@ mod tests {
             "{text}"
         );
         let back: Request = serde_json::from_str(&text).unwrap();
-        assert_eq!(
-            back,
-            Request {
-                ops: 0,
-                dev: 0,
-                ino: 0,
-                ..request
-            }
-        );
+        assert_eq!(back, request.as_sent());
     }
 
     #[test]

@@ -2,14 +2,13 @@
 //! status and what they print, on logs intact, cut, edited, missing and
 //! hostile.
 
+mod common;
+
 use std::{
     fs,
     path::{Path, PathBuf},
     process::{Command, Output},
 };
-
-use pincer::audit::AuditLog;
-use serde_json::json;
 
 fn pincer(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pincer"))
@@ -29,19 +28,11 @@ fn code_and_out(output: &Output) -> (i32, String, String) {
 /// A log of two decisions (one path holds a terminal escape and a
 /// right-to-left override), closed or not.
 fn log(dir: &Path, close: bool) -> PathBuf {
-    let path = dir.join("audit.jsonl");
-    let mut log = AuditLog::open(Some(&path), "m").unwrap();
-    for p in ["/p/a", "/p/\u{1b}[2J\u{202e}b"] {
-        log.record(&json!({"event": "decision", "verdict": "deny", "operation": ["read"], "path": p, "comm": "cat"}))
-            .unwrap();
-    }
-    if close {
-        log.close().unwrap();
-    } else {
-        // Dropped without a close line, as a killed writer leaves it.
-        std::mem::forget(log);
-    }
-    path
+    common::audit_log(
+        dir.join("audit.jsonl"),
+        &["/p/a", "/p/\u{1b}[2J\u{202e}b"],
+        close,
+    )
 }
 
 fn verify(path: &Path, extra: &[&str]) -> (i32, String, String) {

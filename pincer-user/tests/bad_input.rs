@@ -10,6 +10,8 @@
 //! per case, and must match the README (`cargo xtask bad-input-table`
 //! writes it), so the documentation cannot drift from the messages.
 
+mod common;
+
 use std::{
     fs,
     io::{BufRead, BufReader, Write},
@@ -21,9 +23,6 @@ use std::{
     thread,
     time::{Duration, Instant},
 };
-
-use pincer::audit::AuditLog;
-use serde_json::json;
 
 /// A valid mission every case directory holds, for the cases whose fault is
 /// elsewhere.
@@ -164,19 +163,7 @@ fn fifo(dir: &Path, name: &str) {
 /// An intact audit log of two decisions, `a.jsonl`, and its key, closed or
 /// not.
 fn audit_log(dir: &Path, close: bool) -> PathBuf {
-    let path = dir.join("a.jsonl");
-    let mut log = AuditLog::open(Some(&path), "m").unwrap();
-    for p in ["/p/a", "/p/b"] {
-        log.record(&json!({"event": "decision", "verdict": "deny", "operation": ["read"], "path": p, "comm": "cat"}))
-            .unwrap();
-    }
-    if close {
-        log.close().unwrap();
-    } else {
-        // Dropped without a close line, as a killed writer leaves it.
-        std::mem::forget(log);
-    }
-    path
+    common::audit_log(dir.join("a.jsonl"), &["/p/a", "/p/b"], close)
 }
 
 /// Rewrites the closed log's text with `edit`.

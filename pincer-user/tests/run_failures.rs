@@ -1,6 +1,8 @@
 //! How `pincer run` fails before it confines anything: loudly, with nothing
 //! run, and with an audit log that says so.
 
+mod common;
+
 use std::{os::unix::net::UnixListener, process::Command};
 
 /// `pincer run` never hands its command to a socket it cannot trust: a
@@ -13,20 +15,13 @@ fn pincer_run_refuses_a_socket_of_another_user_and_runs_nothing() {
         "this test needs root: it hands a socket to another user"
     );
     let dir = tempfile::tempdir().unwrap();
-    let mission = dir.path().join("m.toml");
-    std::fs::write(&mission, "[mission]\nname = \"m\"\n").unwrap();
+    let mission = common::minimal_mission(dir.path());
     let socket = dir.path().join("pincer.sock");
     let _listener = UnixListener::bind(&socket).unwrap();
     std::os::unix::fs::chown(&socket, Some(65534), None).unwrap();
     let ran = dir.path().join("ran");
-    let out = Command::new(env!("CARGO_BIN_EXE_pincer"))
-        .arg("run")
-        .arg("--mission")
-        .arg(&mission)
+    let out = common::run_touching(&mission, &[], &ran)
         .env("PINCER_SOCKET", &socket)
-        .arg("--")
-        .arg("touch")
-        .arg(&ran)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(125));
@@ -46,25 +41,24 @@ fn pincer_run_refuses_a_socket_of_another_user_and_runs_nothing() {
 #[test]
 fn a_failed_run_leaves_a_failure_record_and_no_clean_close() {
     let dir = tempfile::tempdir().unwrap();
-    let mission = dir.path().join("m.toml");
-    std::fs::write(&mission, "[mission]\nname = \"m\"\n").unwrap();
+    let mission = common::minimal_mission(dir.path());
     let log = dir.path().join("audit.jsonl");
     let ran = dir.path().join("ran");
-    let out = Command::new(env!("CARGO_BIN_EXE_pincer"))
-        .arg("run")
-        .arg("--mission")
-        .arg(&mission)
-        .arg("--audit")
-        .arg(&log)
-        .arg("--socket")
-        .arg(dir.path().join("absent.sock"))
-        .env("PINCER_RING_BYTES", "3")
-        .env("PINCER_LOG", "trace")
-        .arg("--")
-        .arg("touch")
-        .arg(&ran)
-        .output()
-        .unwrap();
+    let absent = dir.path().join("absent.sock");
+    let out = common::run_touching(
+        &mission,
+        &[
+            "--audit".as_ref(),
+            log.as_ref(),
+            "--socket".as_ref(),
+            absent.as_ref(),
+        ],
+        &ran,
+    )
+    .env("PINCER_RING_BYTES", "3")
+    .env("PINCER_LOG", "trace")
+    .output()
+    .unwrap();
     assert_eq!(out.status.code(), Some(125));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -675,17 +675,21 @@ fn chmod_chown_and_xattrs_outside_the_tree_are_refused() {
 }
 
 #[test]
-fn an_o_path_descriptor_reopened_through_proc_is_still_checked() {
-    let s = Scratch::new("bp-opath");
+fn reopening_through_proc_and_opening_with_io_uring_are_checked_like_opens() {
+    let s = Scratch::new("bp-reopen");
     let m = full_tree(&s);
+    let (secret, project) = (s.p("secret/key"), s.p("project/a.txt"));
     let r = s.probe_lines(
         &m,
         &[
-            &["opath-reopen", &s.p("secret/key")],
-            &["opath-reopen", &s.p("project/a.txt")],
+            // An `O_PATH` descriptor reopened through `/proc/self/fd`.
+            &["opath-reopen", &secret],
+            &["opath-reopen", &project],
+            &["uring-open", &secret],
+            &["uring-open", &project],
         ],
     );
-    assert_eq!(r, ["err 13", "ok read 6"]);
+    assert_eq!(r, ["err 13", "ok read 6", "err 13", "ok read 6"]);
 }
 
 #[test]
@@ -717,20 +721,6 @@ fn exec_outside_the_mission_of_a_memfd_and_through_execveat_is_refused() {
         .filter(|d| d["verdict"] == "deny" && d["operation"] == serde_json::json!(["exec"]))
         .count();
     assert_eq!(exec_denials, 3, "{decisions:#?}");
-}
-
-#[test]
-fn io_uring_opens_are_checked_like_opens() {
-    let s = Scratch::new("bp-uring");
-    let m = full_tree(&s);
-    let r = s.probe_lines(
-        &m,
-        &[
-            &["uring-open", &s.p("secret/key")],
-            &["uring-open", &s.p("project/a.txt")],
-        ],
-    );
-    assert_eq!(r, ["err 13", "ok read 6"]);
 }
 
 #[test]

@@ -52,6 +52,15 @@ fn asking_person(name: &str) -> (Scratch, std::path::PathBuf) {
     (s, m)
 }
 
+/// An agent under [`asking_person`] running the shell script that
+/// `script` writes from the probe's path and the secret's.
+fn asking_agent(name: &str, script: impl FnOnce(&str, &str) -> String) -> (Scratch, Reaped) {
+    let (s, m) = asking_person(name);
+    let probe = probe_bin().display().to_string();
+    let agent = spawn_agent(&s, &m, &script(&probe, &s.p("secret/key")));
+    (s, agent)
+}
+
 fn id_of(request: &serde_json::Value) -> String {
     request["id"]
         .as_u64()
@@ -81,14 +90,10 @@ fn verdicts(s: &Scratch) -> Vec<serde_json::Value> {
 
 #[test]
 fn approved_once_then_the_next_identical_read_parks_again() {
-    let (s, m) = asking_person("park-once");
-    let probe = probe_bin();
+    let (s, mut agent) = asking_agent("park-once", |probe, secret| {
+        format!("{probe} read {secret}; {probe} read {secret}")
+    });
     let secret = s.p("secret/key");
-    let mut agent = spawn_agent(
-        &s,
-        &m,
-        &format!("{0} read {secret}; {0} read {secret}", probe.display()),
-    );
     let first = wait_pending(1).remove(0);
     assert_eq!(first["path"], secret);
     assert_eq!(first["operation"], serde_json::json!(["read"]));
@@ -114,14 +119,9 @@ fn approved_once_then_the_next_identical_read_parks_again() {
 
 #[test]
 fn a_session_approval_lets_later_reads_pass_without_parking() {
-    let (s, m) = asking_person("park-session");
-    let probe = probe_bin();
-    let secret = s.p("secret/key");
-    let mut agent = spawn_agent(
-        &s,
-        &m,
-        &format!("for i in 1 2 3; do {} read {secret}; done", probe.display()),
-    );
+    let (s, mut agent) = asking_agent("park-session", |probe, secret| {
+        format!("for i in 1 2 3; do {probe} read {secret}; done")
+    });
     let first = wait_pending(1).remove(0);
     answered(&["approve", &id_of(&first), "--session"]);
     let (status, lines) = finish(&mut agent);
@@ -157,12 +157,9 @@ fn no_answer_is_eacces_at_the_deadline() {
 
 #[test]
 fn a_stray_sigcont_parks_the_same_request_again() {
-    let (s, m) = asking_person("park-sigcont");
-    let mut agent = spawn_agent(
-        &s,
-        &m,
-        &format!("{} read {}", probe_bin().display(), s.p("secret/key")),
-    );
+    let (s, mut agent) = asking_agent("park-sigcont", |probe, secret| {
+        format!("{probe} read {secret}")
+    });
     let request = wait_pending(1).remove(0);
     let pid = request["pid"].as_u64().unwrap() as u32;
     assert!(wait_for(Duration::from_secs(10), || process_state(pid) == Some('T')));
@@ -316,15 +313,10 @@ fn an_exclusive_create_parked_then_approved_succeeds() {
 
 #[test]
 fn a_killed_twin_leaves_no_task_stopped() {
-    let (s, m) = asking_person("park-twin-killed");
-    let probe = probe_bin();
-    let script = format!(
-        "{probe} read {secret}; {probe} read {project}; {probe} read {secret}",
-        probe = probe.display(),
-        secret = s.p("secret/key"),
-        project = s.p("project/a.txt"),
-    );
-    let mut agent = spawn_agent(&s, &m, &script);
+    let (_s, mut agent) = asking_agent("park-twin-killed", |probe, secret| {
+        let project = secret.replace("secret/key", "project/a.txt");
+        format!("{probe} read {secret}; {probe} read {project}; {probe} read {secret}")
+    });
     wait_pending(1);
     let killed = Instant::now();
     kill(Pid::from_raw(agent.0.id() as i32), Signal::SIGKILL).unwrap();
@@ -633,13 +625,9 @@ fn stopped_probes() -> usize {
 
 #[test]
 fn identical_requests_share_one_prompt_and_one_verdict() {
-    let (s, m) = asking_person("park-merge");
-    let script = format!(
-        "{0} read {1} & {0} read {1} & wait",
-        probe_bin().display(),
-        s.p("secret/key")
-    );
-    let mut agent = spawn_agent(&s, &m, &script);
+    let (s, mut agent) = asking_agent("park-merge", |probe, secret| {
+        format!("{probe} read {secret} & {probe} read {secret} & wait")
+    });
     assert!(
         wait_for(Duration::from_secs(60), || stopped_probes() == 2),
         "both readers are parked"
