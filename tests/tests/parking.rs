@@ -15,6 +15,7 @@ use nix::{
     sys::signal::{Signal, kill},
     unistd::Pid,
 };
+use pincer::paths::{DEFAULT_SOCKET, RUN_DIR};
 use pincer_tests::{
     EACCES, EPERM, Reaped, Scratch, Terminal, agent_cgroups, answer, asking_mission,
     leftovers_after_exit, pending, pincer_bin, probe_bin, process_state, read_stdout, wait_for,
@@ -28,6 +29,30 @@ fn spawn_agent(s: &Scratch, mission: &std::path::Path, script: &str) -> Reaped {
             .spawn()
             .unwrap(),
     )
+}
+
+/// Like [`spawn_agent`], also capturing `pincer run`'s own log (standard
+/// error), read on a thread of its own so that neither pipe fills while the
+/// test waits on the other.
+fn spawn_agent_logged(
+    s: &Scratch,
+    mission: &std::path::Path,
+    script: &str,
+) -> (Reaped, thread::JoinHandle<String>) {
+    let mut agent = Reaped(
+        s.command(mission, &[], &["sh", "-c", script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stderr = agent.0.stderr.take().unwrap();
+    let log = thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
+        text
+    });
+    (agent, log)
 }
 
 fn finish(agent: &mut Reaped) -> (Option<i32>, Vec<String>) {
@@ -192,13 +217,7 @@ fn an_agent_cannot_answer_its_own_request() {
         secret = s.p("secret/key"),
         tried = s.p("project/tried"),
     );
-    let mut agent = Reaped(
-        s.command(&m, &[], &["sh", "-c", &script])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
+    let (mut agent, log) = spawn_agent_logged(&s, &m, &script);
     let request = wait_pending(1).remove(0);
     assert!(
         wait_for(Duration::from_secs(60), || s.path("project/tried").exists()),
@@ -210,9 +229,8 @@ fn an_agent_cannot_answer_its_own_request() {
         "still waiting: the agent's approval was refused"
     );
     answered(&["deny", &id_of(&request)]);
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(agent.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
     let (_, lines) = finish(&mut agent);
+    let stderr = log.join().unwrap();
     eprintln!("agent stderr:\n{stderr}");
     assert!(lines.contains(&"approve=2".to_owned()), "{lines:?}");
     assert!(lines.contains(&"pending=2".to_owned()), "{lines:?}");
@@ -228,37 +246,21 @@ fn a_connection_flood_from_the_agent_cannot_keep_a_person_from_answering() {
     let s = Scratch::new("park-flood");
     // The runtime directory as `pincer run` makes it, made early so that
     // the mission can grant it.
-    fs::create_dir_all("/run/pincer").unwrap();
-    fs::set_permissions(
-        "/run/pincer",
-        std::os::unix::fs::PermissionsExt::from_mode(0o700),
-    )
-    .unwrap();
+    fs::create_dir_all(RUN_DIR).unwrap();
+    fs::set_permissions(RUN_DIR, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     // The agent may even reach the socket's directory: the limits, not the
     // grants, are what keep the socket answering.
     let m = s.mission(&format!(
-        "{}\n[[grant]]\npath = \"/run/pincer\"\nops = [\"read\", \"write\", \"create\"]\nextent = \"tree\"\n",
+        "{}\n[[grant]]\npath = \"{RUN_DIR}\"\nops = [\"read\", \"write\", \"create\"]\nextent = \"tree\"\n",
         asking_mission(&s.p("project"), "voters = [\"prompt\"]")
     ));
     let script = format!(
         "{probe} flood {socket} 2000 25 & sleep 3; {probe} read {secret}; wait",
         probe = probe_bin().display(),
-        socket = RUN_SOCKET,
+        socket = DEFAULT_SOCKET,
         secret = s.p("secret/key"),
     );
-    let mut agent = Reaped(
-        s.command(&m, &[], &["sh", "-c", &script])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut stderr = agent.0.stderr.take().unwrap();
-    let log = thread::spawn(move || {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
-        text
-    });
+    let (mut agent, log) = spawn_agent_logged(&s, &m, &script);
     // Asked and answered through the socket while the flood holds its
     // connections open.
     let request = wait_pending(1).remove(0);
@@ -284,9 +286,6 @@ fn a_connection_flood_from_the_agent_cannot_keep_a_person_from_answering() {
         "{refusals} refusal lines for {connected} connections"
     );
 }
-
-/// The control socket `pincer run` serves by default.
-const RUN_SOCKET: &str = "/run/pincer/pincer.sock";
 
 #[test]
 fn an_exclusive_create_parked_then_approved_succeeds() {
