@@ -38,13 +38,7 @@ impl Initramfs {
     /// Stages and packs the base archive with `binaries` in `/bin` (for the
     /// Debian guest in `/pincer/bin`, from where they go into its root).
     pub fn build(binaries: &[Binary], rootfs: Rootfs) -> Result<Self> {
-        let parent = cache_dir().join("initramfs");
-        fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;
-        // One directory per build, so concurrent xtask runs never share one.
-        let dir = tempfile::Builder::new()
-            .prefix("build-")
-            .tempdir_in(&parent)
-            .context("creating the initramfs staging directory")?;
+        let dir = crate::build_dir(&cache_dir().join("initramfs"))?;
         let root = dir.path().join("root");
         say!("staging the initramfs in {}", root.display());
         stage(&root, binaries, rootfs)?;

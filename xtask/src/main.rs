@@ -150,6 +150,17 @@ pub fn cache_dir() -> PathBuf {
     workspace_root().join("target").join("pincer-cache")
 }
 
+/// A fresh `build-*` directory under `parent` (made if missing), removed on
+/// drop: one per build, so concurrent xtask runs never share one.
+pub fn build_dir(parent: &Path) -> Result<tempfile::TempDir> {
+    use anyhow::Context;
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    tempfile::Builder::new()
+        .prefix("build-")
+        .tempdir_in(parent)
+        .with_context(|| format!("creating a build directory in {}", parent.display()))
+}
+
 fn run(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::Setup { rootfs } => {

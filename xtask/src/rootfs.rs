@@ -153,13 +153,7 @@ pub fn ensure_debian() -> Result<DebianRoot> {
 }
 
 fn build(dir: &Path, recipe: &str) -> Result<()> {
-    let parent = root_dir();
-    fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;
-    // One directory per build, so concurrent xtask runs never share one.
-    let tmp = tempfile::Builder::new()
-        .prefix("build-")
-        .tempdir_in(&parent)
-        .context("creating the build directory")?;
+    let tmp = crate::build_dir(&root_dir())?;
     let tree = tmp.path().join("root");
 
     let started = Instant::now();
