@@ -616,8 +616,9 @@ cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime 0 0
         );
     }
 
+    /// Needs root and a cgroup2 mount, as every machine the tests run on
+    /// has (the host test command runs as root).
     #[test]
-    #[ignore = "needs root and a cgroup2 mount; run with --ignored"]
     fn real_cgroup_kills_and_removes() {
         assert!(nix::unistd::geteuid().is_root(), "this test needs root");
         let root = cgroup2_mount().expect("this test needs a cgroup2 mount");

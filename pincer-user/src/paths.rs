@@ -10,7 +10,9 @@
 //! /sys/fs/bpf/pincer/                  the daemon's pinned programs and maps
 //! /sys/fs/bpf/pincer-guarded           pincer's processes, one map shared by
 //!                                      every pincer on the host
-//! /sys/fs/bpf/pincer-runs/<pid>/       the links of a `pincer run`
+//! /sys/fs/bpf/pincer-runs/<pid>/       the programs and maps of a `pincer run`
+//! /sys/fs/bpf/pincer-idle/             programs a finished run left idle for the
+//!                                      next one (see `loader::runs`)
 //! /var/log/pincer/audit.jsonl(.key)    the daemon's audit log and its key
 //! ```
 //!
@@ -34,10 +36,13 @@ pub const DEFAULT_AUDIT: &str = "/var/log/pincer/audit.jsonl";
 /// The map of pincer's processes, guarded from every agent on the host: each
 /// `pincer run` and the daemon load it from this pin (or create it there).
 pub const GUARDED_PIN: &str = "/sys/fs/bpf/pincer-guarded";
-/// Where each `pincer run` pins its links, in a directory named after its
-/// process id, so its agent stays confined whatever happens to its
-/// processes.
+/// Where each `pincer run` pins its programs and maps, in a directory named
+/// after its process id, so its agent stays confined whatever happens to
+/// its processes.
 pub const RUN_PINS: &str = "/sys/fs/bpf/pincer-runs";
+/// Where finished runs leave their programs idle for the next run to take
+/// over.
+pub const IDLE_PINS: &str = "/sys/fs/bpf/pincer-idle";
 /// The cgroup2 mount the daemon looks for agent cgroups under.
 pub const DEFAULT_CGROUP_ROOT: &str = "/sys/fs/cgroup";
 

@@ -28,10 +28,15 @@ use nix::{
     unistd::{ForkResult, Pid, fork, pipe2, setsid},
 };
 
-use crate::loader::{Enforcer, Kernel};
+use crate::loader::{Enforcer, Kernel, runs};
 
 /// The byte the twin writes when it has cleaned up and the watchdog may go.
 const DONE: u8 = b'd';
+/// The byte the twin writes when it has cleaned up and left the programs
+/// idle for the next run: eight bytes of expiry (Unix seconds, little
+/// endian) follow, and the watchdog removes the idle set then
+/// ([`crate::loader::runs`]).
+const LINGER: u8 = b'l';
 /// How long after the twin's death the watchdog keeps continuing tasks
 /// (a task may have been parking while the heartbeat was zeroed).
 const RESUME_FOR: Duration = Duration::from_secs(3);
@@ -113,6 +118,18 @@ impl Watchdog {
             let _ = pipe.write_all(&[DONE]);
         }
     }
+
+    /// Tells the watchdog the twin cleaned up and left the programs idle
+    /// until `expiry` (Unix seconds) under the watchdog's name: it removes
+    /// them then, unless a run took them over, and exits.
+    pub fn linger_until(mut self, expiry: u64) {
+        if let Some(mut pipe) = self.pipe.take() {
+            let mut message = [0u8; 9];
+            message[0] = LINGER;
+            message[1..].copy_from_slice(&expiry.to_le_bytes());
+            let _ = pipe.write_all(&message);
+        }
+    }
 }
 
 /// The watchdog's life. Never returns.
@@ -153,16 +170,24 @@ fn watch(pipe: OwnedFd, enforcer: &mut Enforcer, watched: Watched) -> ! {
 
     let mut pipe = fs::File::from(pipe);
     let mut byte = [0u8; 1];
-    let done = loop {
+    let word = loop {
         match pipe.read(&mut byte) {
-            Ok(0) => break false,
-            Ok(_) => break byte[0] == DONE,
+            Ok(0) => break None,
+            Ok(_) => break Some(byte[0]),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => break false,
+            Err(_) => break None,
         }
     };
-    if done {
-        exit(0);
+    match word {
+        Some(DONE) => exit(0),
+        Some(LINGER) => {
+            let mut expiry = [0u8; 8];
+            if pipe.read_exact(&mut expiry).is_ok() {
+                linger(u64::from_le_bytes(expiry));
+            }
+            exit(0)
+        }
+        _ => {}
     }
 
     // The twin is gone. No heartbeat: nothing parks any more, and a task
@@ -198,6 +223,22 @@ fn watch(pipe: OwnedFd, enforcer: &mut Enforcer, watched: Watched) -> ! {
     }
     let _ = enforcer.unguard(std::process::id());
     exit(0)
+}
+
+/// Waits out the linger time of the programs the twin left idle, then
+/// removes them unless a run took them over. The twin ended cleanly, so
+/// nothing else needs the watchdog: it lets go of every descriptor first
+/// (the pins alone keep the idle programs, so removing the pins, as
+/// `pincer daemon --uninstall` does, detaches them at once), and names
+/// itself `pincer-idle` for whoever lists processes.
+fn linger(expiry: u64) {
+    // SAFETY: closes this process's own descriptors above the standard
+    // ones; nothing here uses them any more.
+    unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+    let _ = nix::sys::prctl::set_name(c"pincer-idle");
+    runs::sleep_until(expiry);
+    let pool = runs::Pool::host();
+    let _ = pool.reclaim(&pool.idle_dir(expiry, std::process::id()));
 }
 
 /// Continues every task in the kernel's pending table, again and again for

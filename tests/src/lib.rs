@@ -322,6 +322,33 @@ pub fn leftovers_after_exit() -> Vec<String> {
     }
 }
 
+/// Where finished runs leave their programs idle for the next run.
+pub const IDLE_PINS: &str = "/sys/fs/bpf/pincer-idle";
+
+/// The idle sets of programs finished runs left, by name
+/// (`<expiry>-<watchdog pid>`).
+pub fn idle_sets() -> Vec<String> {
+    let mut sets: Vec<String> = fs::read_dir(IDLE_PINS)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    sets.sort();
+    sets
+}
+
+/// Removes the idle programs earlier tests' runs left, so that a test of
+/// what a run leaves behind starts from none (the lingering watchdogs hold
+/// no descriptor: removing the pins detaches the programs).
+pub fn drop_idle_sets() {
+    for set in idle_sets() {
+        fs::remove_dir_all(Path::new(IDLE_PINS).join(&set)).unwrap();
+    }
+}
+
 /// Process ids of running `pincer` processes (the twin and its watchdog).
 pub fn pincer_processes() -> Vec<u32> {
     let Ok(entries) = fs::read_dir("/proc") else {

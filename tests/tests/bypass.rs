@@ -9,7 +9,7 @@ use std::{
     fs,
     io::Write,
     os::{
-        fd::AsRawFd,
+        fd::{AsRawFd, OwnedFd},
         unix::{fs::PermissionsExt, net::UnixListener},
     },
     process::{Command, Stdio},
@@ -754,29 +754,48 @@ fn an_asking_agent_using_io_uring_is_denied_at_once_not_parked() {
     }
 }
 
-#[test]
-fn a_descriptor_passed_over_a_unix_socket_is_checked_on_receipt() {
-    let s = Scratch::new("bp-scm");
-    let m = full_tree(&s);
-    let socket = s.path("project/sock");
-    let listener = UnixListener::bind(&socket).unwrap();
-    let files = [s.path("secret/key"), s.path("project/a.txt")];
-    let sender = thread::spawn(move || {
-        for file in files {
-            let (stream, _) = listener.accept().unwrap();
-            let file = fs::File::open(file).unwrap();
-            let fds = [file.as_raw_fd()];
+/// Listens on `socket` and sends each of `fds`, in order, to one
+/// connection (`SCM_RIGHTS`). Gives up, failing the thread, after a minute
+/// without a connection: a probe that never connects fails the test
+/// instead of leaving it waiting.
+fn send_on_connect(socket: &std::path::Path, fds: Vec<OwnedFd>) -> thread::JoinHandle<()> {
+    let listener = UnixListener::bind(socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    thread::spawn(move || {
+        for fd in fds {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let stream = loop {
+                match listener.accept() {
+                    Ok((stream, _)) => break stream,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        assert!(Instant::now() < deadline, "nobody connected for a minute");
+                        thread::sleep(Duration::from_millis(20));
+                    }
+                    Err(e) => panic!("accept: {e}"),
+                }
+            };
+            stream.set_nonblocking(false).unwrap();
             let iov = [std::io::IoSlice::new(b"x")];
             sendmsg::<()>(
                 stream.as_raw_fd(),
                 &iov,
-                &[ControlMessage::ScmRights(&fds)],
+                &[ControlMessage::ScmRights(&[fd.as_raw_fd()])],
                 MsgFlags::empty(),
                 None,
             )
             .unwrap();
         }
-    });
+    })
+}
+
+#[test]
+fn a_descriptor_passed_over_a_unix_socket_is_checked_on_receipt() {
+    let s = Scratch::new("bp-scm");
+    let m = full_tree(&s);
+    let socket = s.path("project/sock");
+    let files = [s.path("secret/key"), s.path("project/a.txt")]
+        .map(|file| OwnedFd::from(fs::File::open(file).unwrap()));
+    let sender = send_on_connect(&socket, files.into());
     let sock = s.p("project/sock");
     let r = s.probe_lines(&m, &[&["recv-fd", &sock], &["recv-fd", &sock]]);
     sender.join().unwrap();
@@ -1373,7 +1392,16 @@ fn proc_shows_an_agent_its_own_processes_and_harmless_global_files_only() {
 fn ps_lists_only_the_agents_own_processes() {
     let s = Scratch::new("bp-ps");
     let m = full_tree(&s);
-    let out = s.run(&m, &["sh", "-c", "sleep 30 & ps -o pid,comm; kill $!"]);
+    // `ps` once the child has become `sleep` (until its exec it is a
+    // second `sh`).
+    let out = s.run(
+        &m,
+        &[
+            "sh",
+            "-c",
+            "sleep 30 & until grep -q sleep /proc/$!/comm; do :; done; ps -o pid,comm; kill $!",
+        ],
+    );
     let listed: Vec<String> = stdout_lines(&out)
         .iter()
         .skip(1)
@@ -1842,28 +1870,14 @@ fn anonymous_pipes_and_sockets_are_not_files_to_protect() {
 
     // A pipe and a socket passed in over a Unix socket arrive and work.
     let socket = s.path("project/sock");
-    let listener = UnixListener::bind(&socket).unwrap();
-    let sender = thread::spawn(move || {
-        // Written and closed on this side first: the agent reads to the end.
-        let (pipe_out, pipe_in) = nix::unistd::pipe().unwrap();
-        nix::unistd::write(&pipe_in, b"piped\n").unwrap();
-        drop(pipe_in);
-        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-        (&ours).write_all(b"sock\n").unwrap();
-        drop(ours);
-        for fd in [pipe_out.as_raw_fd(), theirs.as_raw_fd()] {
-            let (stream, _) = listener.accept().unwrap();
-            let iov = [std::io::IoSlice::new(b"x")];
-            sendmsg::<()>(
-                stream.as_raw_fd(),
-                &iov,
-                &[ControlMessage::ScmRights(&[fd])],
-                MsgFlags::empty(),
-                None,
-            )
-            .unwrap();
-        }
-    });
+    // Written and closed on this side first: the agent reads to the end.
+    let (pipe_out, pipe_in) = nix::unistd::pipe().unwrap();
+    nix::unistd::write(&pipe_in, b"piped\n").unwrap();
+    drop(pipe_in);
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    (&ours).write_all(b"sock\n").unwrap();
+    drop(ours);
+    let sender = send_on_connect(&socket, vec![pipe_out, theirs.into()]);
     let sock = s.p("project/sock");
     let r = s.probe_lines(&m, &[&["recv-fd", &sock], &["recv-fd", &sock]]);
     sender.join().unwrap();
@@ -1953,9 +1967,9 @@ fn one_run_cannot_free_another_and_a_killed_run_stays_confined() {
         watchdog.is_some()
     }));
     let watchdog = watchdog.unwrap();
-    // B's links are pinned while it runs.
+    // B's programs are pinned while it runs.
     let pins = std::path::Path::new("/sys/fs/bpf/pincer-runs").join(run_b.to_string());
-    assert!(pins.join("file_open").exists(), "{}", pins.display());
+    assert!(pins.join("links/file_open").exists(), "{}", pins.display());
 
     // Run A's agent cannot signal B's processes.
     let r = s.probes(

@@ -5,8 +5,8 @@
 use std::{fs, path::Path, process::Command, time::Duration};
 
 use pincer_tests::{
-    EACCES, Reaped, Scratch, agent_cgroups, leftovers_after_exit, pincer_bin,
-    pincer_kernel_objects, probe_bin, tree_mission, wait_for,
+    EACCES, Reaped, Scratch, agent_cgroups, drop_idle_sets, idle_sets, leftovers_after_exit,
+    pincer_bin, pincer_kernel_objects, probe_bin, stdout_lines, tree_mission, wait_for,
 };
 
 #[test]
@@ -234,11 +234,109 @@ fn baseline_none_cannot_even_exec() {
 fn nothing_is_left_behind_after_exit() {
     let s = Scratch::new("teardown-exit");
     let m = s.project_mission(r#""read""#);
+    drop_idle_sets();
     assert_eq!(
-        s.run(&m, &["sh", "-c", "sleep 0.2 & exit 0"]).status.code(),
+        s.run_with(&m, &["--linger", "0"], &["sh", "-c", "sleep 0.2 & exit 0"])
+            .status
+            .code(),
         Some(0)
     );
     assert_eq!(agent_cgroups(), Vec::<std::path::PathBuf>::new());
+    assert_eq!(idle_sets(), Vec::<String>::new());
+    assert_eq!(leftovers_after_exit(), Vec::<String>::new());
+}
+
+/// The programs' ids, as the kernel lists them.
+fn pincer_program_ids() -> Vec<u32> {
+    let hooks: Vec<&str> = pincer_common::hook::ALL.iter().map(|h| h.name).collect();
+    let mut ids: Vec<u32> = aya::programs::loaded_programs()
+        .flatten()
+        .filter(|p| {
+            let name = p.name_as_str().unwrap_or_default();
+            hooks.iter().any(|hook| hook[..hook.len().min(15)] == *name)
+        })
+        .map(|p| p.id())
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+#[test]
+fn a_clean_run_leaves_its_programs_idle_for_the_next_run_which_starts_clean() {
+    let s = Scratch::new("linger");
+    drop_idle_sets();
+    // The first run may write the whole project.
+    let wide = s.project_mission(r#""read", "write""#);
+    let first = s.run_with(
+        &wide,
+        &["--linger", "20s"],
+        &[
+            probe_bin().to_str().unwrap(),
+            "write",
+            &s.p("project/a.txt"),
+        ],
+    );
+    assert_eq!(first.status.code(), Some(0));
+    // Its programs stay attached, idle: one set, no agent cgroup.
+    assert_eq!(idle_sets().len(), 1, "{:?}", idle_sets());
+    assert_eq!(agent_cgroups(), Vec::<std::path::PathBuf>::new());
+    let loaded = pincer_program_ids();
+    assert!(!loaded.is_empty());
+
+    // The next run takes them over (not one program more is loaded) and
+    // starts from nothing the first one had: only its own grant, counters
+    // from zero.
+    let narrow = s.mission(&tree_mission(&s.p("project/src"), r#""read""#));
+    let (a, main, secret) = (
+        s.p("project/a.txt"),
+        s.p("project/src/main.rs"),
+        s.p("secret/key"),
+    );
+    let probe = probe_bin();
+    let ops = [
+        probe.to_str().unwrap(),
+        "write",
+        &a,
+        ",",
+        "read",
+        &a,
+        ",",
+        "read",
+        &main,
+        ",",
+        "read",
+        &secret,
+    ];
+    let second = s.run_with(&narrow, &["--linger", "3s"], &ops);
+    assert_eq!(
+        stdout_lines(&second),
+        [
+            format!("err {EACCES}"),
+            format!("err {EACCES}"),
+            "ok read 13".to_owned(),
+            format!("err {EACCES}"),
+        ]
+    );
+    let counters: Vec<serde_json::Value> = s
+        .audit()
+        .into_iter()
+        .filter(|l| l["event"] == "counters")
+        .collect();
+    assert_eq!(counters.len(), 2, "one counters line per run");
+    assert_eq!(counters[0]["counters"]["denied"], 0, "{}", counters[0]);
+    let denied = &counters[1]["counters"]["denied"];
+    assert_eq!(denied, 3, "the second run's own refusals: {}", counters[1]);
+    assert_eq!(pincer_program_ids(), loaded, "no program was loaded again");
+
+    // Once its linger time is up, the last run's watchdog removes them.
+    assert_eq!(idle_sets().len(), 1, "{:?}", idle_sets());
+    assert!(
+        wait_for(Duration::from_secs(60), || idle_sets().is_empty()
+            && pincer_program_ids().is_empty()),
+        "left: {:?} {:?}",
+        idle_sets(),
+        pincer_program_ids()
+    );
     assert_eq!(leftovers_after_exit(), Vec::<String>::new());
 }
 
@@ -246,8 +344,13 @@ fn nothing_is_left_behind_after_exit() {
 fn nothing_is_left_behind_after_sigterm() {
     let s = Scratch::new("teardown-term");
     let m = s.project_mission(r#""read""#);
+    drop_idle_sets();
     let child = s
-        .command(&m, &[], &[probe_bin().to_str().unwrap(), "sleep", "60"])
+        .command(
+            &m,
+            &["--linger", "0"],
+            &[probe_bin().to_str().unwrap(), "sleep", "60"],
+        )
         .spawn()
         .unwrap();
     let mut child = Reaped(child);

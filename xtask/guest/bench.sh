@@ -8,6 +8,10 @@
 #   inside   inside the agent cgroup, the file granted by a tree grant
 # Reported: the median ns per open+close of each, and the ratios to `none`.
 set -eu
+# Every run detaches its programs at the end, so `none` has none attached.
+# Idle programs a run leaves for the next cost what `outside` measures:
+# attached, with no agent to find.
+export PINCER_LINGER=0
 ROUNDS=${ROUNDS:-7}
 ITERS=${ITERS:-20000}
 dir=/tmp/bench/project/src/deep

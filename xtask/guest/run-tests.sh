@@ -1,20 +1,73 @@
-# Runs every privileged test executable with the arguments given to this
-# script (a libtest filter); keeps going after a failure.
+# Runs every privileged test of every test executable, one test per
+# process, each under a time limit; keeps going after a failure. The
+# arguments are a libtest filter (substrings of test names).
+#
+# One process per test so that a test that hangs is a failed test with a
+# diagnosis, not a guest that never finishes: past its limit it is killed,
+# what every process was doing is printed, and whatever it left running
+# (pincer, its agents) is killed before the next test starts.
+limit=${PINCER_TEST_LIMIT:-300}
 failed=0
 found=0
+
+# What each process is doing: its state, its kernel stack when it is not
+# running, so a hang names the code that waits.
+diagnose() {
+    echo "==== processes at the time limit"
+    for dir in /proc/[0-9]*; do
+        pid=${dir#/proc/}
+        [ -r "$dir/status" ] || continue
+        # Kernel threads have no command line.
+        [ -s "$dir/cmdline" ] || continue
+        state=$(sed -n 's/^State:[[:space:]]*//p' "$dir/status")
+        echo "-- $pid $(cat "$dir/comm") [$state] $(tr '\0' ' ' < "$dir/cmdline" | cut -c1-160)"
+        [ -r "$dir/stack" ] && sed 's/^/     /' "$dir/stack"
+    done
+    echo "==== pending: $(pincer pending --json 2>&1 | cut -c1-400)"
+}
+
+# Leaves nothing of a killed test for the next one: its pincer processes,
+# its agents, its cgroups. Pins stay; the next run sweeps what is over.
+clean_up() {
+    for dir in /proc/[0-9]*; do
+        case "$(cat "$dir/comm" 2>/dev/null)" in
+        pincer | pincer-probe) kill -9 "${dir#/proc/}" 2>/dev/null ;;
+        esac
+    done
+    for cgroup in /sys/fs/cgroup/pincer/*/; do
+        [ -d "$cgroup" ] || continue
+        echo 1 > "$cgroup/cgroup.kill" 2>/dev/null
+        rmdir "$cgroup" 2>/dev/null
+    done
+}
+
 for exe in /bin/pincer-tests-*; do
     [ -x "$exe" ] || continue
     found=$((found + 1))
     name=${exe#/bin/}
     echo "==== $name"
-    # Each test's duration, so the log shows where the guest's time goes
-    # (libtest reads RUSTC_BOOTSTRAP at run time for its unstable options).
-    RUSTC_BOOTSTRAP=1 "$exe" --test-threads=1 -Zunstable-options --report-time "$@"
-    rc=$?
-    if [ "$rc" -ne 0 ]; then
-        echo "==== $name failed with status $rc"
-        failed=$((failed + 1))
-    fi
+    # `name: test` lines; a filter narrows them as libtest would.
+    tests=$("$exe" --list --format terse "$@" 2>/dev/null | sed -n 's/: test$//p')
+    for test in $tests; do
+        # Each test's duration, so the log shows where the guest's time goes
+        # (libtest reads RUSTC_BOOTSTRAP at run time for its unstable options).
+        started=$(cut -d. -f1 /proc/uptime)
+        RUSTC_BOOTSTRAP=1 timeout -k 10 "$limit" "$exe" --exact "$test" \
+            --test-threads=1 -Zunstable-options --report-time
+        rc=$?
+        # busybox's timeout reports the signal that ended the test (143,
+        # 137), coreutils' 124: the clock tells a timeout from a crash.
+        if [ "$rc" -ne 0 ] && [ $(($(cut -d. -f1 /proc/uptime) - started)) -ge "$limit" ]; then
+            echo "test $test ... FAILED: still running after $limit s, killed"
+            echo "test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out"
+            diagnose
+            clean_up
+        fi
+        if [ "$rc" -ne 0 ]; then
+            echo "==== $name $test failed with status $rc"
+            failed=$((failed + 1))
+        fi
+    done
 done
 if [ "$found" -eq 0 ]; then
     echo "==== no test executables"

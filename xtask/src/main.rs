@@ -88,9 +88,10 @@ enum Command {
         #[arg(long)]
         guest_only: bool,
         /// Seconds before a VM is killed. The 6.1 guest runs every suite
-        /// in about 50 minutes under emulation, side by side with 6.12 on
-        /// two cores (each run verifies 41 programs); this leaves room.
-        #[arg(long, default_value_t = 3600)]
+        /// in about 11 minutes under emulation, side by side with 6.12 on
+        /// two cores, and each test has its own limit inside the guest
+        /// (`PINCER_TEST_LIMIT`, 300 s); this leaves room.
+        #[arg(long, default_value_t = 1800)]
         timeout: u64,
         /// Test-name filter passed to the guest test executables (after `--`).
         #[arg(last = true)]

@@ -388,11 +388,11 @@ fn serve(
         for id in confined.keys() {
             let _ = service.twin().release(*id);
         }
-        service.finish();
+        service.finish(None);
         loader::unpin(&pin_dir)?;
         tracing::info!(pins = %pin_dir.display(), "stopped; pins removed, agents released");
     } else {
-        service.finish();
+        service.finish(None);
         tracing::info!(pins = %pin_dir.display(), "stopped; the pins keep enforcing (ungranted access is refused until a daemon runs)");
     }
     drop(lock);

@@ -54,6 +54,14 @@ pub(super) fn enforcer(config: &Config) -> Result<(Enforcer, bool), DaemonError>
         Err(_) => {}
     }
     let started = Instant::now();
+    if !dir.exists()
+        && let Some(enforcer) = loader::runs::Pool::host().take_idle(dir, config.daemon.ring_bytes)
+    {
+        // What a finished `pincer run` of this build left: the same
+        // programs, cleared, and pinned where the daemon keeps its own.
+        tracing::info!(pins = %dir.display(), "took over the idle programs of a finished run");
+        return Ok((enforcer, false));
+    }
     let mut enforcer = Enforcer::load_with_ring(config.daemon.ring_bytes)?;
     // The old programs (if any) still enforce until their pins go; the new
     // ones already do.
@@ -66,10 +74,15 @@ pub(super) fn enforcer(config: &Config) -> Result<(Enforcer, bool), DaemonError>
     Ok((enforcer, false))
 }
 
-/// Refuses what is parked, then removes the pins.
+/// Refuses what is parked, then removes the pins, and the programs that
+/// finished `pincer run`s left idle.
 pub(super) fn uninstall(config: &Config) -> Result<(), DaemonError> {
     // Not under a running daemon's feet.
     let _lock = lock(config)?;
+    let idle = loader::runs::Pool::host().drop_idle();
+    if idle > 0 {
+        println!("removed {idle} idle set(s) of programs left by finished runs");
+    }
     let dir = &config.daemon.pin_dir;
     match Enforcer::open_pinned(dir) {
         Ok(mut enforcer) => {

@@ -11,7 +11,7 @@ use std::{
     os::fd::{AsRawFd, FromRawFd, OwnedFd},
 };
 
-use aya::maps::{Array, HashMap, MapData, PerCpuArray};
+use aya::maps::{Array, HashMap, MapData, PerCpuArray, PerCpuValues, RingBuf};
 use nix::errno::Errno;
 use pincer_common::{
     Agent, GrantKey, GrantValue, NameGrantKey, Pending, Twin, Verdict, counter, names,
@@ -190,6 +190,45 @@ impl Enforcer {
             if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
                 self.remove::<u32, u32>(names::GUARDED, &pid)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Clears what a run left in programs it pinned, so that the next run
+    /// that takes them over finds what a fresh load has: no agent, grant,
+    /// parked request, verdict, recorded owner or heartbeat, counters at
+    /// zero, every cached walk stale and no event waiting. The guard map is
+    /// every pincer's and stays; request ids go on counting.
+    pub fn clear_for_new_run(&mut self) -> Result<(), LoadError> {
+        self.clear::<u64, Agent>(names::AGENTS)?;
+        self.clear::<GrantKey, GrantValue>(names::GRANTS)?;
+        self.clear::<NameGrantKey, GrantValue>(names::NAME_GRANTS)?;
+        self.clear::<u32, Pending>(names::PENDING)?;
+        self.clear::<u32, Verdict>(names::VERDICTS)?;
+        self.clear::<u64, u64>(names::OWNERS)?;
+        self.heartbeat(0, 0)?;
+        self.bump_epoch()?;
+        let name = names::COUNTERS;
+        let map_error = |source| LoadError::Map { name, source };
+        let cpus = aya::util::nr_cpus().map_err(|(_, e)| map_error(e.into()))?;
+        let mut counters =
+            PerCpuArray::<&mut MapData, u64>::try_from(self.map_mut(name)?).map_err(map_error)?;
+        for index in 0..counter::COUNT {
+            let zeros =
+                PerCpuValues::try_from(vec![0u64; cpus]).map_err(|e| map_error(e.into()))?;
+            counters.set(index, zeros, 0).map_err(map_error)?;
+        }
+        let name = names::EVENTS;
+        let mut events = RingBuf::try_from(self.map_mut(name)?)
+            .map_err(|source| LoadError::Map { name, source })?;
+        while events.next().is_some() {}
+        Ok(())
+    }
+
+    /// Removes every entry of a hash map.
+    fn clear<K: aya::Pod, V: aya::Pod>(&mut self, name: &'static str) -> Result<(), LoadError> {
+        for key in self.keys::<K, V>(name)? {
+            self.remove::<K, V>(name, &key)?;
         }
         Ok(())
     }

@@ -23,6 +23,7 @@
 //! attached. Removing the directory ([`unpin`]) detaches everything.
 
 mod maps;
+pub mod runs;
 
 use std::{
     collections::HashMap as StdHashMap,
@@ -315,7 +316,7 @@ impl Enforcer {
     /// Pins every link under `dir`, which must not exist yet and whose
     /// parent must be on a BPF file system: the programs stay attached until
     /// the pins are removed, whatever happens to this process.
-    pub fn pin_links(&mut self, dir: &Path) -> Result<(), LoadError> {
+    fn pin_links(&mut self, dir: &Path) -> Result<(), LoadError> {
         let pins = |path: &Path, message: String| LoadError::Pins {
             path: path.to_owned(),
             message,
@@ -385,6 +386,7 @@ impl Enforcer {
             names::EPOCH,
             names::COUNTERS,
             names::GUARDED,
+            names::OWNERS,
         ] {
             if !maps.contains_key(name) {
                 return Err(pins(&maps_dir.join(name), "missing map".into()));
@@ -399,6 +401,14 @@ impl Enforcer {
 
     fn map_mut(&mut self, name: &'static str) -> Result<&mut Map, LoadError> {
         self.maps.get_mut(name).ok_or_else(|| missing_map(name))
+    }
+
+    /// The size of the event ring buffer, when it can be read.
+    pub fn ring_bytes(&self) -> Option<u32> {
+        match self.maps.get(names::EVENTS)? {
+            Map::RingBuf(data) => data.info().ok().map(|info| info.max_entries()),
+            _ => None,
+        }
     }
 
     /// Takes the event ring buffer out of the object (once).

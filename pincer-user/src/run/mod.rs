@@ -14,7 +14,7 @@ use std::{
     fs::OpenOptions,
     io::{self, IsTerminal},
     os::fd::AsRawFd,
-    path::{Path, PathBuf},
+    path::PathBuf,
     process::ExitStatus,
     sync::Arc,
 };
@@ -29,7 +29,10 @@ use crate::{
     audit::{AuditError, AuditKey, AuditLog, Descriptor, Record},
     cgroup::{self, AgentCgroup, CgroupError},
     control::{self, ControlError, ControlRequest, ControlResponse, ControlServer},
-    loader::{self, Enforcer, LoadError},
+    loader::{
+        self, LoadError,
+        runs::{Pool, RunPrograms},
+    },
     mission::{Mission, MissionError, Mode},
     paths,
     toml_file::FileError,
@@ -82,6 +85,12 @@ pub struct RunOptions {
     /// passed is in the audit log.
     #[arg(long = "pass-fd", value_name = "N")]
     pub pass_fd: Vec<i32>,
+    /// How long the programs stay attached, idle, after a clean end, for
+    /// the next `pincer run` to take over instead of loading them again
+    /// (both start and end are then a fraction of a second); `0` detaches
+    /// them at the end.
+    #[arg(long, env = "PINCER_LINGER", value_name = "DURATION", default_value = "60s", value_parser = parse_linger)]
+    pub linger: std::time::Duration,
     /// The command to confine and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -217,13 +226,17 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     for stale in cgroup::sweep_stale(&root) {
         tracing::info!(cgroup = %stale.display(), "removed a stale agent cgroup");
     }
-
-    sweep_stale_pins(&root);
+    let pool = Pool::host();
+    pool.sweep(&root);
 
     tracing::trace!("loading");
-    let mut enforcer = Enforcer::load_with_ring(ring_bytes()?)?;
+    let RunPrograms {
+        enforcer,
+        pins,
+        taken_over,
+    } = pool.acquire(ring_bytes()?)?;
+    tracing::debug!(taken_over, "programs ready");
     let cgroup = AgentCgroup::create(&root, &cgroup::run_cgroup_name(std::process::id()))?;
-    let pins = pin_links(&mut enforcer);
     let watched = Watched::Run {
         cgroup: cgroup.path().to_owned(),
         pins: pins.clone(),
@@ -309,20 +322,29 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     }
     cgroup.kill_all();
     let released = service.twin().release(cgroup.id());
-    if let Some(pins) = &pins
-        && let Err(error) = loader::unpin(pins)
-    {
-        tracing::warn!(%error, "cannot remove the run's pins");
-    }
     let failure = match (&outcome, &stopped, &released) {
         (Err(error), _, _) => Some(error.to_string()),
         (_, Err(error), _) | (_, _, Err(error)) => Some(error.to_string()),
         _ => None,
     };
+    // Programs that served a clean run confine nobody now: the next run may
+    // take them over. After a failure they go.
+    let idle_until = match &pins {
+        Some(pins) if failure.is_none() => {
+            pool.shelve(pins, options.linger, service.watchdog_pid())
+        }
+        _ => None,
+    };
+    if let Some(pins) = &pins
+        && idle_until.is_none()
+        && let Err(error) = loader::unpin(pins)
+    {
+        tracing::warn!(%error, "cannot remove the run's pins");
+    }
     if let Some(message) = failure {
         let _ = service.twin().audit_failure(&message);
     }
-    service.finish();
+    service.finish(idle_until);
     tracing::trace!("programs released");
     let removed = cgroup.remove();
     tracing::trace!("torn down");
@@ -350,59 +372,6 @@ impl Drop for UntilConfined {
             let _ = log.fail(
                 "pincer run failed before the agent was confined (the error is on standard error)",
             );
-        }
-    }
-}
-
-/// Pins the run's links under [`paths::RUN_PINS`]`/<pid>`, so that its
-/// agent stays confined even if this process and its watchdog are both
-/// killed (with no heartbeat, every ungranted access is then refused at
-/// once); `None`, with a warning, where no BPF file system is mounted.
-fn pin_links(enforcer: &mut Enforcer) -> Option<PathBuf> {
-    let runs = Path::new(paths::RUN_PINS);
-    let dir = runs.join(std::process::id().to_string());
-    let pinned = runs
-        .parent()
-        .filter(|bpffs| loader::on_bpffs(bpffs))
-        .ok_or_else(|| format!("{} is not on a BPF file system", runs.display()))
-        .and_then(|_| std::fs::create_dir_all(runs).map_err(|e| e.to_string()))
-        .and_then(|()| enforcer.pin_links(&dir).map_err(|e| e.to_string()));
-    match pinned {
-        Ok(()) => Some(dir),
-        Err(error) => {
-            tracing::warn!(%error, "the run's links are not pinned: its agent is confined while pincer or its watchdog lives");
-            None
-        }
-    }
-}
-
-/// Removes the pins of runs that are over: their `pincer run` is gone and
-/// so is their agent cgroup (which [`cgroup::sweep_stale`] removes once it
-/// is empty). Pins of a run whose agent still lives stay: they keep it
-/// confined.
-fn sweep_stale_pins(cgroup_root: &Path) {
-    let Ok(entries) = std::fs::read_dir(paths::RUN_PINS) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let alive = Path::new(&format!("/proc/{pid}")).exists();
-        let cgroup = cgroup_root
-            .join(cgroup::PINCER_DIR)
-            .join(cgroup::run_cgroup_name(pid));
-        if !alive && !cgroup.exists() {
-            match loader::unpin(&entry.path()) {
-                Ok(()) => {
-                    tracing::info!(pins = %entry.path().display(), "removed the pins of a run that is over");
-                }
-                Err(error) => tracing::warn!(%error, "cannot remove stale pins"),
-            }
         }
     }
 }
@@ -529,6 +498,19 @@ fn spawn_in(options: &RunOptions, cgroup: &AgentCgroup) -> Result<tokio::process
     })?;
     drop(procs);
     Ok(child)
+}
+
+/// The longest `--linger`: idle programs are for the next run of a
+/// session, not for days.
+const MAX_LINGER: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Parses `--linger`: a duration such as `60s` or `10m`, at most a day.
+fn parse_linger(text: &str) -> Result<std::time::Duration, String> {
+    let linger = humantime::parse_duration(text).map_err(|e| format!("{text:?}: {e}"))?;
+    if linger > MAX_LINGER {
+        return Err(format!("{text:?} is longer than a day"));
+    }
+    Ok(linger)
 }
 
 /// Size of the event ring buffer: `PINCER_RING_BYTES` (a power of two of

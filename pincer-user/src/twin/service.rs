@@ -1,10 +1,10 @@
 //! The twin as a running service: what `pincer run` and `pincer daemon`
 //! share from start-up to teardown.
 //!
-//! 1. [`Service::prepare`], before any thread exists: takes the ring buffer
-//!    out of the loaded (or reopened) programs, sends a first heartbeat,
-//!    forks the watchdog (which must start from a single-threaded process)
-//!    and guards pincer's own processes.
+//! 1. [`Service::prepare`], before any thread exists: sends a first
+//!    heartbeat, forks the watchdog (which must start from a
+//!    single-threaded process), takes the ring buffer out of the loaded (or
+//!    reopened) programs and guards pincer's own processes.
 //! 2. [`Service::new`], inside the runtime: the twin over those programs.
 //!    The shell confines its agents through [`Service::twin`].
 //! 3. [`Service::step`], in the shell's own `select!`: waits for the next
@@ -62,9 +62,9 @@ pub struct Service {
 }
 
 impl Service {
-    /// Prepares loaded or reopened programs for a twin: takes their ring
-    /// buffer, sends a first heartbeat, forks the watchdog (watching
-    /// `watched`) and guards this process and the watchdog from every agent
+    /// Prepares loaded or reopened programs for a twin: sends a first
+    /// heartbeat, forks the watchdog (watching `watched`), takes their ring
+    /// buffer and guards this process and the watchdog from every agent
     /// on the host (forgetting guarded processes that are gone).
     ///
     /// # Safety
@@ -72,7 +72,6 @@ impl Service {
     /// The process must have a single thread: the watchdog continues in a
     /// forked copy of it.
     pub unsafe fn prepare(mut enforcer: Enforcer, watched: Watched) -> Result<Prepared, TwinError> {
-        let events = enforcer.take_events()?;
         enforcer.heartbeat(
             super::boottime_ns(),
             super::HEARTBEAT_TIMEOUT.as_nanos() as u64,
@@ -80,6 +79,10 @@ impl Service {
         // SAFETY: single-threaded, by this function's own contract.
         let watchdog =
             unsafe { Watchdog::spawn(&mut enforcer, watched) }.map_err(TwinError::Watchdog)?;
+        // Mapped after the fork: a mapping is a reference the watchdog's
+        // closed descriptors would not let go of, and it would keep the
+        // ring buffer of idle programs alive until it exits.
+        let events = enforcer.take_events()?;
         enforcer.forget_dead_guarded()?;
         enforcer.guard(std::process::id())?;
         enforcer.guard(watchdog.pid().as_raw() as u32)?;
@@ -165,8 +168,9 @@ impl Service {
 
     /// Ends the service: the programs are let go (pinned ones stay
     /// attached) and the watchdog is told everything is clean, so it exits
-    /// without touching anything.
-    pub fn finish(self) {
+    /// without touching anything — or, when the programs were left idle for
+    /// the next run until `idle_until` (Unix seconds), removes them then.
+    pub fn finish(self, idle_until: Option<u64>) {
         let Service {
             mut twin, watchdog, ..
         } = self;
@@ -174,7 +178,10 @@ impl Service {
         let _ = twin.unguard(std::process::id());
         let _ = twin.unguard(watchdog.pid().as_raw() as u32);
         drop(twin);
-        watchdog.done();
+        match idle_until {
+            Some(expiry) => watchdog.linger_until(expiry),
+            None => watchdog.done(),
+        }
     }
 }
 
