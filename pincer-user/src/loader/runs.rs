@@ -349,6 +349,16 @@ mod tests {
         fs::read_to_string(dir.join("mark")).unwrap()
     }
 
+    /// Run `pid`'s pins, marked `mark`, shelved for `secs` by watchdog
+    /// `pid`; returns the expiry.
+    fn shelved(pool: &Pool, pid: u32, mark: &str, secs: u64) -> u64 {
+        let own = pool.run_dir(pid);
+        pinned(&own, mark);
+        let expiry = pool.shelve(&own, Duration::from_secs(secs), pid).unwrap();
+        assert!(!own.exists());
+        expiry
+    }
+
     #[test]
     fn idle_names_carry_their_expiry_and_watchdog() {
         assert_eq!(parse_idle("1700000000-42"), Some((1_700_000_000, 42)));
@@ -359,13 +369,8 @@ mod tests {
     #[test]
     fn a_shelved_set_is_taken_over_once_and_the_newest_first() {
         let (_root, pool) = pool();
-        for (pid, mark) in [(1, "older"), (2, "newer")] {
-            let own = pool.run_dir(pid);
-            pinned(&own, mark);
-            let linger = Duration::from_secs(if pid == 1 { 60 } else { 120 });
-            assert!(pool.shelve(&own, linger, 100 + pid).is_some());
-            assert!(!own.exists());
-        }
+        shelved(&pool, 1, "older", 60);
+        shelved(&pool, 2, "newer", 120);
         let own = pool.run_dir(3);
         let took = pool.take_idle_with(&own, |dir| Taken::Fits(mark(dir)));
         assert_eq!(took.as_deref(), Some("newer"));
@@ -382,12 +387,8 @@ mod tests {
     #[test]
     fn a_misfit_goes_back_and_an_unusable_set_goes() {
         let (_root, pool) = pool();
-        for (pid, mark) in [(1, "small ring"), (2, "other build")] {
-            let own = pool.run_dir(pid);
-            pinned(&own, mark);
-            pool.shelve(&own, Duration::from_secs(60 * u64::from(pid)), pid)
-                .unwrap();
-        }
+        shelved(&pool, 1, "small ring", 60);
+        shelved(&pool, 2, "other build", 120);
         let own = pool.run_dir(3);
         let took: Option<()> = pool.take_idle_with(&own, |dir| match mark(dir).as_str() {
             "small ring" => Taken::Misfit,
@@ -412,9 +413,7 @@ mod tests {
     #[test]
     fn the_watchdog_reclaims_only_what_no_run_took() {
         let (_root, pool) = pool();
-        let own = pool.run_dir(1);
-        pinned(&own, "run");
-        let expiry = pool.shelve(&own, Duration::from_secs(60), 7).unwrap();
+        let expiry = shelved(&pool, 7, "run", 60);
         let idle = pool.idle_dir(expiry, 7);
         assert!(idle.exists(), "named after its expiry and watchdog");
         // Taken over first: the watchdog finds nothing to remove.
@@ -435,9 +434,7 @@ mod tests {
     fn uninstall_drops_every_idle_set() {
         let (_root, pool) = pool();
         for pid in 1..=3 {
-            let own = pool.run_dir(pid);
-            pinned(&own, "run");
-            pool.shelve(&own, Duration::from_secs(60), pid).unwrap();
+            shelved(&pool, pid, "run", 60);
         }
         assert_eq!(pool.drop_idle(), 3);
         assert_eq!(pool.entries(&pool.idle), Vec::new());
