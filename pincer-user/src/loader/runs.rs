@@ -371,17 +371,17 @@ mod tests {
         let (_root, pool) = pool();
         shelved(&pool, 1, "older", 60);
         shelved(&pool, 2, "newer", 120);
-        let own = pool.run_dir(3);
-        let took = pool.take_idle_with(&own, |dir| Taken::Fits(mark(dir)));
-        assert_eq!(took.as_deref(), Some("newer"));
-        assert_eq!(mark(&own), "newer");
-        let other = pool.run_dir(4);
-        let took = pool.take_idle_with(&other, |dir| Taken::Fits(mark(dir)));
-        assert_eq!(took.as_deref(), Some("older"));
+        let marked = |dir: &Path| Taken::Fits(mark(dir));
         assert_eq!(
-            pool.take_idle_with(&pool.run_dir(5), |dir| Taken::Fits(mark(dir))),
-            None
+            pool.take_idle_with(&pool.run_dir(3), marked).as_deref(),
+            Some("newer")
         );
+        assert_eq!(mark(&pool.run_dir(3)), "newer");
+        assert_eq!(
+            pool.take_idle_with(&pool.run_dir(4), marked).as_deref(),
+            Some("older")
+        );
+        assert_eq!(pool.take_idle_with(&pool.run_dir(5), marked), None);
     }
 
     #[test]
