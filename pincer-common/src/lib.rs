@@ -814,6 +814,13 @@ pub mod fs_magic {
 /// `CLONE_INTO_CGROUP`: `clone3` places the child in another cgroup.
 pub const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 
+/// `PTRACE_MODE_NOAUDIT` in the mode of `security_ptrace_access_check`: the
+/// kernel asks whether the task could trace another to choose what to show
+/// (the wait channel and addresses in `/proc/<pid>/stat`, which `ps` reads
+/// for every process), not because the task tries to trace it. Refused
+/// like any other check, but not reported.
+pub const PTRACE_MODE_NOAUDIT: u32 = 0x04;
+
 const _: () = {
     assert!(core::mem::size_of::<Agent>() == 24);
     assert!(core::mem::size_of::<GrantKey>() == 24);

@@ -357,6 +357,11 @@ fn cases() -> Vec<Case> {
             "[mission]\nname = \"m\"\n\n[defaults]\nbaseline = \"all\"\n",
         ),
         Case::mission(
+            "defaults-unknown-tmp",
+            "unknown `tmp`",
+            "[mission]\nname = \"m\"\n\n[defaults]\ntmp = \"shared\"\n",
+        ),
+        Case::mission(
             "defaults-unknown-mode",
             "unknown `on_unknown`",
             "[mission]\nname = \"m\"\n\n[defaults]\non_unknown = \"ignore\"\n",

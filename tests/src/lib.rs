@@ -514,6 +514,12 @@ impl Terminal {
         }
     }
 
+    /// The device path of the terminal end programs use (`/dev/pts/N`).
+    pub fn path(&self) -> PathBuf {
+        use std::os::fd::AsRawFd;
+        fs::read_link(format!("/proc/self/fd/{}", self.slave.as_raw_fd())).unwrap()
+    }
+
     /// The terminal end a program uses (a duplicate), as its standard
     /// input for example.
     pub fn slave(&self) -> Stdio {
@@ -523,13 +529,20 @@ impl Terminal {
     /// Reads the screen until it shows `needle` (a minute at most);
     /// returns whether it did.
     pub fn read_until(&mut self, needle: &str) -> bool {
+        self.read_until_times(needle, 1)
+    }
+
+    /// Reads the screen until it shows `needle` `times` times (a minute at
+    /// most), wherever other lines fall between them; returns whether it
+    /// did.
+    pub fn read_until_times(&mut self, needle: &str, times: usize) -> bool {
         let (master, screen) = (&mut self.master, &mut self.screen);
         wait_for(Duration::from_secs(60), || {
             let mut buf = [0u8; 4096];
             if let Ok(n) = std::io::Read::read(master, &mut buf) {
                 screen.push_str(&String::from_utf8_lossy(&buf[..n]));
             }
-            screen.contains(needle)
+            screen.matches(needle).count() >= times
         })
     }
 

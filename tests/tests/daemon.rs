@@ -722,7 +722,7 @@ fn pincer_run_registers_with_a_running_daemon() {
     let run = h.run_registered(
         &m,
         &format!(
-            "{probe} read {secret} , read {project} , kill $PPID 9; sleep 3",
+            "{probe} read {secret} , read {project} , create $TMPDIR/registered , kill $PPID 9; sleep 3",
             probe = probe_bin().display(),
             secret = h.s.p("secret/key"),
             project = h.s.p("project/a.txt"),
@@ -739,9 +739,10 @@ fn pincer_run_registers_with_a_running_daemon() {
 
     let out = run.wait_with_output().unwrap();
     let lines = stdout_lines(&out);
-    // Its own `pincer run` is protected like a run of its own.
+    // Its private temporary directory is granted by the daemon, and its
+    // own `pincer run` is protected, as with a run of its own.
     assert!(
-        denied(&lines[0]) && ok(&lines[1]) && lines[2] == format!("err {EPERM}"),
+        denied(&lines[0]) && ok(&lines[1]) && ok(&lines[2]) && lines[3] == format!("err {EPERM}"),
         "{lines:?}"
     );
     assert_eq!(out.status.code(), Some(0));

@@ -5,8 +5,9 @@
 use std::{fs, path::Path, process::Command, time::Duration};
 
 use pincer_tests::{
-    EACCES, Reaped, Scratch, agent_cgroups, drop_idle_sets, idle_sets, leftovers_after_exit,
-    pincer_bin, pincer_kernel_objects, probe_bin, stdout_lines, tree_mission, wait_for,
+    EACCES, Reaped, Scratch, Terminal, agent_cgroups, drop_idle_sets, idle_sets,
+    leftovers_after_exit, pincer_bin, pincer_kernel_objects, probe_bin, stdout_lines, tree_mission,
+    wait_for,
 };
 
 #[test]
@@ -491,4 +492,110 @@ fn a_tree_grant_reaches_far_below_its_directory() {
     );
     assert_eq!(r, [0, 0, EACCES]);
     assert!(Path::new(&format!("{project}/new.txt")).exists());
+}
+
+#[test]
+fn the_command_gets_a_private_temporary_directory_and_tmp_stays_closed() {
+    let s = Scratch::new("private-tmp");
+    let m = s.project_mission(r#""read""#);
+    let probe = probe_bin();
+    let script = format!(
+        "echo \"$TMPDIR\"; {p} create \"$TMPDIR/work\" , write \"$TMPDIR/work\" data , read \"$TMPDIR/work\" , mkdir \"$TMPDIR/sub\" , create /tmp/pincer-test-private-tmp-outside; \
+         cp {p} \"$TMPDIR/prog\"; \"$TMPDIR/prog\" read /dev/null; echo \"exec $?\"",
+        p = probe.display()
+    );
+    let out = s.run(&m, &["sh", "-c", &script]);
+    let lines = stdout_lines(&out);
+    assert_eq!(lines.len(), 7, "{lines:?}");
+    let tmp = std::path::PathBuf::from(&lines[0]);
+    let name = tmp.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        tmp.parent() == Some(Path::new("/tmp")) && name.starts_with("pincer-run-"),
+        "{tmp:?}"
+    );
+    assert_eq!(
+        lines[1..6],
+        [
+            "ok created".to_owned(),
+            "ok wrote 4".to_owned(),
+            "ok read 4".to_owned(),
+            "ok made".to_owned(),
+            format!("err {EACCES}"),
+        ]
+    );
+    // Nothing written there runs.
+    assert_eq!(lines[6], "exec 126");
+    assert!(!Path::new("/tmp/pincer-test-private-tmp-outside").exists());
+    // Removed with the run.
+    assert!(!tmp.exists(), "{tmp:?} is still there");
+
+    // `tmp = "none"`: no directory, no `TMPDIR`.
+    let none = s.mission(&format!(
+        "{}\n[defaults]\ntmp = \"none\"\n",
+        tree_mission(&s.p("project"), r#""read""#)
+    ));
+    let out = s.run(&none, &["sh", "-c", "echo \"${TMPDIR-unset}\""]);
+    assert_eq!(stdout_lines(&out), ["unset"]);
+}
+
+#[test]
+fn the_root_and_terminals_are_listed_and_ps_stays_quiet_about_what_it_may_not_see() {
+    let s = Scratch::new("quiet-tools");
+    let m = s.project_mission(r#""read""#);
+    let out = s.run(
+        &m,
+        &["sh", "-c", "ls / >/dev/null && echo root ok; ls /dev/pts >/dev/null && echo pts ok; ps >/dev/null && echo ps ok"],
+    );
+    assert_eq!(stdout_lines(&out), ["root ok", "pts ok", "ps ok"]);
+    // In audit mode `ps` reads other processes' `stat` (each read is
+    // reported), and the kernel asks quietly whether it could trace each
+    // of them, to choose what to show: not reported.
+    let out = s.run_with(&m, &["--mode", "audit"], &["ps"]);
+    assert!(out.status.success());
+    let decisions = s.decisions();
+    let stat_reads = decisions
+        .iter()
+        .filter(|d| d["verdict"] == "audit" && d["path"] == "/proc/1/stat")
+        .count();
+    assert_eq!(stat_reads, 1, "ps read init's stat");
+    let traced: Vec<_> = decisions
+        .iter()
+        .filter(|d| d["hook"] == "ptrace_access_check")
+        .collect();
+    assert_eq!(traced, Vec::<&serde_json::Value>::new());
+}
+
+#[test]
+fn the_command_may_reopen_its_own_terminal_and_no_other() {
+    let s = Scratch::new("own-terminal");
+    let m = s.project_mission(r#""read""#);
+    let ours = Terminal::new();
+    let theirs = Terminal::new();
+    let probe = probe_bin();
+    let (own, other) = (ours.path(), theirs.path());
+    let ops = [
+        probe.to_str().unwrap(),
+        "write",
+        own.to_str().unwrap(),
+        "mine\n",
+        ",",
+        "write",
+        other.to_str().unwrap(),
+        "theirs\n",
+    ];
+    let mut command = s.command(&m, &[], &ops);
+    // pincer run reads and writes on `ours`; the probe's answers come back
+    // on a pipe.
+    ours.attach(&mut command, false);
+    command.stdout(std::process::Stdio::piped());
+    let out = command.output().unwrap();
+    assert_eq!(
+        stdout_lines(&out),
+        ["ok wrote 5".to_owned(), format!("err {EACCES}")]
+    );
+    // The control: outside the cgroup, another session's terminal opens.
+    assert_eq!(
+        pincer_tests::probe_outside(&[&["write", other.to_str().unwrap(), "x\n"]]),
+        ["ok wrote 2"]
+    );
 }

@@ -116,10 +116,12 @@ enum Command {
         #[arg(long, default_value_t = 1800)]
         timeout: u64,
     },
-    /// Rewrite the README's bad-input table from the cases of
+    /// Rewrite the README's generated tables: bad input, from the cases of
     /// `pincer-user/tests/bad_input.rs` (their snapshots are checked as
-    /// usual: accept changed ones with `INSTA_UPDATE=always`).
-    BadInputTable,
+    /// usual: accept changed ones with `INSTA_UPDATE=always`), and the
+    /// runtime baseline, from its list.
+    #[command(alias = "bad-input-table")]
+    ReadmeTables,
     /// Print benchmark figures: decisions per second in the twin (host),
     /// then in a VM the cost of a granted open and a parked request's round
     /// trip.
@@ -202,22 +204,24 @@ fn run(cli: Cli) -> Result<u8> {
             timeout: Duration::from_secs(timeout),
             filter,
         }),
-        Command::BadInputTable => {
-            // The test renders the table from the cases it runs, and writes
-            // it instead of comparing when asked to.
-            process::run(
-                process::cargo()
-                    .args([
-                        "test",
-                        "--locked",
-                        "-p",
-                        "pincer-user",
-                        "--test",
-                        "bad_input",
-                    ])
-                    .env("PINCER_WRITE_README", "1")
-                    .current_dir(workspace_root()),
-            )?;
+        Command::ReadmeTables => {
+            // Each test renders its table, and writes it instead of
+            // comparing when asked to.
+            for test in [
+                &["--test", "bad_input"][..],
+                &[
+                    "--lib",
+                    "mission::baseline::tests::the_readme_table_is_the_baseline",
+                ],
+            ] {
+                process::run(
+                    process::cargo()
+                        .args(["test", "--locked", "-p", "pincer-user"])
+                        .args(test)
+                        .env("PINCER_WRITE_README", "1")
+                        .current_dir(workspace_root()),
+                )?;
+            }
             Ok(0)
         }
         Command::Fuzz { target, seconds } => fuzz::command(target.as_deref(), seconds),

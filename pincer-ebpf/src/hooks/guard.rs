@@ -10,7 +10,9 @@
 //! comes before.
 
 use aya_ebpf::{helpers::bpf_get_current_cgroup_id, programs::LsmContext};
-use pincer_common::{Agent, CLONE_INTO_CGROUP, EPERM, caps, counter, event_flags, mode, verdict};
+use pincer_common::{
+    Agent, CLONE_INTO_CGROUP, EPERM, PTRACE_MODE_NOAUDIT, caps, counter, event_flags, mode, verdict,
+};
 
 use super::agent;
 use crate::{
@@ -51,24 +53,32 @@ pub fn task_kill<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
 /// cgroup. Anything else would let them act through an unconfined process
 /// (pincer's twin included).
 ///
-/// | the traced task                             | enforce | audit          | ask     |
-/// |---------------------------------------------|---------|----------------|---------|
-/// | in the agent's own cgroup                   | allow   | allow          | allow   |
-/// | anywhere else, or its cgroup cannot be read | `EPERM` | allow + report | `EPERM` |
+/// | the traced task                                                  | enforce | audit          | ask     |
+/// |------------------------------------------------------------------|---------|----------------|---------|
+/// | in the agent's own cgroup                                        | allow   | allow          | allow   |
+/// | anywhere else, or its cgroup cannot be read                      | `EPERM` | allow + report | `EPERM` |
+/// | anywhere else, asked with `PTRACE_MODE_NOAUDIT`                  | `EPERM` | allow          | `EPERM` |
+///
+/// The kernel asks with `PTRACE_MODE_NOAUDIT` to choose what to show (as
+/// when `ps` reads `/proc/<pid>/stat`), not because the task tries to trace:
+/// refused, counted, not reported, like the capability checks the kernel
+/// makes quietly.
 #[inline(always)]
 pub fn ptrace_access_check<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
     let agent = agent::<HOOK>(ctx)?;
     let child: *const u8 = ctx.arg(0);
+    let mode: u64 = ctx.arg(1);
+    let quiet = mode as u32 & PTRACE_MODE_NOAUDIT != 0;
     let own = unsafe { bpf_get_current_cgroup_id() };
     if kernel::loaded().is_err() {
-        return Ok(refuse(&agent, HOOK, 0));
+        return Ok(refuse_as(&agent, HOOK, 0, quiet));
     }
     let off = kernel::off();
     Ok(match kernel::task_cgroup_id(off, child) {
         Ok(id) if id == own => 0,
         _ => {
             let tgid = kernel::read::<u32>(child, off.task_struct_tgid).unwrap_or(0);
-            refuse(&agent, HOOK, tgid)
+            refuse_as(&agent, HOOK, tgid, quiet)
         }
     })
 }

@@ -123,6 +123,9 @@ pub enum ControlRequest {
         /// The descriptors the command starts with, for the audit log.
         #[serde(default)]
         descriptors: Vec<Descriptor>,
+        /// What the run made for its command alone, to be granted to it.
+        #[serde(default)]
+        own: RunOwn,
     },
     /// Releases a registered cgroup (daemon only).
     Unregister {
@@ -138,6 +141,19 @@ pub enum ControlRequest {
         #[serde(default)]
         path: Option<String>,
     },
+}
+
+/// What a registering `pincer run` made for its command alone, which the
+/// daemon grants it beside the mission ([`crate::mission::RunGrant`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunOwn {
+    /// Its private temporary directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmp: Option<PathBuf>,
+    /// The terminal it was started on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal: Option<PathBuf>,
 }
 
 impl ControlRequest {

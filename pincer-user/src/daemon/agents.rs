@@ -11,7 +11,7 @@ use crate::{
     cgroup::PINCER_DIR,
     control::{ConfinedAgent, GrantSource, ListedGrant},
     events,
-    mission::Mission,
+    mission::{Mission, RunGrant},
     twin::Confinement,
     voters,
 };
@@ -135,7 +135,7 @@ impl Daemon {
             .get(&config.name)
             .expect("every configured agent has its mission")
             .clone();
-        self.confine_with(id, relative, config, &mission, None)
+        self.confine_with(id, relative, config, &mission, None, &[])
     }
 
     /// Confines a cgroup with `mission` under a new slot; `registered_by` is
@@ -149,11 +149,12 @@ impl Daemon {
         config: &AgentConfig,
         mission: &Mission,
         registered_by: Option<u32>,
+        run: &[RunGrant],
     ) -> Result<(), DaemonError> {
         let twin = self.service.twin();
         let slot = twin.new_slot();
         let grants = mission
-            .resolve(slot)
+            .resolve_with(slot, run)
             .map_err(|source| DaemonError::Mission {
                 place: config.mission_place(&self.config.path),
                 source: Box::new(source),

@@ -4,7 +4,7 @@
 
 use std::{
     fs,
-    os::unix::fs::MetadataExt,
+    os::unix::fs::{FileTypeExt, MetadataExt},
     path::{Component, Path, PathBuf},
 };
 
@@ -14,8 +14,8 @@ use super::{Daemon, config::AgentConfig, config::CgroupPattern};
 use crate::{
     audit::{Descriptor, Record},
     cgroup::PINCER_DIR,
-    control::ControlResponse,
-    mission::{Mission, Mode},
+    control::{ControlResponse, RunOwn},
+    mission::{Mission, Mode, RunGrant},
     paths,
 };
 
@@ -27,6 +27,8 @@ struct Registration {
     mission: PathBuf,
     mode: Option<String>,
     pid: u32,
+    #[serde(default)]
+    own: RunOwn,
 }
 
 fn error(message: String) -> ControlResponse {
@@ -44,6 +46,7 @@ impl Daemon {
         mission: PathBuf,
         mode: Option<String>,
         descriptors: &[Descriptor],
+        own: RunOwn,
         caller: u32,
     ) -> ControlResponse {
         let relative = Path::new(&cgroup);
@@ -71,6 +74,10 @@ impl Daemon {
             Some((_, Some(mode))) => Some(mode),
             Some((other, None)) => return error(format!("unknown mode {other:?}")),
         };
+        let run_grants = match run_grants(&own) {
+            Ok(grants) => grants,
+            Err(message) => return error(format!("cannot register {cgroup}: {message}")),
+        };
         let loaded = match Mission::from_file(&mission) {
             Ok(loaded) => loaded,
             Err(e) => return error(format!("{:#}", anyhow::Error::new(e))),
@@ -90,7 +97,7 @@ impl Daemon {
             number: 0,
             line: 0,
         };
-        if let Err(e) = self.confine_with(id, &cgroup, &agent, &loaded, Some(caller)) {
+        if let Err(e) = self.confine_with(id, &cgroup, &agent, &loaded, Some(caller), &run_grants) {
             return error(format!("{:#}", anyhow::Error::new(e)));
         }
         self.save_registration(&Registration {
@@ -99,6 +106,7 @@ impl Daemon {
             mission,
             mode: mode.map(|m| m.to_string()),
             pid: caller,
+            own,
         });
         if !descriptors.is_empty() {
             let record = Record::Descriptors {
@@ -183,7 +191,8 @@ impl Daemon {
                 continue;
             }
             // Its descriptors were audited when it first registered.
-            match self.register(kept.cgroup.clone(), kept.mission, kept.mode, &[], kept.pid) {
+            let (cgroup, mission) = (kept.cgroup.clone(), kept.mission);
+            match self.register(cgroup, mission, kept.mode, &[], kept.own, kept.pid) {
                 ControlResponse::Ok { .. } => {
                     tracing::info!(cgroup = %kept.cgroup, pid = kept.pid, "confined a registered cgroup again");
                 }
@@ -194,6 +203,29 @@ impl Daemon {
             }
         }
     }
+}
+
+/// The grants of what a registering run made for its command: its private
+/// temporary directory must be a directory (not a link to one), its
+/// terminal a character device.
+fn run_grants(own: &RunOwn) -> Result<Vec<RunGrant>, String> {
+    let mut grants = Vec::new();
+    if let Some(tmp) = &own.tmp {
+        let is_dir = tmp.is_absolute() && fs::symlink_metadata(tmp).is_ok_and(|m| m.is_dir());
+        if !is_dir {
+            return Err(format!("{} is not a directory", tmp.display()));
+        }
+        grants.push(RunGrant::private_tmp(tmp));
+    }
+    if let Some(terminal) = &own.terminal {
+        let is_device = terminal.is_absolute()
+            && fs::metadata(terminal).is_ok_and(|m| m.file_type().is_char_device());
+        if !is_device {
+            return Err(format!("{} is not a terminal", terminal.display()));
+        }
+        grants.push(RunGrant::terminal(terminal));
+    }
+    Ok(grants)
 }
 
 /// Whether a registered cgroup is done with: removed, or left empty by a

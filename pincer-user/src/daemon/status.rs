@@ -167,7 +167,8 @@ impl Daemon {
                 mission,
                 mode,
                 descriptors,
-            } => self.register(cgroup, mission, mode, &descriptors, caller),
+                own,
+            } => self.register(cgroup, mission, mode, &descriptors, own, caller),
             ControlRequest::Unregister { cgroup } => self.unregister(&cgroup, caller),
             ControlRequest::Revoke { agent, path } => self.revoke(&agent, path.as_deref())?,
             _ => ControlResponse::Error {

@@ -65,5 +65,7 @@ mod resolve;
 
 pub use baseline::RUNTIME_BASELINE;
 pub use check::{CheckError, Checked, check};
-pub use model::{Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode};
+pub use model::{
+    Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode, RunGrant, Tmp,
+};
 pub use resolve::{Reason, ResolvedGrants, format_ops};

@@ -52,6 +52,17 @@ pub enum MissionError {
         #[source]
         source: io::Error,
     },
+    /// A grant of the run itself could not be looked up.
+    #[error("cannot resolve the run's {what} {}", .path.display())]
+    RunGrant {
+        /// What it is.
+        what: &'static str,
+        /// Its path.
+        path: PathBuf,
+        /// The lookup error.
+        #[source]
+        source: io::Error,
+    },
 }
 
 impl From<TomlError> for MissionError {
@@ -73,6 +84,8 @@ pub struct Mission {
     pub baseline: Baseline,
     /// `[defaults].on_unknown`.
     pub on_unknown: Mode,
+    /// `[defaults].tmp`.
+    pub tmp: Tmp,
     /// The capabilities the agent may use (bits of
     /// [`pincer_common::caps`]): the default set and what
     /// `[defaults].capabilities` adds.
@@ -107,6 +120,60 @@ pub enum Baseline {
 }
 
 named!(Baseline: "runtime" => Runtime, "none" => None);
+
+/// Where the command's temporary files go (`[defaults].tmp`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Tmp {
+    /// `pincer run` makes a fresh directory for the command alone, grants
+    /// it every operation but `exec`, points `TMPDIR` at it and removes it
+    /// at the end: compilers, `patch`, Python's `tempfile` work, and `/tmp`
+    /// itself (where other users' files are) stays ungranted.
+    #[default]
+    Private,
+    /// Nothing: the mission grants temporary directories itself.
+    None,
+}
+
+named!(Tmp: "private" => Private, "none" => None);
+
+/// A grant `pincer run` adds for its own command beside the mission's:
+/// something that exists only for this run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunGrant {
+    /// The object.
+    pub path: PathBuf,
+    /// Bits of [`pincer_common::ops`].
+    pub ops: u32,
+    /// What it covers.
+    pub extent: Extent,
+    /// What it is, for the grant's reason (`private temporary directory`).
+    pub what: &'static str,
+}
+
+impl RunGrant {
+    /// The run's private temporary directory ([`Tmp::Private`]): every
+    /// operation but `exec` (nothing the agent writes there runs).
+    pub fn private_tmp(dir: &std::path::Path) -> RunGrant {
+        RunGrant {
+            path: dir.to_owned(),
+            ops: pincer_common::ops::ALL & !pincer_common::ops::EXEC,
+            extent: Extent::Tree,
+            what: "private temporary directory",
+        }
+    }
+
+    /// The terminal `pincer run` was started on, which the command shares:
+    /// it may open it again by name (`tty`, programs that reopen their
+    /// terminal), and no other.
+    pub fn terminal(device: &std::path::Path) -> RunGrant {
+        RunGrant {
+            path: device.to_owned(),
+            ops: pincer_common::ops::READ | pincer_common::ops::WRITE,
+            extent: Extent::File,
+            what: "terminal",
+        }
+    }
+}
 
 /// What an access that no grant covers does: the mission's
 /// `defaults.on_unknown`, which `pincer run --mode`, an agent's `mode` in the

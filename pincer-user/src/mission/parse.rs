@@ -9,7 +9,7 @@ use pincer_common::{caps, ops};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::model::{Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode};
+use super::model::{Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode, Tmp};
 use crate::toml_file::{self, Document, Named, TomlError, or_list};
 use crate::vote::{self, DefaultVerdict, Extent, Lifetime};
 use crate::voters::{
@@ -55,6 +55,7 @@ struct RawGrant {
 struct RawDefaults {
     baseline: Option<Spanned<String>>,
     on_unknown: Option<Spanned<String>>,
+    tmp: Option<Spanned<String>>,
     capabilities: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
@@ -135,6 +136,7 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
 
     let mut baseline = Baseline::default();
     let mut on_unknown = Mode::default();
+    let mut tmp = Tmp::default();
     let mut capabilities = caps::DEFAULT;
     if let Some(defaults) = &raw.defaults {
         if let Some(value) = &defaults.get_ref().baseline {
@@ -142,6 +144,9 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
         }
         if let Some(value) = &defaults.get_ref().on_unknown {
             on_unknown = choice(doc, value, "defaults.on_unknown", "value", Mode::ON_UNKNOWN)?;
+        }
+        if let Some(value) = &defaults.get_ref().tmp {
+            tmp = choice(doc, value, "defaults.tmp", "value", Tmp::NAMES)?;
         }
         if let Some(list) = &defaults.get_ref().capabilities {
             capabilities |= parse_capabilities(doc, list)?;
@@ -159,6 +164,7 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
         grants,
         baseline,
         on_unknown,
+        tmp,
         capabilities,
         vote,
     })
@@ -719,6 +725,7 @@ baseline = "none"
                 ],
                 baseline: Baseline::None,
                 on_unknown: Mode::Enforce,
+                tmp: Tmp::Private,
                 capabilities: caps::DEFAULT,
                 vote: Voting::default(),
             }

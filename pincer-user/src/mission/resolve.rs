@@ -14,8 +14,8 @@ use std::path::{Component, Path, PathBuf};
 
 use pincer_common::{GrantKey, GrantValue, NAME_LEN, NameGrantKey, kernel_dev, ops};
 
-use super::baseline::RUNTIME_BASELINE;
-use super::model::{Baseline, GrantSpec, Mission, MissionError};
+use super::baseline::{RUNTIME_BASELINE, expand};
+use super::model::{Baseline, GrantSpec, Mission, MissionError, RunGrant};
 use crate::vote::Extent;
 
 /// Why an entry is in the grant maps, for `pincer` output and audit lines:
@@ -115,6 +115,16 @@ impl Mission {
     /// directory, for an output the task will create; a `tree` grant needs an
     /// existing directory.
     pub fn resolve(&self, slot: u32) -> Result<ResolvedGrants, MissionError> {
+        self.resolve_with(slot, &[])
+    }
+
+    /// Like [`Mission::resolve`], with the grants a run adds for its own
+    /// command (its private temporary directory, its terminal).
+    pub fn resolve_with(
+        &self,
+        slot: u32,
+        run: &[RunGrant],
+    ) -> Result<ResolvedGrants, MissionError> {
         let mut inode = Entries::new();
         let mut names = Entries::new();
         for (index, grant) in self.grants.iter().enumerate() {
@@ -122,6 +132,28 @@ impl Mission {
         }
         if self.baseline == Baseline::Runtime {
             add_runtime(slot, &mut inode)?;
+        }
+        for grant in run {
+            let reason = format!(
+                "run: {} {} ({}: {})",
+                grant.what,
+                grant.path.display(),
+                grant.extent,
+                format_ops(grant.ops)
+            );
+            add_existing(
+                slot,
+                &grant.path,
+                grant.ops,
+                grant.extent,
+                &reason,
+                &mut inode,
+            )
+            .map_err(|source| MissionError::RunGrant {
+                what: grant.what,
+                path: grant.path.clone(),
+                source,
+            })?;
         }
         Ok(ResolvedGrants {
             inode: inode.finish(),
@@ -269,32 +301,49 @@ impl Mission {
 /// mission `slot`: a `tree` entry that is a directory as a tree, anything
 /// else as the object itself; and the links on the way to each for reading.
 fn add_runtime(slot: u32, inode: &mut Entries<GrantKey>) -> Result<(), MissionError> {
-    for (path, bits, extent) in RUNTIME_BASELINE {
-        let path = Path::new(path);
-        let baseline = |source| MissionError::Baseline {
-            path: path.to_owned(),
-            source,
-        };
-        let metadata = match fs::canonicalize(path).and_then(fs::metadata) {
-            Ok(metadata) => metadata,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
-            Err(source) => return Err(baseline(source)),
-        };
-        let value = if *extent == Extent::Tree && metadata.is_dir() {
-            GrantValue {
-                file_ops: 0,
-                tree_ops: *bits,
-            }
-        } else {
-            GrantValue {
-                file_ops: *bits,
-                tree_ops: 0,
-            }
-        };
-        let reason = format!("baseline runtime: {}", path.display());
-        add_links(slot, path, &reason, inode).map_err(baseline)?;
-        inode.add(grant_key(slot, &metadata), value, reason);
+    for entry in RUNTIME_BASELINE {
+        for path in expand(entry.path) {
+            let reason = format!("baseline runtime: {}", path.display());
+            add_existing(slot, &path, entry.ops, entry.extent, &reason, inode).map_err(
+                |source| MissionError::Baseline {
+                    path: path.clone(),
+                    source,
+                },
+            )?;
+        }
     }
+    Ok(())
+}
+
+/// Grants `bits` on the object at `path`, when it exists (a missing one is
+/// skipped): a directory as a tree when `extent` says so, anything else as
+/// the object itself; and the links on the way to it for reading.
+fn add_existing(
+    slot: u32,
+    path: &Path,
+    bits: u32,
+    extent: Extent,
+    reason: &str,
+    inode: &mut Entries<GrantKey>,
+) -> io::Result<()> {
+    let metadata = match fs::canonicalize(path).and_then(fs::metadata) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(error),
+    };
+    let value = if extent == Extent::Tree && metadata.is_dir() {
+        GrantValue {
+            file_ops: 0,
+            tree_ops: bits,
+        }
+    } else {
+        GrantValue {
+            file_ops: bits,
+            tree_ops: 0,
+        }
+    };
+    add_links(slot, path, reason, inode)?;
+    inode.add(grant_key(slot, &metadata), value, reason.to_owned());
     Ok(())
 }
 

@@ -8,13 +8,14 @@
 //! programs go away with `pincer run`.
 
 mod descriptors;
+mod own;
 
 use std::{
     ffi::OsString,
     fs::OpenOptions,
     io::{self, IsTerminal},
     os::fd::AsRawFd,
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::ExitStatus,
     sync::Arc,
 };
@@ -28,7 +29,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use crate::{
     audit::{AuditError, AuditKey, AuditLog, Descriptor, Record},
     cgroup::{self, AgentCgroup, CgroupError},
-    control::{self, ControlError, ControlRequest, ControlResponse, ControlServer},
+    control::{self, ControlError, ControlRequest, ControlResponse, ControlServer, RunOwn},
     loader::{
         self, LoadError,
         runs::{Pool, RunPrograms},
@@ -41,7 +42,7 @@ use crate::{
     watchdog::Watched,
 };
 
-use self::descriptors::PassError;
+use self::{descriptors::PassError, own::Own};
 
 /// Signals `pincer run` passes on to the command.
 const FORWARDED: [Signal; 6] = [
@@ -144,6 +145,9 @@ pub enum RunError {
     /// The daemon refused or failed to confine the command.
     #[error("pincer daemon: {0}")]
     Daemon(String),
+    /// The private temporary directory could not be made.
+    #[error("failed to make the command's private temporary directory")]
+    PrivateTmp(#[source] io::Error),
     /// An environment variable has an invalid value.
     #[error("environment variable {name}: {message}")]
     BadEnvironment {
@@ -206,12 +210,15 @@ fn daemon_at(socket: &std::path::Path) -> Result<bool, RunError> {
 fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunError> {
     let mission = Mission::from_file(&options.mission)?;
     let inherited = descriptors::inherited(&options.pass_fd)?;
+    own::sweep();
+    // Removed when this function returns, after the command and its cgroup.
+    let own = Own::prepare(&mission).map_err(RunError::PrivateTmp)?;
     if daemon_at(&options.socket)? {
-        return run_registered(options, &mission, &inherited, forwarded_set);
+        return run_registered(options, &mission, &inherited, &own, forwarded_set);
     }
     // Resolved before anything is loaded: a mission that does not resolve
     // changes nothing.
-    let grants = mission.resolve(twin::FIRST_SLOT)?;
+    let grants = mission.resolve_with(twin::FIRST_SLOT, &own.grants())?;
     let mode = options.mode.unwrap_or(mission.on_unknown);
     let key = options.audit_key.clone().map_or_else(
         || AuditKey::default_for(options.audit.as_deref()),
@@ -303,7 +310,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
                     let board = Arc::clone(&board);
                     std::thread::spawn(move || board.read_terminal(input));
                 }
-                supervise(options, &cgroup, forwarded, &mut service).await
+                supervise(options, &cgroup, &own, forwarded, &mut service).await
             })
         }
         Err(error) => Err(error.into()),
@@ -385,6 +392,7 @@ fn run_registered(
     options: &RunOptions,
     mission: &Mission,
     inherited: &[Descriptor],
+    own: &Own,
     forwarded_set: &SigSet,
 ) -> Result<i32, RunError> {
     if options.audit.is_some() {
@@ -407,6 +415,10 @@ fn run_registered(
         mission: mission_file,
         mode: options.mode.map(|m| m.name().to_owned()),
         descriptors: inherited.to_vec(),
+        own: RunOwn {
+            tmp: own.tmp().map(Path::to_owned),
+            terminal: own.terminal().map(Path::to_owned),
+        },
     };
     match control::call(&options.socket, &register) {
         Ok(ControlResponse::Ok { message }) => {
@@ -433,7 +445,7 @@ fn run_registered(
         let mut forwarded = Forwarded::new().map_err(RunError::Supervise)?;
         sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(forwarded_set), None)
             .map_err(|e| RunError::Supervise(e.into()))?;
-        let mut child = spawn_in(options, &cgroup)?;
+        let mut child = spawn_in(options, &cgroup, own)?;
         let pid = child.id().map(|id| Pid::from_raw(id as i32));
         loop {
             tokio::select! {
@@ -468,7 +480,11 @@ fn run_registered(
 /// Starts the command as a child that joins `cgroup` between `fork` and
 /// `exec`, so not one instruction of it runs outside, and that inherits no
 /// descriptor but 0–2 and those passed.
-fn spawn_in(options: &RunOptions, cgroup: &AgentCgroup) -> Result<tokio::process::Child, RunError> {
+fn spawn_in(
+    options: &RunOptions,
+    cgroup: &AgentCgroup,
+    own: &Own,
+) -> Result<tokio::process::Child, RunError> {
     let command = &options.command;
     let procs = OpenOptions::new()
         .write(true)
@@ -480,7 +496,7 @@ fn spawn_in(options: &RunOptions, cgroup: &AgentCgroup) -> Result<tokio::process
     let procs_fd = procs.as_raw_fd();
     let closed = descriptors::closed_ranges(&options.pass_fd);
     let mut child = tokio::process::Command::new(&command[0]);
-    child.args(&command[1..]);
+    child.args(&command[1..]).envs(own.environment());
     // SAFETY: only async-signal-safe calls between fork and exec: write(2)
     // and close_range(2).
     unsafe {
@@ -546,10 +562,11 @@ fn terminal() -> Option<std::fs::File> {
 async fn supervise(
     options: &RunOptions,
     cgroup: &AgentCgroup,
+    own: &Own,
     mut forwarded: Forwarded,
     service: &mut Service,
 ) -> Result<ExitStatus, RunError> {
-    let mut child = spawn_in(options, cgroup)?;
+    let mut child = spawn_in(options, cgroup, own)?;
     let pid = child.id().map(|id| Pid::from_raw(id as i32));
     if let Some(pid) = pid {
         service.twin().set_root(cgroup.id(), pid.as_raw() as u32);
