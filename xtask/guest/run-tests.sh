@@ -1,6 +1,9 @@
 # Runs every privileged test of every test executable, one test per
 # process, each under a time limit; keeps going after a failure. The
 # arguments are a libtest filter (substrings of test names).
+# PINCER_ONLY_SUITES or PINCER_SKIP_SUITES (executable names, separated by
+# spaces) choose the executables: the real-tools suite runs in the Debian
+# guest, the others in busybox guests.
 #
 # One process per test so that a test that hangs is a failed test with a
 # diagnosis, not a guest that never finishes: past its limit it is killed,
@@ -43,8 +46,12 @@ clean_up() {
 
 for exe in /bin/pincer-tests-*; do
     [ -x "$exe" ] || continue
-    found=$((found + 1))
     name=${exe#/bin/}
+    if [ -n "${PINCER_ONLY_SUITES:-}" ]; then
+        case " $PINCER_ONLY_SUITES " in *" $name "*) ;; *) continue ;; esac
+    fi
+    case " ${PINCER_SKIP_SUITES:-} " in *" $name "*) continue ;; esac
+    found=$((found + 1))
     echo "==== $name"
     # `name: test` lines; a filter narrows them as libtest would.
     tests=$("$exe" --list --format terse "$@" 2>/dev/null | sed -n 's/: test$//p')

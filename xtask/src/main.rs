@@ -78,9 +78,11 @@ enum Command {
         /// Run the guest tests on this kernel only.
         #[arg(long, value_enum)]
         kernel: Option<Kernel>,
-        /// Root of the guests that run the tests.
-        #[arg(long, value_enum, default_value_t)]
-        rootfs: Rootfs,
+        /// Run every suite in guests of this root. By default the busybox
+        /// guests run the enforcement suites on every kernel and a Debian
+        /// guest runs the real-tools suite on 6.12.
+        #[arg(long, value_enum)]
+        rootfs: Option<Rootfs>,
         /// Skip the guest tests.
         #[arg(long, conflicts_with = "guest_only")]
         host_only: bool,

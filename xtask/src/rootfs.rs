@@ -52,6 +52,7 @@ const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
 const PACKAGES: &[&str] = &[
     "git",
     "python3",
+    "python3-pip",
     "make",
     "gcc",
     "libc6-dev",

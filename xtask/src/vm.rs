@@ -56,13 +56,16 @@ pub struct Guest {
 /// object and the guest binaries (unless `build` is false: then whatever was
 /// built before is used), and packs them.
 pub fn prepare(kernels: &[Kernel], build: bool, rootfs: Rootfs) -> Result<Guest> {
+    let mut guests = prepare_roots(kernels, build, &[rootfs])?;
+    Ok(guests.remove(0))
+}
+
+/// Like [`prepare`], for a guest of each root in `roots` (in that order),
+/// building the binaries once.
+pub fn prepare_roots(kernels: &[Kernel], build: bool, roots: &[Rootfs]) -> Result<Vec<Guest>> {
     for &kernel in kernels {
         setup::ensure_vm(kernel)?;
     }
-    let debian = match rootfs {
-        Rootfs::Busybox => None,
-        Rootfs::Debian => Some(rootfs::ensure_debian()?),
-    };
     let binaries = if build {
         let object = ebpf::build()?;
         binaries::build(&object)?
@@ -74,10 +77,19 @@ pub fn prepare(kernels: &[Kernel], build: bool, rootfs: Rootfs) -> Result<Guest>
         );
         found
     };
-    Ok(Guest {
-        initramfs: Initramfs::build(&binaries, rootfs)?,
-        debian,
-    })
+    roots
+        .iter()
+        .map(|&rootfs| {
+            let debian = match rootfs {
+                Rootfs::Busybox => None,
+                Rootfs::Debian => Some(rootfs::ensure_debian()?),
+            };
+            Ok(Guest {
+                initramfs: Initramfs::build(&binaries, rootfs)?,
+                debian,
+            })
+        })
+        .collect()
 }
 
 /// Builds everything and runs `script` in a VM booting `kernel`; returns the
