@@ -66,6 +66,12 @@ const PACKAGES: &[&str] = &[
     "npm",
 ];
 
+/// Agent command-line programs installed into the root's `/usr/local` from
+/// the npm registry, by the host's npm, at versions pinned here (both ship
+/// native x86-64 programs: Claude Code needs no Node.js at run time, Codex's
+/// launcher runs on the root's).
+const AGENTS: &[&str] = &["@anthropic-ai/claude-code@2.1.332", "@openai/codex@0.171.0"];
+
 /// Options to mmdebstrap besides the package list: recommended packages
 /// would double the root's size, and nothing reads manuals or translations
 /// in the guest.
@@ -94,7 +100,7 @@ const HEADROOM_MIB: u64 = 1024;
 
 /// Bumped whenever the way the image is made changes in a way the lines
 /// above do not show.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// The Debian-root image for the guest, cached.
 pub struct DebianRoot {
@@ -115,6 +121,9 @@ fn recipe() -> String {
     }
     for package in packages {
         text.push_str(&format!("package {package}\n"));
+    }
+    for agent in AGENTS {
+        text.push_str(&format!("agent {agent}\n"));
     }
     text
 }
@@ -167,6 +176,13 @@ fn build(dir: &Path, recipe: &str) -> Result<()> {
     process::run(&mut cmd)?;
     say!("mmdebstrap done ({:.1} s)", started.elapsed().as_secs_f64());
 
+    let started = Instant::now();
+    install_agents(&tree)?;
+    say!(
+        "agent programs installed ({:.1} s)",
+        started.elapsed().as_secs_f64()
+    );
+
     // What went in, for whoever wonders which versions a guest ran.
     let manifest = process::output(
         Command::new("dpkg-query")
@@ -209,6 +225,24 @@ fn build(dir: &Path, recipe: &str) -> Result<()> {
     fs::set_permissions(&partial, perms)?;
     // The image is renamed into place last: its presence means complete.
     fs::rename(&partial, dir.join("root.ext4")).context("moving the image into place")?;
+    Ok(())
+}
+
+/// Installs [`AGENTS`] into the root's `/usr/local` (their `bin` links are
+/// relative, so they work inside the guest), with the npm cache kept out of
+/// the root.
+fn install_agents(tree: &Path) -> Result<()> {
+    setup::ensure_npm()?;
+    let cache = tree.with_file_name("npm-cache");
+    process::run(
+        Command::new("npm")
+            .args(["install", "--global", "--no-audit", "--no-fund", "--prefix"])
+            .arg(tree.join("usr/local"))
+            .arg("--cache")
+            .arg(&cache)
+            .args(AGENTS),
+    )?;
+    let _ = fs::remove_dir_all(&cache);
     Ok(())
 }
 

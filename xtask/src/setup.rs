@@ -77,6 +77,19 @@ pub fn ensure_debian_root_tools() -> Result<()> {
     install(DEBIAN_ROOT_PACKAGES)
 }
 
+/// npm, which installs the agent programs into the Debian root: the
+/// machine's own, or Debian's.
+pub fn ensure_npm() -> Result<()> {
+    let answers = Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if answers {
+        return Ok(());
+    }
+    install(&["npm"])
+}
+
 fn install(packages: &[&str]) -> Result<()> {
     let missing: Vec<&str> = packages
         .iter()
