@@ -162,6 +162,18 @@ impl Scratch {
             .collect()
     }
 
+    /// Checks that the audit log holds one verdict per entry of `expected`,
+    /// in order, each with every field the entry names (objects compared
+    /// field by field, anything else whole).
+    #[track_caller]
+    pub fn assert_verdicts(&self, expected: &[serde_json::Value]) {
+        let verdicts = self.audit_events("verdict");
+        assert_eq!(verdicts.len(), expected.len(), "{verdicts:#?}");
+        for (verdict, fields) in verdicts.iter().zip(expected) {
+            assert!(holds(verdict, fields), "{verdict:#} lacks {fields:#}");
+        }
+    }
+
     /// The audit lines that are kernel decisions (not verdicts, counters or
     /// the chain's own lines).
     pub fn decisions(&self) -> Vec<serde_json::Value> {
@@ -364,6 +376,17 @@ impl Scratch {
 
 /// What [`Scratch::new`] writes into `secret/key`.
 pub const SECRET: &str = "TOP SECRET\n";
+
+/// Whether `actual` holds every field of `expected` with the same value
+/// (objects compared field by field, anything else whole).
+fn holds(actual: &serde_json::Value, expected: &serde_json::Value) -> bool {
+    match (actual, expected) {
+        (serde_json::Value::Object(actual), serde_json::Value::Object(expected)) => expected
+            .iter()
+            .all(|(name, value)| actual.get(name).is_some_and(|found| holds(found, value))),
+        _ => actual == expected,
+    }
+}
 
 /// A string field of an audit line (empty when it is none).
 fn text(value: &serde_json::Value) -> String {

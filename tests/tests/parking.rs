@@ -21,6 +21,7 @@ use pincer_tests::{
     drop_idle_sets, leftovers_after_exit, pending, pincer_bin, probe_bin, process_state,
     read_stdout, wait_for, wait_pending,
 };
+use serde_json::json;
 
 fn spawn_agent(s: &Scratch, script: &str) -> Reaped {
     Reaped(
@@ -122,13 +123,10 @@ fn approved_once_then_the_next_identical_read_parks_again() {
     let (status, lines) = finish(&mut agent);
     assert_eq!(lines, ["ok read 11", &format!("err {EACCES}")]);
     assert_eq!(status, Some(EACCES));
-    let verdicts = s.audit_events("verdict");
-    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
-    assert_eq!(verdicts[0]["verdict"], "allow");
-    assert_eq!(verdicts[0]["decided_by"], "prompt");
-    assert_eq!(verdicts[0]["lifetime"]["kind"], "once");
-    assert_eq!(verdicts[1]["verdict"], "deny");
-    assert_eq!(verdicts[1]["reason"], "once was enough");
+    s.assert_verdicts(&[
+        json!({"verdict": "allow", "decided_by": "prompt", "lifetime": {"kind": "once"}}),
+        json!({"verdict": "deny", "reason": "once was enough"}),
+    ]);
 }
 
 #[test]
@@ -141,9 +139,8 @@ fn a_session_approval_lets_later_reads_pass_without_parking() {
     let (status, lines) = finish(&mut agent);
     assert_eq!(status, Some(0));
     assert_eq!(lines, ["ok read 11"; 3]);
-    let verdicts = s.audit_events("verdict");
-    assert_eq!(verdicts.len(), 1, "parked once only: {verdicts:?}");
-    assert_eq!(verdicts[0]["lifetime"]["kind"], "session");
+    // Parked once only.
+    s.assert_verdicts(&[json!({"lifetime": {"kind": "session"}})]);
 }
 
 #[test]
@@ -159,10 +156,7 @@ fn no_answer_is_eacces_at_the_deadline() {
     assert_eq!(lines, [format!("err {EACCES}")]);
     assert_eq!(status, Some(EACCES));
     assert!(start.elapsed() >= Duration::from_secs(2));
-    let verdicts = s.audit_events("verdict");
-    assert_eq!(verdicts.len(), 1);
-    assert_eq!(verdicts[0]["verdict"], "deny");
-    assert_eq!(verdicts[0]["decided_by"], "timeout");
+    s.assert_verdicts(&[json!({"verdict": "deny", "decided_by": "timeout"})]);
 }
 
 #[test]
@@ -187,7 +181,7 @@ fn a_stray_sigcont_parks_the_same_request_again() {
     answered(&["approve", &id_of(&request)]);
     let (status, lines) = finish(&mut agent);
     assert_eq!((status, lines), (Some(0), vec!["ok read 11".to_owned()]));
-    assert_eq!(s.audit_events("verdict").len(), 1);
+    s.assert_verdicts(&[json!({})]);
 }
 
 #[test]
@@ -637,12 +631,18 @@ fn a_session_grant_releases_the_waiting_requests_it_covers() {
     // Its own vote gets no answer before the deadline (a deny): only the
     // release by the first request's tree grant lets the second reader in.
     assert_eq!(s.read("project/b"), "ok read 6\n");
-    let verdicts = s.audit_events("verdict");
-    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
-    assert_eq!(verdicts[0]["decided_by"], "webhook");
-    assert_eq!(verdicts[0]["extent"], "tree");
-    assert_eq!(verdicts[1]["decided_by"], "grant");
-    assert_eq!(verdicts[1]["verdict"], "allow");
+    s.assert_verdicts(&[
+        json!({"decided_by": "webhook", "extent": "tree"}),
+        json!({"decided_by": "grant", "verdict": "allow"}),
+    ]);
+}
+
+/// Starts `pincer run` of `sh -c script` on `terminal`, as from an
+/// interactive shell.
+fn on_terminal(s: &Scratch, terminal: &mut Terminal, script: &str) -> Reaped {
+    let mut command = s.command(&[], &["sh", "-c", script]);
+    terminal.attach(&mut command, true);
+    Reaped(command.spawn().unwrap())
 }
 
 #[test]
@@ -654,9 +654,7 @@ fn a_person_answers_at_the_terminal_prompt_with_the_request_s_code() {
         probe_bin().display(),
         s.p("secret/key")
     );
-    let mut command = s.command(&[], &["sh", "-c", &script]);
-    terminal.attach(&mut command, true);
-    let mut run = Reaped(command.spawn().unwrap());
+    let mut run = on_terminal(&s, &mut terminal, &script);
     assert!(
         terminal.read_until("[o]nce / [s]ession / [d]eny, with the code "),
         "the prompt appears: {:?}",
@@ -690,10 +688,7 @@ fn a_person_answers_at_the_terminal_prompt_with_the_request_s_code() {
         terminal.screen
     );
     assert_eq!(run.0.wait().unwrap().code(), Some(0));
-    let verdicts = s.audit_events("verdict");
-    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
-    assert_eq!(verdicts[0]["decided_by"], "prompt");
-    assert_eq!(verdicts[0]["lifetime"]["kind"], "session");
+    s.assert_verdicts(&[json!({"decided_by": "prompt", "lifetime": {"kind": "session"}})]);
     let log = fs::read_to_string(s.audit_path()).unwrap();
     assert!(!log.contains(&code), "the code is not in the audit log");
 }
@@ -715,9 +710,7 @@ fn an_answer_without_the_request_s_code_answers_nothing() {
         out = s.p("project"),
         go = s.p("go"),
     );
-    let mut command = s.command(&[], &["sh", "-c", &script]);
-    terminal.attach(&mut command, true);
-    let mut run = Reaped(command.spawn().unwrap());
+    let mut run = on_terminal(&s, &mut terminal, &script);
     assert!(
         terminal.read_until("with the code "),
         "the prompt appears: {:?}",
@@ -755,10 +748,7 @@ fn an_answer_without_the_request_s_code_answers_nothing() {
     );
     assert_eq!(run.0.wait().unwrap().code(), Some(0));
     assert_eq!(s.read("project/read"), format!("err {EACCES}\n"));
-    let verdicts = s.audit_events("verdict");
-    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
-    assert_eq!(verdicts[0]["verdict"], "deny");
-    assert_eq!(verdicts[0]["decided_by"], "prompt");
+    s.assert_verdicts(&[json!({"verdict": "deny", "decided_by": "prompt"})]);
     let refused: Vec<_> = s
         .audit()
         .into_iter()
