@@ -261,15 +261,13 @@ fn bpf_lsm(lsm: Option<&str>) -> Check {
 
 fn kernel_btf(vmlinux: &Path) -> Check {
     let name = "kernel BTF";
+    let path = vmlinux.display();
     if vmlinux.is_file() {
-        Check::ok(name, format!("{} exists", vmlinux.display()))
+        Check::ok(name, format!("{path} exists"))
     } else {
         Check::missing(
             name,
-            format!(
-                "{} does not exist: pincer reads kernel struct layouts from it",
-                vmlinux.display()
-            ),
+            format!("{path} does not exist: pincer reads kernel struct layouts from it"),
             Some("use a kernel built with CONFIG_DEBUG_INFO_BTF=y".to_owned()),
         )
     }
@@ -304,16 +302,14 @@ fn bpffs(point: &Path, mounts: Option<&str>) -> Check {
             .iter()
             .any(|mounted| mounted == point)
     });
+    let point = point.display();
     if mounted {
-        Check::ok(name, format!("mounted at {}", point.display()))
+        Check::ok(name, format!("mounted at {point}"))
     } else {
         Check::warn(
             name,
-            format!(
-                "not mounted at {}; pincer run works without it, the daemon needs it",
-                point.display()
-            ),
-            Some(format!("mount -t bpf bpf {}", point.display())),
+            format!("not mounted at {point}; pincer run works without it, the daemon needs it"),
+            Some(format!("mount -t bpf bpf {point}")),
         )
     }
 }

@@ -130,24 +130,33 @@ mod tests {
         );
     }
 
+    /// What refusing the mission at `path` says, causes and all.
+    fn mission_refused(path: &Path) -> String {
+        let error = crate::mission::Mission::from_file(path).unwrap_err();
+        format!("{:#}", anyhow::Error::new(error))
+    }
+
+    /// What refusing the daemon configuration at `path` says, causes and
+    /// all.
+    fn config_refused(path: &Path) -> String {
+        let error = crate::daemon::config::Config::from_file(path).unwrap_err();
+        format!("{:#}", anyhow::Error::new(error))
+    }
+
     #[test]
     fn a_mission_or_configuration_that_is_a_pipe_or_too_large_is_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("m.toml");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-        let mission = crate::mission::Mission::from_file(&fifo).unwrap_err();
+        let pipe = "a named pipe: only regular files are read";
         assert_eq!(
-            format!("{:#}", anyhow::Error::new(mission)),
-            format!(
-                "cannot read mission file {}: a named pipe: only regular files are read",
-                fifo.display()
-            )
+            mission_refused(&fifo),
+            format!("cannot read mission file {}: {pipe}", fifo.display())
         );
-        let config = crate::daemon::config::Config::from_file(&fifo).unwrap_err();
         assert_eq!(
-            format!("{:#}", anyhow::Error::new(config)),
+            config_refused(&fifo),
             format!(
-                "cannot read daemon configuration {}: a named pipe: only regular files are read",
+                "cannot read daemon configuration {}: {pipe}",
                 fifo.display()
             )
         );
@@ -157,9 +166,8 @@ mod tests {
             .unwrap()
             .set_len(MAX_TOML_BYTES + 1)
             .unwrap();
-        let mission = crate::mission::Mission::from_file(&big).unwrap_err();
         assert_eq!(
-            format!("{:#}", anyhow::Error::new(mission)),
+            mission_refused(&big),
             format!(
                 "cannot read mission file {}: larger than 32 MiB",
                 big.display()

@@ -29,11 +29,26 @@ pub fn probe_bin() -> PathBuf {
         .map_or_else(|| PathBuf::from("/bin/pincer-probe"), PathBuf::from)
 }
 
+/// A grant's `ops` (TOML list items): reading only.
+pub const READ_ONLY: &str = r#""read""#;
+/// A grant's `ops`: reading and writing.
+pub const READ_WRITE: &str = r#""read", "write""#;
+/// A grant's `ops`: reading, writing and creating.
+pub const READ_WRITE_CREATE: &str = r#""read", "write", "create""#;
+/// A grant's `ops`: every operation there is.
+pub const EVERY_OPERATION: &str =
+    r#""read", "write", "create", "exec", "delete", "rename", "link", "setattr", "mkdir""#;
+
 /// The cgroup2 mount in the guest.
 pub const CGROUP2: &str = "/sys/fs/cgroup";
 
 /// A scratch directory with a project tree and a secret outside it; removed
 /// on drop.
+///
+/// Its runs enforce the mission last written with [`Scratch::mission`]. The
+/// probe's operations are written as its words separated by spaces, with
+/// `@` before a path inside the scratch root: `"link @secret/key
+/// @project/key"`.
 pub struct Scratch {
     /// The scratch root.
     pub root: PathBuf,
@@ -50,14 +65,31 @@ impl Scratch {
         fs::write(root.join("project/a.txt"), "alpha\n").unwrap();
         fs::write(root.join("project/b.txt"), "bravo\n").unwrap();
         fs::write(root.join("project/src/main.rs"), "fn main() {}\n").unwrap();
-        fs::write(root.join("secret/key"), "TOP SECRET\n").unwrap();
+        fs::write(root.join("secret/key"), SECRET).unwrap();
         Self { root }
     }
 
+    /// Like [`Scratch::new`], with a mission granting `ops` on the project
+    /// tree (see [`Scratch::project_mission`]).
+    pub fn with_project_grant(name: &str, ops: &str) -> Self {
+        let scratch = Self::new(name);
+        scratch.project_mission(ops);
+        scratch
+    }
+
     /// Writes a mission granting `ops` (TOML list items, such as
-    /// `"read", "write"`) on the project tree; returns its path.
-    pub fn project_mission(&self, ops: &str) -> PathBuf {
-        self.mission(&tree_mission(&self.p("project"), ops))
+    /// [`READ_WRITE`]) on the project tree.
+    pub fn project_mission(&self, ops: &str) {
+        self.mission(&tree_mission(&self.p("project"), ops));
+    }
+
+    /// Writes a mission granting `ops` on the project tree, and what the
+    /// TOML `more` adds (grants, defaults, votes).
+    pub fn project_mission_and(&self, ops: &str, more: &str) {
+        self.mission(&format!(
+            "{}\n{more}",
+            tree_mission(&self.p("project"), ops)
+        ));
     }
 
     /// A path inside the scratch root.
@@ -70,11 +102,42 @@ impl Scratch {
         self.path(rel).to_string_lossy().into_owned()
     }
 
-    /// Writes a mission file and returns its path.
-    pub fn mission(&self, text: &str) -> PathBuf {
-        let path = self.root.join("mission.toml");
-        fs::write(&path, text).unwrap();
-        path
+    /// What the file at `rel` inside the scratch root holds.
+    #[track_caller]
+    pub fn read(&self, rel: &str) -> String {
+        fs::read_to_string(self.path(rel)).unwrap()
+    }
+
+    /// Checks that the secret is as [`Scratch::new`] wrote it.
+    #[track_caller]
+    pub fn assert_secret_unchanged(&self) {
+        assert_eq!(self.read("secret/key"), SECRET);
+    }
+
+    /// Checks that nothing exists at `rel` inside the scratch root (not
+    /// even a dangling symbolic link).
+    #[track_caller]
+    pub fn assert_absent(&self, rel: &str) {
+        assert!(
+            fs::symlink_metadata(self.path(rel)).is_err(),
+            "{rel} exists"
+        );
+    }
+
+    /// Writes a mission that parks what it does not grant on the project
+    /// tree and asks about it as `vote` (the TOML of `[vote]`) says.
+    pub fn asking_mission(&self, vote: &str) {
+        self.mission(&asking_mission(&self.p("project"), vote));
+    }
+
+    /// Writes the mission the runs enforce from now on.
+    pub fn mission(&self, text: &str) {
+        fs::write(self.mission_path(), text).unwrap();
+    }
+
+    /// The mission file.
+    pub fn mission_path(&self) -> PathBuf {
+        self.root.join("mission.toml")
     }
 
     /// The audit log path used by [`Scratch::run`].
@@ -91,22 +154,85 @@ impl Scratch {
             .collect()
     }
 
+    /// The audit lines of one event (`verdict`, `counters`, ...).
+    pub fn audit_events(&self, event: &str) -> Vec<serde_json::Value> {
+        self.audit()
+            .into_iter()
+            .filter(|l| l["event"] == event)
+            .collect()
+    }
+
+    /// Checks that the audit log holds one verdict per entry of `expected`,
+    /// in order, each with every field the entry names (objects compared
+    /// field by field, anything else whole).
+    #[track_caller]
+    pub fn assert_verdicts(&self, expected: &[serde_json::Value]) {
+        let verdicts = self.audit_events("verdict");
+        assert_eq!(verdicts.len(), expected.len(), "{verdicts:#?}");
+        for (verdict, fields) in verdicts.iter().zip(expected) {
+            assert!(holds(verdict, fields), "{verdict:#} lacks {fields:#}");
+        }
+    }
+
     /// The audit lines that are kernel decisions (not verdicts, counters or
     /// the chain's own lines).
     pub fn decisions(&self) -> Vec<serde_json::Value> {
-        self.audit()
+        self.audit_events("decision")
+    }
+
+    /// The kernel's decisions at one hook.
+    pub fn decisions_at(&self, hook: &str) -> Vec<serde_json::Value> {
+        self.decisions()
             .into_iter()
-            .filter(|l| l["event"] == "decision")
+            .filter(|d| d["hook"] == hook)
+            .collect()
+    }
+
+    /// The kernel's decisions at one hook, as (verdict, reason).
+    pub fn decisions_of(&self, hook: &str) -> Vec<(String, String)> {
+        self.decisions_at(hook)
+            .iter()
+            .map(|d| (text(&d["verdict"]), text(&d["reason"])))
+            .collect()
+    }
+
+    /// The kernel's denials, in order.
+    pub fn denials(&self) -> Vec<serde_json::Value> {
+        self.decisions()
+            .into_iter()
+            .filter(|d| d["verdict"] == "deny")
+            .collect()
+    }
+
+    /// The hooks of the kernel's denials, in order.
+    pub fn denial_hooks(&self) -> Vec<String> {
+        self.denials().iter().map(|d| text(&d["hook"])).collect()
+    }
+
+    /// The kernel's denials as `<hook> <reason>`, in order.
+    pub fn denials_with_reasons(&self) -> Vec<String> {
+        self.denials()
+            .iter()
+            .map(|d| format!("{} {}", text(&d["hook"]), text(&d["reason"])))
+            .collect()
+    }
+
+    /// The reasons of the kernel's denials at one hook, in order.
+    pub fn deny_reasons(&self, hook: &str) -> Vec<String> {
+        self.denials()
+            .iter()
+            .filter(|d| d["hook"] == hook)
+            .map(|d| text(&d["reason"]))
             .collect()
     }
 
     /// `pincer run --mission <mission> --audit <audit> [extra] -- cmd...`.
-    pub fn command(&self, mission: &Path, extra: &[&str], cmd: &[&str]) -> Command {
+    pub fn command(&self, extra: &[&str], cmd: &[&str]) -> Command {
         let mut command = Command::new(pincer_bin());
         command
             .arg("run")
             .arg("--mission")
-            .arg(mission)
+            .arg(self.mission_path())
             .arg("--audit")
             .arg(self.audit_path())
             .args(extra)
@@ -117,13 +243,13 @@ impl Scratch {
     }
 
     /// Runs `pincer run` to completion.
-    pub fn run(&self, mission: &Path, cmd: &[&str]) -> Output {
-        self.run_with(mission, &[], cmd)
+    pub fn run(&self, cmd: &[&str]) -> Output {
+        self.run_with(&[], cmd)
     }
 
     /// Runs `pincer run` with extra flags to completion.
-    pub fn run_with(&self, mission: &Path, extra: &[&str], cmd: &[&str]) -> Output {
-        let out = self.command(mission, extra, cmd).output().unwrap();
+    pub fn run_with(&self, extra: &[&str], cmd: &[&str]) -> Output {
+        let out = self.command(extra, cmd).output().unwrap();
         eprintln!(
             "pincer run {cmd:?} -> {:?}\n  stdout: {}\n  stderr: {}",
             out.status.code(),
@@ -133,10 +259,33 @@ impl Scratch {
         out
     }
 
+    /// The probe's command line for `ops`, one probe process running them
+    /// in turn: the probe, then each operation's words, `,` between them.
+    pub fn probe_command_line(&self, ops: &[&str]) -> Vec<String> {
+        let mut words = vec![probe_bin().to_string_lossy().into_owned()];
+        for (i, op) in ops.iter().enumerate() {
+            if i > 0 {
+                words.push(",".to_owned());
+            }
+            words.extend(op.split(' ').map(|word| match word.strip_prefix('@') {
+                Some(rel) => self.p(rel),
+                None => word.to_owned(),
+            }));
+        }
+        words
+    }
+
+    /// Runs `pincer run [extra]` of the probe for `ops` to completion.
+    pub fn run_probe(&self, extra: &[&str], ops: &[&str]) -> Output {
+        let words = self.probe_command_line(ops);
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        self.run_with(extra, &words)
+    }
+
     /// Runs several probe operations in one confined probe process and
     /// returns each one's result: 0 for success, else its errno.
-    pub fn probes(&self, mission: &Path, ops: &[&[&str]]) -> Vec<i32> {
-        self.probe_lines(mission, ops)
+    pub fn probes(&self, ops: &[&str]) -> Vec<i32> {
+        self.probe_lines(ops)
             .iter()
             .map(|line| match line.strip_prefix("err ") {
                 Some(errno) => errno.parse().expect("an errno"),
@@ -145,45 +294,72 @@ impl Scratch {
             .collect()
     }
 
+    /// Runs several probe operations in one confined probe process and
+    /// checks each one's result: 0 for success, else its errno.
+    #[track_caller]
+    pub fn assert_probes(&self, expected: &[(&str, i32)]) {
+        let (ops, results): (Vec<&str>, Vec<i32>) = expected.iter().copied().unzip();
+        assert_eq!(self.probes(&ops), results, "{ops:#?}");
+    }
+
+    /// Runs several probe operations in one confined probe process and
+    /// checks each one's output line.
+    #[track_caller]
+    pub fn assert_probe_lines(&self, expected: &[(&str, &str)]) {
+        let (ops, lines): (Vec<&str>, Vec<&str>) = expected.iter().copied().unzip();
+        assert_eq!(self.probe_lines(&ops), lines, "{ops:#?}");
+    }
+
     /// Like [`Scratch::probes`], returning each operation's output line.
-    pub fn probe_lines(&self, mission: &Path, ops: &[&[&str]]) -> Vec<String> {
-        let probe = probe_bin();
-        let mut cmd = vec![probe.to_str().unwrap()];
-        for (i, op) in ops.iter().enumerate() {
-            if i > 0 {
-                cmd.push(",");
-            }
-            cmd.extend_from_slice(op);
-        }
-        let lines = stdout_lines(&self.run(mission, &cmd));
+    pub fn probe_lines(&self, ops: &[&str]) -> Vec<String> {
+        let lines = stdout_lines(&self.run_probe(&[], ops));
         assert_eq!(lines.len(), ops.len(), "one line per operation: {lines:?}");
         lines
     }
 
-    /// Runs `pincer run [extra] -- probe ops...` with `held` open as
-    /// descriptor `fd` across the exec into `pincer run`, as `7<file` in a
-    /// shell would; returns the probe's lines. `pincer run` closes it before
-    /// the agent starts unless `extra` passes it with `--pass-fd`.
+    /// Runs the probe for `ops` outside every agent cgroup (the control
+    /// that shows a mechanism works) and returns each one's output line.
+    pub fn probe_outside(&self, ops: &[&str]) -> Vec<String> {
+        let words = self.probe_command_line(ops);
+        let out = Command::new(&words[0])
+            .args(&words[1..])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let lines = stdout_lines(&out);
+        eprintln!("outside: {words:?} -> {lines:?}");
+        assert_eq!(lines.len(), ops.len(), "one line per operation: {lines:?}");
+        lines
+    }
+
+    /// Runs `pincer run [extra]` of the probe for `ops` with each `held`
+    /// file open as its descriptor across the exec into `pincer run`, as
+    /// `7<file` in a shell would; returns the probe's lines. `pincer run`
+    /// closes them before the agent starts unless `extra` passes them with
+    /// `--pass-fd`.
     pub fn probe_holding(
         &self,
-        mission: &Path,
-        held: &fs::File,
-        fd: i32,
+        held: &[(&fs::File, i32)],
         extra: &[&str],
         ops: &[&str],
     ) -> Vec<String> {
         use std::os::fd::AsRawFd;
-        let probe = probe_bin();
-        let mut cmd_line = vec![probe.to_str().unwrap()];
-        cmd_line.extend_from_slice(ops);
-        let mut cmd = self.command(mission, extra, &cmd_line);
-        let source = held.as_raw_fd();
+        let words = self.probe_command_line(ops);
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let mut cmd = self.command(extra, &words);
+        let moves: Vec<(i32, i32)> = held
+            .iter()
+            .map(|(file, fd)| (file.as_raw_fd(), *fd))
+            .collect();
         // SAFETY: only dup2 and fcntl between fork and exec.
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-                // dup2 onto itself would keep close-on-exec: clear it as well.
-                if libc::dup2(source, fd) < 0 || libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
+                for &(source, fd) in &moves {
+                    // dup2 onto itself would keep close-on-exec: clear it as
+                    // well.
+                    if libc::dup2(source, fd) < 0 || libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
                 }
                 Ok(())
             });
@@ -191,41 +367,36 @@ impl Scratch {
         stdout_lines(&cmd.output().unwrap())
     }
 
-    /// Runs the probe confined and returns its exit status.
-    pub fn probe(&self, mission: &Path, args: &[&str]) -> i32 {
-        let probe = probe_bin();
-        let mut cmd = vec![probe.to_str().unwrap()];
-        cmd.extend_from_slice(args);
-        self.run(mission, &cmd).status.code().expect("exited")
+    /// Runs the probe confined for one operation and returns its exit
+    /// status.
+    pub fn probe(&self, op: &str) -> i32 {
+        self.run_probe(&[], &[op]).status.code().expect("exited")
     }
+}
+
+/// What [`Scratch::new`] writes into `secret/key`.
+pub const SECRET: &str = "TOP SECRET\n";
+
+/// Whether `actual` holds every field of `expected` with the same value
+/// (objects compared field by field, anything else whole).
+fn holds(actual: &serde_json::Value, expected: &serde_json::Value) -> bool {
+    match (actual, expected) {
+        (serde_json::Value::Object(actual), serde_json::Value::Object(expected)) => expected
+            .iter()
+            .all(|(name, value)| actual.get(name).is_some_and(|found| holds(found, value))),
+        _ => actual == expected,
+    }
+}
+
+/// A string field of an audit line (empty when it is none).
+fn text(value: &serde_json::Value) -> String {
+    value.as_str().unwrap_or_default().to_owned()
 }
 
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.root);
     }
-}
-
-/// Runs several probe operations in one probe process outside every agent
-/// cgroup (the control that shows a mechanism works) and returns each one's
-/// output line.
-pub fn probe_outside(ops: &[&[&str]]) -> Vec<String> {
-    let mut args: Vec<&str> = Vec::new();
-    for (i, op) in ops.iter().enumerate() {
-        if i > 0 {
-            args.push(",");
-        }
-        args.extend_from_slice(op);
-    }
-    let out = Command::new(probe_bin())
-        .args(&args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let lines = stdout_lines(&out);
-    eprintln!("outside: {args:?} -> {lines:?}");
-    assert_eq!(lines.len(), ops.len(), "one line per operation: {lines:?}");
-    lines
 }
 
 /// The lines a finished command printed on standard output.
@@ -238,8 +409,14 @@ pub fn stdout_lines(out: &Output) -> Vec<String> {
 
 /// A mission granting `ops` on a tree, with the runtime baseline.
 pub fn tree_mission(path: &str, ops: &str) -> String {
+    mission_granting(path, ops, "tree")
+}
+
+/// A mission granting `ops` on `path` with `extent` (`file` or `tree`),
+/// with the runtime baseline.
+pub fn mission_granting(path: &str, ops: &str, extent: &str) -> String {
     format!(
-        "[mission]\nname = \"test\"\n\n[[grant]]\npath = \"{path}\"\nops = [{ops}]\nextent = \"tree\"\n"
+        "[mission]\nname = \"test\"\n\n[[grant]]\npath = \"{path}\"\nops = [{ops}]\nextent = \"{extent}\"\n"
     )
 }
 
@@ -389,7 +566,7 @@ impl Drop for Reaped {
 pub fn asking_mission(project: &str, extra: &str) -> String {
     format!(
         "{}\n[defaults]\non_unknown = \"ask\"\n\n[vote]\n{extra}\n",
-        tree_mission(project, r#""read", "write", "create""#)
+        tree_mission(project, READ_WRITE_CREATE)
     )
 }
 

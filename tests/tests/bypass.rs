@@ -19,116 +19,55 @@ use std::{
 
 use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
 use pincer_tests::{
-    EACCES, EPERM, Reaped, Scratch, Terminal, asking_mission, pending, probe_bin, read_stdout,
-    stdout_lines, tree_mission, wait_for,
+    EACCES, EPERM, EVERY_OPERATION, READ_WRITE, READ_WRITE_CREATE, Reaped, SECRET, Scratch,
+    Terminal, pending, probe_bin, read_stdout, stdout_lines, wait_for,
 };
-
-const SECRET: &str = "TOP SECRET\n";
-
-const ALL_OPS: &str =
-    r#""read", "write", "create", "exec", "delete", "rename", "link", "setattr", "mkdir""#;
-
-/// A mission granting every operation on `project/` (and the runtime
-/// baseline), nothing else.
-fn full_tree(s: &Scratch) -> std::path::PathBuf {
-    s.mission(&format!(
-        "[mission]\nname = \"test\"\n\n[[grant]]\npath = \"{}\"\nops = [{ALL_OPS}]\nextent = \"tree\"\n",
-        s.p("project")
-    ))
-}
-
-fn secret_unchanged(s: &Scratch) {
-    assert_eq!(fs::read_to_string(s.path("secret/key")).unwrap(), SECRET);
-}
-
-fn deny_reasons(s: &Scratch, hook: &str) -> Vec<String> {
-    s.decisions()
-        .into_iter()
-        .filter(|d| d["hook"] == hook && d["verdict"] == "deny")
-        .map(|d| d["reason"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
 
 #[test]
 fn a_hard_link_cannot_bring_a_protected_file_into_the_tree() {
-    let s = Scratch::new("bp-link");
-    let m = full_tree(&s);
-    let r = s.probes(
-        &m,
-        &[
-            &["link", &s.p("secret/key"), &s.p("project/key")],
-            &["link", &s.p("project/a.txt"), &s.p("secret/a.txt")],
-            &["link", &s.p("project/a.txt"), &s.p("project/a2.txt")],
-        ],
-    );
-    assert_eq!(r, [EACCES, EACCES, 0]);
-    assert!(!s.path("project/key").exists());
-    assert!(!s.path("secret/a.txt").exists());
-    assert_eq!(
-        fs::read_to_string(s.path("project/a2.txt")).unwrap(),
-        "alpha\n"
-    );
-    secret_unchanged(&s);
-    let reasons = deny_reasons(&s, "inode_link");
-    assert!(
-        reasons.iter().any(|r| r == "no grant covers link"),
-        "{reasons:?}"
-    );
-    assert!(
-        reasons.iter().any(|r| r == "no grant covers create"),
-        "{reasons:?}"
-    );
+    let s = Scratch::with_project_grant("bp-link", EVERY_OPERATION);
+    s.assert_probes(&[
+        ("link @secret/key @project/key", EACCES),
+        ("link @project/a.txt @secret/a.txt", EACCES),
+        ("link @project/a.txt @project/a2.txt", 0),
+    ]);
+    s.assert_absent("project/key");
+    s.assert_absent("secret/a.txt");
+    assert_eq!(s.read("project/a2.txt"), "alpha\n");
+    s.assert_secret_unchanged();
+    let reasons = s.deny_reasons("inode_link");
+    for reason in ["no grant covers link", "no grant covers create"] {
+        assert!(reasons.iter().any(|r| r == reason), "{reasons:?}");
+    }
 }
 
 #[test]
 fn renames_out_of_and_into_the_tree_are_refused() {
-    let s = Scratch::new("bp-rename");
-    let m = full_tree(&s);
-    let r = s.probes(
-        &m,
-        &[
-            &["rename", &s.p("secret/key"), &s.p("project/key")],
-            &["rename", &s.p("project/a.txt"), &s.p("secret/a.txt")],
-            &["rename", &s.p("project/a.txt"), &s.p("secret/key")],
-            &["rename", &s.p("project/b.txt"), &s.p("project/src/b.txt")],
-        ],
-    );
-    assert_eq!(r, [EACCES, EACCES, EACCES, 0]);
-    secret_unchanged(&s);
-    assert!(!s.path("project/key").exists());
-    assert_eq!(
-        fs::read_to_string(s.path("project/a.txt")).unwrap(),
-        "alpha\n"
-    );
-    assert!(!s.path("secret/a.txt").exists());
-    assert_eq!(
-        fs::read_to_string(s.path("project/src/b.txt")).unwrap(),
-        "bravo\n"
-    );
+    let s = Scratch::with_project_grant("bp-rename", EVERY_OPERATION);
+    s.assert_probes(&[
+        ("rename @secret/key @project/key", EACCES),
+        ("rename @project/a.txt @secret/a.txt", EACCES),
+        ("rename @project/a.txt @secret/key", EACCES),
+        ("rename @project/b.txt @project/src/b.txt", 0),
+    ]);
+    s.assert_secret_unchanged();
+    s.assert_absent("project/key");
+    s.assert_absent("secret/a.txt");
+    assert_eq!(s.read("project/a.txt"), "alpha\n");
+    assert_eq!(s.read("project/src/b.txt"), "bravo\n");
 }
 
 #[test]
 fn a_rename_exchange_with_a_protected_file_is_refused() {
-    let s = Scratch::new("bp-exchange");
-    let m = full_tree(&s);
-    let r = s.probes(
-        &m,
-        &[
-            &["exchange", &s.p("project/a.txt"), &s.p("secret/key")],
-            &["exchange", &s.p("secret/key"), &s.p("project/a.txt")],
-            &["exchange", &s.p("project/a.txt"), &s.p("project/b.txt")],
-        ],
-    );
-    assert_eq!(r, [EACCES, EACCES, 0]);
-    secret_unchanged(&s);
-    assert_eq!(
-        fs::read_to_string(s.path("project/a.txt")).unwrap(),
-        "bravo\n"
-    );
-    assert_eq!(
-        fs::read_to_string(s.path("project/b.txt")).unwrap(),
-        "alpha\n"
-    );
+    let s = Scratch::with_project_grant("bp-exchange", EVERY_OPERATION);
+    s.assert_probes(&[
+        ("exchange @project/a.txt @secret/key", EACCES),
+        ("exchange @secret/key @project/a.txt", EACCES),
+        ("exchange @project/a.txt @project/b.txt", 0),
+    ]);
+    s.assert_secret_unchanged();
+    assert_eq!(s.read("project/a.txt"), "bravo\n");
+    assert_eq!(s.read("project/b.txt"), "alpha\n");
 }
 
 #[test]
@@ -136,23 +75,19 @@ fn unlink_and_rmdir_outside_the_tree_are_refused() {
     let s = Scratch::new("bp-delete");
     fs::create_dir(s.path("secret/sub")).unwrap();
     fs::create_dir(s.path("project/empty")).unwrap();
-    let m = full_tree(&s);
-    let r = s.probes(
-        &m,
-        &[
-            &["unlink", &s.p("secret/key")],
-            &["rmdir", &s.p("secret/sub")],
-            &["unlink", &s.p("project/b.txt")],
-            &["rmdir", &s.p("project/empty")],
-        ],
-    );
-    assert_eq!(r, [EACCES, EACCES, 0, 0]);
-    secret_unchanged(&s);
+    s.project_mission(EVERY_OPERATION);
+    s.assert_probes(&[
+        ("unlink @secret/key", EACCES),
+        ("rmdir @secret/sub", EACCES),
+        ("unlink @project/b.txt", 0),
+        ("rmdir @project/empty", 0),
+    ]);
+    s.assert_secret_unchanged();
     assert!(s.path("secret/sub").is_dir());
-    assert!(!s.path("project/b.txt").exists());
-    assert!(!s.path("project/empty").exists());
+    s.assert_absent("project/b.txt");
+    s.assert_absent("project/empty");
     assert!(
-        deny_reasons(&s, "inode_unlink")
+        s.deny_reasons("inode_unlink")
             .iter()
             .any(|r| r == "no grant covers delete")
     );
@@ -160,44 +95,34 @@ fn unlink_and_rmdir_outside_the_tree_are_refused() {
 
 #[test]
 fn delete_is_its_own_operation() {
-    let s = Scratch::new("bp-delete-op");
-    let m = s.project_mission(r#""read", "write", "create""#);
-    let r = s.probes(
-        &m,
-        &[
-            &["unlink", &s.p("project/a.txt")],
-            &["rename", &s.p("project/a.txt"), &s.p("project/c.txt")],
-            &["mkdir", &s.p("project/d")],
-            &["chmod", &s.p("project/a.txt"), "600"],
-            &["write", &s.p("project/a.txt"), "x\n"],
-        ],
-    );
-    assert_eq!(r, [EACCES, EACCES, EACCES, EACCES, 0]);
-    assert_eq!(fs::read_to_string(s.path("project/a.txt")).unwrap(), "x\n");
-    assert!(!s.path("project/d").exists());
+    let s = Scratch::with_project_grant("bp-delete-op", READ_WRITE_CREATE);
+    s.assert_probes(&[
+        ("unlink @project/a.txt", EACCES),
+        ("rename @project/a.txt @project/c.txt", EACCES),
+        ("mkdir @project/d", EACCES),
+        ("chmod @project/a.txt 600", EACCES),
+        ("write @project/a.txt x\n", 0),
+    ]);
+    assert_eq!(s.read("project/a.txt"), "x\n");
+    s.assert_absent("project/d");
 }
 
 #[test]
 fn mkdir_mknod_fifo_and_symlink_outside_the_tree_are_refused() {
-    let s = Scratch::new("bp-make");
-    let m = full_tree(&s);
-    let r = s.probes(
-        &m,
-        &[
-            &["mkdir", &s.p("secret/d")],
-            &["mkfifo", &s.p("secret/f")],
-            &["symlink", "/etc/passwd", &s.p("secret/l")],
-            &["mknod-char", &s.p("secret/null")],
-            // Device nodes are refused even inside the tree.
-            &["mknod-char", &s.p("project/null")],
-            &["mkdir", &s.p("project/d")],
-            &["mkfifo", &s.p("project/f")],
-            &["symlink", &s.p("secret/key"), &s.p("project/l")],
-            // The link exists, and gives nothing: its target is outside.
-            &["read", &s.p("project/l")],
-        ],
-    );
-    assert_eq!(r, [EACCES, EACCES, EACCES, EACCES, EACCES, 0, 0, 0, EACCES]);
+    let s = Scratch::with_project_grant("bp-make", EVERY_OPERATION);
+    s.assert_probes(&[
+        ("mkdir @secret/d", EACCES),
+        ("mkfifo @secret/f", EACCES),
+        ("symlink /etc/passwd @secret/l", EACCES),
+        ("mknod-char @secret/null", EACCES),
+        // Device nodes are refused even inside the tree.
+        ("mknod-char @project/null", EACCES),
+        ("mkdir @project/d", 0),
+        ("mkfifo @project/f", 0),
+        ("symlink @secret/key @project/l", 0),
+        // The link exists, and gives nothing: its target is outside.
+        ("read @project/l", EACCES),
+    ]);
     for gone in [
         "secret/d",
         "secret/f",
@@ -205,45 +130,35 @@ fn mkdir_mknod_fifo_and_symlink_outside_the_tree_are_refused() {
         "secret/null",
         "project/null",
     ] {
-        assert!(fs::symlink_metadata(s.path(gone)).is_err(), "{gone} exists");
+        s.assert_absent(gone);
     }
     assert!(s.path("project/d").is_dir());
     assert!(
-        deny_reasons(&s, "inode_mknod")
+        s.deny_reasons("inode_mknod")
             .iter()
             .any(|r| r == "agents never create device nodes")
     );
-    secret_unchanged(&s);
+    s.assert_secret_unchanged();
 }
 
 #[test]
 fn truncation_by_path_and_by_descriptor_is_refused() {
-    let s = Scratch::new("bp-truncate");
-    let m = full_tree(&s);
+    let s = Scratch::with_project_grant("bp-truncate", EVERY_OPERATION);
     // A descriptor open for writing, handed to the agent as fd 9.
     let lines = with_inherited_writer(
         &s,
-        &m,
         "secret/key",
         &[
-            "truncate",
-            &s.p("secret/key"),
-            "0",
-            ",",
-            "ftruncate",
-            "9",
-            "0",
-            ",",
-            "truncate",
-            &s.p("project/a.txt"),
-            "2",
+            "truncate @secret/key 0",
+            "ftruncate 9 0",
+            "truncate @project/a.txt 2",
         ],
     );
     assert_eq!(lines, ["err 13", "err 13", "ok truncated"]);
-    secret_unchanged(&s);
-    assert_eq!(fs::read_to_string(s.path("project/a.txt")).unwrap(), "al");
+    s.assert_secret_unchanged();
+    assert_eq!(s.read("project/a.txt"), "al");
     assert_eq!(
-        deny_reasons(&s, "inode_setattr"),
+        s.deny_reasons("inode_setattr"),
         ["no grant covers write", "no grant covers write"]
     );
 }
@@ -260,17 +175,6 @@ fn file_capability() -> Vec<u8> {
 
 fn mode_of(s: &Scratch, rel: &str) -> u32 {
     fs::metadata(s.path(rel)).unwrap().permissions().mode() & 0o7777
-}
-
-/// Runs the probe outside every agent cgroup: the control that shows a
-/// mechanism works before it is tried from inside one.
-fn unconfined(args: &[&str]) -> Vec<String> {
-    let out = Command::new(probe_bin())
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    stdout_lines(&out)
 }
 
 #[test]
@@ -291,16 +195,10 @@ fn a_truncation_that_drops_set_id_bits_or_capabilities_still_needs_write() {
     // Control, outside every agent cgroup: the truncations work, and the
     // kernel drops the capabilities and the set-user-id bit on the way
     // (`ATTR_FORCE`).
-    let control = unconfined(&[
-        "truncate",
-        &s.p("secret/capable-control"),
-        "0",
-        ",",
+    let control = s.probe_outside(&[
+        "truncate @secret/capable-control 0",
         "nofsetid",
-        ",",
-        "truncate",
-        &s.p("secret/setuid-control"),
-        "0",
+        "truncate @secret/setuid-control 0",
     ]);
     assert_eq!(control, ["ok truncated", "ok dropped", "ok truncated"]);
     assert_eq!(fs::read(s.path("secret/capable-control")).unwrap(), b"");
@@ -312,50 +210,31 @@ fn a_truncation_that_drops_set_id_bits_or_capabilities_still_needs_write() {
     assert_eq!(mode_of(&s, "secret/setuid-control"), 0o755);
 
     // The tree may be read and written; its attributes are not granted.
-    let m = s.project_mission(r#""read", "write""#);
-    let r = s.probe_lines(
-        &m,
-        &[
-            &["truncate", &s.p("secret/capable"), "0"],
-            &["nofsetid"],
-            &["truncate", &s.p("secret/setuid"), "0"],
-            // The kernel's own drops are part of a granted write.
-            &["truncate", &s.p("project/setuid"), "3"],
-            &["append", &s.p("project/capable"), "!"],
-        ],
-    );
-    assert_eq!(
-        r,
-        [
-            "err 13",
-            "ok dropped",
-            "err 13",
-            "ok truncated",
-            "ok wrote 1"
-        ]
-    );
-    assert_eq!(
-        fs::read_to_string(s.path("secret/capable")).unwrap(),
-        SECRET
-    );
+    s.project_mission(READ_WRITE);
+    s.assert_probe_lines(&[
+        ("truncate @secret/capable 0", "err 13"),
+        ("nofsetid", "ok dropped"),
+        ("truncate @secret/setuid 0", "err 13"),
+        // The kernel's own drops are part of a granted write.
+        ("truncate @project/setuid 3", "ok truncated"),
+        ("append @project/capable !", "ok wrote 1"),
+    ]);
+    assert_eq!(s.read("secret/capable"), SECRET);
     assert_eq!(
         xattr(&s.path("secret/capable"), "security.capability"),
         Some(file_capability())
     );
-    assert_eq!(fs::read_to_string(s.path("secret/setuid")).unwrap(), SECRET);
+    assert_eq!(s.read("secret/setuid"), SECRET);
     assert_eq!(mode_of(&s, "secret/setuid"), 0o4755);
-    assert_eq!(fs::read_to_string(s.path("project/setuid")).unwrap(), "TOP");
+    assert_eq!(s.read("project/setuid"), "TOP");
     assert_eq!(mode_of(&s, "project/setuid"), 0o755);
-    assert_eq!(
-        fs::read_to_string(s.path("project/capable")).unwrap(),
-        format!("{SECRET}!")
-    );
+    assert_eq!(s.read("project/capable"), format!("{SECRET}!"));
     assert_eq!(
         xattr(&s.path("project/capable"), "security.capability"),
         None
     );
     assert_eq!(
-        deny_reasons(&s, "inode_setattr"),
+        s.deny_reasons("inode_setattr"),
         ["no grant covers write", "no grant covers write"]
     );
 }
@@ -363,62 +242,31 @@ fn a_truncation_that_drops_set_id_bits_or_capabilities_still_needs_write() {
 /// Runs `pincer run` with the probe and `file` open for writing as the
 /// agent's descriptor 9, passed on purpose (`pincer run` closes what it is
 /// not told to pass); returns the probe's lines.
-fn with_inherited_writer(
-    s: &Scratch,
-    mission: &std::path::Path,
-    file: &str,
-    ops: &[&str],
-) -> Vec<String> {
+fn with_inherited_writer(s: &Scratch, file: &str, ops: &[&str]) -> Vec<String> {
     let inherited = fs::OpenOptions::new()
         .write(true)
         .open(s.path(file))
         .unwrap();
-    s.probe_holding(mission, &inherited, 9, &["--pass-fd", "9"], ops)
+    s.probe_holding(&[(&inherited, 9)], &["--pass-fd", "9"], ops)
 }
 
-/// `FIFREEZE`, for the probe's `ioctl`.
-const FIFREEZE: &str = "c0045877";
+/// The probe's `ioctl` of `FIFREEZE` on the project's filesystem.
+const FREEZE_PROJECT: &str = "ioctl @project c0045877";
 
 #[test]
 fn ioctls_that_change_a_file_need_setattr_or_write() {
     let s = Scratch::new("bp-ioctl");
-    let key = s.p("secret/key");
-    let a = s.p("project/a.txt");
-    let b = s.p("project/b.txt");
-    let project = s.p("project");
     // Control, outside every agent cgroup: a descriptor open for reading is
     // enough to make a file immutable, which its owner then cannot write.
-    let control = unconfined(&[
-        "setflags",
-        &key,
-        "i",
-        ",",
-        "write",
-        &key,
-        "x",
-        ",",
-        "setflags32",
-        &key,
-        "i",
-        ",",
-        "setflags",
-        &key,
-        "-",
-        ",",
-        "fsxattr-immutable",
-        &key,
-        ",",
-        "setflags",
-        &key,
-        "-",
-        ",",
-        "clone",
-        &key,
-        &a,
-        ",",
-        "ioctl",
-        &project,
-        FIFREEZE,
+    let control = s.probe_outside(&[
+        "setflags @secret/key i",
+        "write @secret/key x",
+        "setflags32 @secret/key i",
+        "setflags @secret/key -",
+        "fsxattr-immutable @secret/key",
+        "setflags @secret/key -",
+        "clone @secret/key @project/a.txt",
+        FREEZE_PROJECT,
     ]);
     assert_eq!(
         control,
@@ -436,55 +284,28 @@ fn ioctls_that_change_a_file_need_setattr_or_write() {
         ]
     );
     // The secret may be read, the project changed in every way.
-    let m = s.mission(&format!(
-        "[mission]\nname = \"test\"\n\n[[grant]]\npath = \"{}\"\nops = [{ALL_OPS}]\nextent = \"tree\"\n\n[[grant]]\npath = \"{key}\"\nops = [\"read\"]\n",
-        s.p("project")
-    ));
+    s.project_mission_and(
+        EVERY_OPERATION,
+        &format!(
+            "[[grant]]\npath = \"{}\"\nops = [\"read\"]\n",
+            s.p("secret/key")
+        ),
+    );
     let r = with_inherited_writer(
         &s,
-        &m,
         "secret/key",
         &[
-            "getflags",
-            &key,
-            ",",
-            "setflags",
-            &key,
-            "i",
-            ",",
-            "setflags32",
-            &key,
-            "a",
-            ",",
-            "fsxattr-immutable",
-            &key,
-            ",",
-            "clone-fd",
-            "9",
-            &a,
-            ",",
-            "setflags",
-            &a,
-            "d",
-            ",",
-            "getflags",
-            &a,
-            ",",
-            "setflags",
-            &a,
-            "-",
-            ",",
-            "setflags",
-            &a,
-            "i",
-            ",",
-            "clone",
-            &b,
-            &a,
-            ",",
-            "ioctl",
-            &project,
-            FIFREEZE,
+            "getflags @secret/key",
+            "setflags @secret/key i",
+            "setflags32 @secret/key a",
+            "fsxattr-immutable @secret/key",
+            "clone-fd 9 @project/a.txt",
+            "setflags @project/a.txt d",
+            "getflags @project/a.txt",
+            "setflags @project/a.txt -",
+            "setflags @project/a.txt i",
+            "clone @project/b.txt @project/a.txt",
+            FREEZE_PROJECT,
         ],
     );
     assert_eq!(
@@ -505,11 +326,13 @@ fn ioctls_that_change_a_file_need_setattr_or_write() {
             "err 1",
         ]
     );
-    secret_unchanged(&s);
-    assert_eq!(unconfined(&["getflags", &key]), ["ok flags 0x0"]);
-    assert_eq!(unconfined(&["getflags", &a]), ["ok flags 0x0"]);
-    let mut reasons = deny_reasons(&s, "file_ioctl");
-    reasons.extend(deny_reasons(&s, "file_ioctl_compat"));
+    s.assert_secret_unchanged();
+    assert_eq!(
+        s.probe_outside(&["getflags @secret/key", "getflags @project/a.txt"]),
+        ["ok flags 0x0", "ok flags 0x0"]
+    );
+    let mut reasons = s.deny_reasons("file_ioctl");
+    reasons.extend(s.deny_reasons("file_ioctl_compat"));
     reasons.sort();
     assert_eq!(
         reasons,
@@ -527,10 +350,10 @@ fn ioctls_that_change_a_file_need_setattr_or_write() {
 fn keystrokes_cannot_be_pushed_into_the_terminal() {
     let s = Scratch::new("bp-tiocsti");
     // The virtual console may be read: only its ioctl is refused.
-    let m = s.mission(&format!(
-        "{}\n[[grant]]\npath = \"/dev/tty1\"\nops = [\"read\"]\n",
-        tree_mission(&s.p("project"), r#""read", "write""#)
-    ));
+    s.project_mission_and(
+        READ_WRITE,
+        "[[grant]]\npath = \"/dev/tty1\"\nops = [\"read\"]\n",
+    );
     let terminal = Terminal::new();
     let injections = [
         "sti",
@@ -564,24 +387,13 @@ fn keystrokes_cannot_be_pushed_into_the_terminal() {
     // What a program on a terminal does, still allowed.
     cmd_line.extend_from_slice(&[",", "tcgets", "0"]);
     let out = s
-        .command(&m, &[], &cmd_line)
+        .command(&[], &cmd_line)
         .stdin(terminal.slave())
         .output()
         .unwrap();
     assert_eq!(stdout_lines(&out), ["err 1", "err 1", "err 1", "ok tty"]);
     assert_eq!(terminal.pending_input(), "", "nothing was typed");
-    let refused: Vec<String> = s
-        .decisions()
-        .into_iter()
-        .filter(|d| d["verdict"] == "deny")
-        .map(|d| {
-            format!(
-                "{} {}",
-                d["hook"].as_str().unwrap(),
-                d["reason"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let refused = s.denials_with_reasons();
     assert_eq!(refused.len(), 3, "{refused:#?}");
     for (line, name) in refused.iter().zip(["TIOCSTI", "TIOCSTI", "TIOCLINUX"]) {
         assert!(line.starts_with("file_ioctl"), "{line}");
@@ -636,32 +448,23 @@ fn chmod_chown_and_xattrs_outside_the_tree_are_refused() {
         .unwrap()
         .permissions()
         .mode();
-    let m = full_tree(&s);
-    let key = s.p("secret/key");
-    let a = s.p("project/a.txt");
+    s.project_mission(EVERY_OPERATION);
     let acl = "system.posix_acl_access";
-    let r = s.probes(
-        &m,
-        &[
-            &["chmod", &key, "644"],
-            &["chown", &key, "1000", "1000"],
-            &["setxattr", &key, "user.evil", "1"],
-            &["removexattr", &key, acl],
-            &["chmod", &a, "640"],
-            &["chown", &a, "1000", "1000"],
-            &["removexattr", &a, acl],
-            // `trusted.*` attributes need `CAP_SYS_ADMIN`, which no agent
-            // has, even inside its tree.
-            &["setxattr", &a, "trusted.new", "1"],
-            // Through `inode_setxattr` on 6.1, `inode_set_acl` since 6.2.
-            &["setfacl", &key],
-            &["setfacl", &s.p("project/b.txt")],
-        ],
-    );
-    assert_eq!(
-        r,
-        [EACCES, EACCES, EACCES, EACCES, 0, 0, 0, EPERM, EACCES, 0]
-    );
+    s.assert_probes(&[
+        ("chmod @secret/key 644", EACCES),
+        ("chown @secret/key 1000 1000", EACCES),
+        ("setxattr @secret/key user.evil 1", EACCES),
+        (&format!("removexattr @secret/key {acl}"), EACCES),
+        ("chmod @project/a.txt 640", 0),
+        ("chown @project/a.txt 1000 1000", 0),
+        (&format!("removexattr @project/a.txt {acl}"), 0),
+        // `trusted.*` attributes need `CAP_SYS_ADMIN`, which no agent
+        // has, even inside its tree.
+        ("setxattr @project/a.txt trusted.new 1", EPERM),
+        // Through `inode_setxattr` on 6.1, `inode_set_acl` since 6.2.
+        ("setfacl @secret/key", EACCES),
+        ("setfacl @project/b.txt", 0),
+    ]);
     let meta = fs::metadata(s.path("secret/key")).unwrap();
     assert_eq!(meta.permissions().mode(), key_mode);
     assert_eq!(std::os::unix::fs::MetadataExt::uid(&meta), 0);
@@ -671,25 +474,19 @@ fn chmod_chown_and_xattrs_outside_the_tree_are_refused() {
     assert_eq!(xattr(&s.path("project/a.txt"), "trusted.new"), None);
     let meta = fs::metadata(s.path("project/a.txt")).unwrap();
     assert_eq!(meta.permissions().mode() & 0o7777, 0o640);
-    secret_unchanged(&s);
+    s.assert_secret_unchanged();
 }
 
 #[test]
 fn reopening_through_proc_and_opening_with_io_uring_are_checked_like_opens() {
-    let s = Scratch::new("bp-reopen");
-    let m = full_tree(&s);
-    let (secret, project) = (s.p("secret/key"), s.p("project/a.txt"));
-    let r = s.probe_lines(
-        &m,
-        &[
-            // An `O_PATH` descriptor reopened through `/proc/self/fd`.
-            &["opath-reopen", &secret],
-            &["opath-reopen", &project],
-            &["uring-open", &secret],
-            &["uring-open", &project],
-        ],
-    );
-    assert_eq!(r, ["err 13", "ok read 6", "err 13", "ok read 6"]);
+    let s = Scratch::with_project_grant("bp-reopen", EVERY_OPERATION);
+    s.assert_probe_lines(&[
+        // An `O_PATH` descriptor reopened through `/proc/self/fd`.
+        ("opath-reopen @secret/key", "err 13"),
+        ("opath-reopen @project/a.txt", "ok read 6"),
+        ("uring-open @secret/key", "err 13"),
+        ("uring-open @project/a.txt", "ok read 6"),
+    ]);
 }
 
 #[test]
@@ -702,43 +499,31 @@ fn exec_outside_the_mission_of_a_memfd_and_through_execveat_is_refused() {
         fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
     }
     // The tree is granted for exec too; the baseline grants /bin.
-    let m = full_tree(&s);
-    let r = s.probes(
-        &m,
-        &[
-            &["exec", &s.p("secret/tool")],
-            &["execveat", &s.p("secret"), "tool"],
-            &["exec-memfd", probe.to_str().unwrap()],
-            &["exec", probe.to_str().unwrap()],
-            &["exec", &s.p("project/tool")],
-            &["execveat", &s.p("project"), "tool"],
-        ],
-    );
-    assert_eq!(r, [EACCES, EACCES, EACCES, 0, 0, 0]);
-    let decisions = s.decisions();
-    let exec_denials = decisions
+    s.project_mission(EVERY_OPERATION);
+    let probe = probe.display();
+    s.assert_probes(&[
+        ("exec @secret/tool", EACCES),
+        ("execveat @secret tool", EACCES),
+        (&format!("exec-memfd {probe}"), EACCES),
+        (&format!("exec {probe}"), 0),
+        ("exec @project/tool", 0),
+        ("execveat @project tool", 0),
+    ]);
+    let exec_denials = s
+        .denials()
         .iter()
-        .filter(|d| d["verdict"] == "deny" && d["operation"] == serde_json::json!(["exec"]))
+        .filter(|d| d["operation"] == serde_json::json!(["exec"]))
         .count();
-    assert_eq!(exec_denials, 3, "{decisions:#?}");
+    assert_eq!(exec_denials, 3, "{:#?}", s.decisions());
 }
 
 #[test]
 fn an_asking_agent_using_io_uring_is_denied_at_once_not_parked() {
     let s = Scratch::new("bp-uring-ask");
     // A parked request would wait for this deadline.
-    let m = s.mission(&asking_mission(
-        &s.p("project"),
-        "voters = [\"prompt\"]\ntimeout = \"10m\"",
-    ));
+    s.asking_mission("voters = [\"prompt\"]\ntimeout = \"10m\"");
     let started = Instant::now();
-    let r = s.probe_lines(
-        &m,
-        &[
-            &["uring-open", &s.p("secret/key")],
-            &["read", &s.p("secret/key")],
-        ],
-    );
+    let r = s.probe_lines(&["uring-open @secret/key", "read @secret/key"]);
     // The read after the ring was set up is refused too: the task has an
     // io_uring instance, so none of its accesses park.
     assert_eq!(r, ["err 13", "err 13"]);
@@ -747,7 +532,7 @@ fn an_asking_agent_using_io_uring_is_denied_at_once_not_parked() {
         "nothing waited for the vote's deadline"
     );
     assert!(pending().is_empty());
-    let reasons = deny_reasons(&s, "file_open");
+    let reasons = s.deny_reasons("file_open");
     assert_eq!(reasons.len(), 2, "{reasons:?}");
     for reason in reasons {
         assert!(reason.contains("io_uring"), "{reason}");
@@ -790,51 +575,39 @@ fn send_on_connect(socket: &std::path::Path, fds: Vec<OwnedFd>) -> thread::JoinH
 
 #[test]
 fn a_descriptor_passed_over_a_unix_socket_is_checked_on_receipt() {
-    let s = Scratch::new("bp-scm");
-    let m = full_tree(&s);
+    let s = Scratch::with_project_grant("bp-scm", EVERY_OPERATION);
     let socket = s.path("project/sock");
     let files = [s.path("secret/key"), s.path("project/a.txt")]
         .map(|file| OwnedFd::from(fs::File::open(file).unwrap()));
     let sender = send_on_connect(&socket, files.into());
-    let sock = s.p("project/sock");
-    let r = s.probe_lines(&m, &[&["recv-fd", &sock], &["recv-fd", &sock]]);
+    let r = s.probe_lines(&["recv-fd @project/sock", "recv-fd @project/sock"]);
     sender.join().unwrap();
     assert_eq!(r, ["ok no-fd ctrunc", "ok fd read 6"]);
-    let denials: Vec<_> = s
-        .decisions()
-        .into_iter()
-        .filter(|d| d["hook"] == "file_receive")
-        .collect();
-    assert_eq!(denials.len(), 1, "{denials:?}");
-    assert_eq!(denials[0]["verdict"], "deny");
-    assert_eq!(denials[0]["path"], s.p("secret/key"));
+    let receipts = s.decisions_at("file_receive");
+    assert_eq!(receipts.len(), 1, "{receipts:?}");
+    assert_eq!(receipts[0]["verdict"], "deny");
+    assert_eq!(receipts[0]["path"], s.p("secret/key"));
 }
 
 #[test]
 fn an_agent_cannot_leave_its_cgroup() {
-    let s = Scratch::new("bp-cgroup");
-    let m = full_tree(&s);
-    let r = s.probes(
-        &m,
-        &[
-            &["cgroup-join", "/sys/fs/cgroup"],
-            &["clone-into-cgroup", "/sys/fs/cgroup"],
-        ],
+    let s = Scratch::with_project_grant("bp-cgroup", EVERY_OPERATION);
+    s.assert_probes(&[
+        ("cgroup-join /sys/fs/cgroup", EACCES),
+        ("clone-into-cgroup /sys/fs/cgroup", EPERM),
+    ]);
+    assert_eq!(
+        s.decisions_of("task_alloc")
+            .iter()
+            .map(|(verdict, _)| verdict)
+            .collect::<Vec<_>>(),
+        ["deny"]
     );
-    assert_eq!(r, [EACCES, EPERM]);
-    let guarded: Vec<_> = s
-        .decisions()
-        .into_iter()
-        .filter(|d| d["hook"] == "task_alloc")
-        .collect();
-    assert_eq!(guarded.len(), 1);
-    assert_eq!(guarded[0]["verdict"], "deny");
 }
 
 #[test]
 fn an_agent_cannot_signal_or_trace_pincer() {
-    let s = Scratch::new("bp-twin");
-    let m = full_tree(&s);
+    let s = Scratch::with_project_grant("bp-twin", EVERY_OPERATION);
     // A bystander outside every agent cgroup.
     let bystander = Reaped(
         std::process::Command::new(probe_bin())
@@ -844,31 +617,15 @@ fn an_agent_cannot_signal_or_trace_pincer() {
             .unwrap(),
     );
     let other = bystander.0.id().to_string();
-    let out = s.run(
-        &m,
+    let out = s.run_probe(
+        &[],
         &[
-            probe_bin().to_str().unwrap(),
-            "kill",
-            "parent",
-            "15",
-            ",",
-            "kill",
-            "parent",
-            "9",
-            ",",
-            "kill",
-            "parent",
-            "0",
-            ",",
-            "ptrace",
-            "parent",
-            ",",
-            "read",
-            "/proc/self/environ",
-            ",",
-            "ptrace",
-            &other,
-            ",",
+            "kill parent 15",
+            "kill parent 9",
+            "kill parent 0",
+            "ptrace parent",
+            "read /proc/self/environ",
+            &format!("ptrace {other}"),
             "bpf",
         ],
     );
@@ -885,12 +642,8 @@ fn an_agent_cannot_signal_or_trace_pincer() {
     assert_eq!(out.status.code(), Some(EPERM));
     // `bpf(2)` may also ask for `CAP_BPF` first (6.1): the capability rule's
     // refusals are left out here.
-    let hooks: Vec<String> = s
-        .decisions()
-        .into_iter()
-        .filter(|d| d["verdict"] == "deny" && d["hook"] != "capable")
-        .map(|d| d["hook"].as_str().unwrap().to_owned())
-        .collect();
+    let mut hooks = s.denial_hooks();
+    hooks.retain(|hook| hook != "capable");
     assert_eq!(
         hooks,
         [
@@ -906,25 +659,20 @@ fn an_agent_cannot_signal_or_trace_pincer() {
 
 #[test]
 fn the_twin_s_proc_entries_are_closed_to_the_agent() {
-    let s = Scratch::new("bp-proc");
-    let m = full_tree(&s);
+    let s = Scratch::with_project_grant("bp-proc", EVERY_OPERATION);
     // The shell's parent is `pincer run`, the twin.
     let script = format!(
         "exec {0} read /proc/$PPID/environ , read /proc/$PPID/mem , read /proc/$PPID/fd/0 , read /proc/$PPID/status , read /proc/$PPID/cmdline , read /proc/self/environ , read /proc/self/status",
         probe_bin().display()
     );
-    let out = s.run(&m, &["sh", "-c", &script]);
+    let out = s.run(&["sh", "-c", &script]);
     let lines = stdout_lines(&out);
     assert_eq!(lines.len(), 7, "{lines:?}");
     assert_eq!(lines[..5], ["err 13"; 5], "{lines:?}");
     // The agent's own entries stay readable.
     assert!(lines[5].starts_with("ok read"), "{lines:?}");
     assert!(lines[6].starts_with("ok read"), "{lines:?}");
-    let denials: Vec<_> = s
-        .decisions()
-        .into_iter()
-        .filter(|d| d["verdict"] == "deny")
-        .collect();
+    let denials = s.denials();
     assert_eq!(denials.len(), 5, "{denials:#?}");
     for d in &denials {
         let reason = d["reason"].as_str().unwrap();
@@ -932,12 +680,8 @@ fn the_twin_s_proc_entries_are_closed_to_the_agent() {
     }
     // `fd/0` is a link the ptrace check guards while it is looked up; the
     // other entries are refused when opened.
-    let hooks: Vec<&str> = denials
-        .iter()
-        .map(|d| d["hook"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        hooks,
+        s.denial_hooks(),
         [
             "file_open",
             "file_open",
@@ -950,8 +694,7 @@ fn the_twin_s_proc_entries_are_closed_to_the_agent() {
 
 #[test]
 fn every_thread_of_the_twin_is_guarded() {
-    let s = Scratch::new("bp-threads");
-    let m = full_tree(&s);
+    let s = Scratch::with_project_grant("bp-threads", EVERY_OPERATION);
     let tid_file = s.p("project/tid");
     let ready = s.p("project/ready");
     // The shell's parent is `pincer run`. Once the agent runs, the test
@@ -966,7 +709,7 @@ fn every_thread_of_the_twin_is_guarded() {
         probe_bin().display()
     );
     let terminal = Terminal::new();
-    let mut command = s.command(&m, &[], &["sh", "-c", &script]);
+    let mut command = s.command(&[], &["sh", "-c", &script]);
     terminal.attach(&mut command, false);
     let mut run = Reaped(command.stdout(Stdio::piped()).spawn().unwrap());
     let twin = run.0.id();
@@ -1027,14 +770,8 @@ fn every_thread_of_the_twin_is_guarded() {
     assert!(lines[6].starts_with("ok read"), "{lines:?}");
     // The twin survived to report the probe's status.
     assert_eq!(run.0.wait().unwrap().code(), Some(EACCES));
-    let hooks: Vec<String> = s
-        .decisions()
-        .into_iter()
-        .filter(|d| d["verdict"] == "deny")
-        .map(|d| d["hook"].as_str().unwrap().to_owned())
-        .collect();
     assert_eq!(
-        hooks,
+        s.denial_hooks(),
         [
             "file_open",
             "file_open",
@@ -1047,48 +784,35 @@ fn every_thread_of_the_twin_is_guarded() {
 
 #[test]
 fn a_bind_mount_in_a_new_mount_namespace_is_refused() {
-    let s = Scratch::new("bp-mount");
-    let m = full_tree(&s);
-    let r = s.probes(&m, &[&["bind-mount", &s.p("secret"), &s.p("project/src")]]);
-    assert_eq!(r, [EPERM]);
+    let s = Scratch::with_project_grant("bp-mount", EVERY_OPERATION);
+    s.assert_probes(&[("bind-mount @secret @project/src", EPERM)]);
     assert!(s.path("project/src/main.rs").exists());
-    assert!(!s.path("project/src/key").exists());
+    s.assert_absent("project/src/key");
     // The new mount namespace needs `CAP_SYS_ADMIN`: refused there, before
     // `sb_mount` (which would refuse the mount itself) is reached.
     assert_eq!(
-        decisions_of(&s, "capable"),
+        s.decisions_of("capable"),
         [(
             "deny".to_owned(),
             "the capability sys_admin is never given to agents: it reaches the kernel or pincer"
                 .to_owned()
         )]
     );
-    assert!(decisions_of(&s, "sb_mount").is_empty());
+    assert!(s.decisions_of("sb_mount").is_empty());
 }
 
 #[test]
 fn a_parked_rename_resumes_once_approved() {
     let s = Scratch::new("bp-park-rename");
-    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
-    let probe = probe_bin();
+    s.asking_mission("voters = [\"prompt\"]");
     fs::write(s.path("secret/other"), "other\n").unwrap();
+    let probe = s.probe_command_line(&["rename @secret/key @project/key", "unlink @secret/other"]);
+    let probe: Vec<&str> = probe.iter().map(String::as_str).collect();
     let mut agent = Reaped(
-        s.command(
-            &m,
-            &[],
-            &[
-                probe.to_str().unwrap(),
-                "rename",
-                &s.p("secret/key"),
-                &s.p("project/key"),
-                ",",
-                "unlink",
-                &s.p("secret/other"),
-            ],
-        )
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap(),
+        s.command(&[], &probe)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
     );
     let first = pincer_tests::wait_pending(1).remove(0);
     assert_eq!(first["operation"], serde_json::json!(["rename"]));
@@ -1106,12 +830,12 @@ fn a_parked_rename_resumes_once_approved() {
     assert_eq!(out.lines().collect::<Vec<_>>(), ["ok renamed", "err 13"]);
     assert_eq!(status, Some(EACCES));
     assert_eq!(
-        fs::read_to_string(s.path("project/key")).unwrap(),
+        s.read("project/key"),
         SECRET,
         "the approved rename happened"
     );
     assert_eq!(
-        fs::read_to_string(s.path("secret/other")).unwrap(),
+        s.read("secret/other"),
         "other\n",
         "the denied unlink did not"
     );
@@ -1129,49 +853,32 @@ fn wait_other(first: &serde_json::Value) -> serde_json::Value {
     found.unwrap()
 }
 
-/// The decisions of one hook, as (verdict, reason).
-fn decisions_of(s: &Scratch, hook: &str) -> Vec<(String, String)> {
-    s.decisions()
-        .into_iter()
-        .filter(|d| d["hook"] == hook)
-        .map(|d| {
-            (
-                d["verdict"].as_str().unwrap_or_default().to_owned(),
-                d["reason"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect()
-}
-
-/// A file that is no kernel module: the loader refuses it as soon as it
-/// reads it (`ENOEXEC`), which shows a load got past every check before.
-/// It is longer than an ELF header: `init_module` refuses anything shorter
-/// before it asks `kernel_load_data`.
-fn not_a_module(s: &Scratch) -> String {
+/// Writes `project/evil.ko`, a file that is no kernel module: the loader
+/// refuses it as soon as it reads it (`ENOEXEC`), which shows a load got
+/// past every check before. It is longer than an ELF header: `init_module`
+/// refuses anything shorter before it asks `kernel_load_data`.
+fn write_not_a_module(s: &Scratch) {
     let mut bytes = b"\x7fELF not really a module\n".to_vec();
     bytes.resize(256, b'\n');
     fs::write(s.path("project/evil.ko"), bytes).unwrap();
-    s.p("project/evil.ko")
 }
 
 #[test]
 fn kernel_modules_and_kexec_are_refused_to_agents() {
     let s = Scratch::new("bp-modules");
-    let module = not_a_module(&s);
-    let m = full_tree(&s);
-    let ops: &[&[&str]] = &[
-        &["finit-module", &module],
-        &["init-module", &module],
-        &["kexec-unload"],
+    write_not_a_module(&s);
+    s.project_mission(EVERY_OPERATION);
+    let ops = [
+        "finit-module @project/evil.ko",
+        "init-module @project/evil.ko",
+        "kexec-unload",
     ];
     // Outside every agent cgroup the calls reach the module loader and
     // kexec.
-    assert_eq!(
-        pincer_tests::probe_outside(ops),
-        ["err 8", "err 8", "ok unloaded"]
-    );
-    assert_eq!(s.probes(&m, ops), [EPERM, EPERM, EPERM]);
-    let refused: Vec<_> = decisions_of(&s, "capable")
+    assert_eq!(s.probe_outside(&ops), ["err 8", "err 8", "ok unloaded"]);
+    assert_eq!(s.probes(&ops), [EPERM, EPERM, EPERM]);
+    let refused: Vec<_> = s
+        .decisions_of("capable")
         .into_iter()
         .map(|(verdict, reason)| {
             assert_eq!(verdict, "deny");
@@ -1194,23 +901,18 @@ fn the_kernel_refuses_to_load_an_agents_module_even_past_the_capability_check() 
     // reports it): the kernel's own load hooks are then what an agent
     // meets, and they report too.
     let s = Scratch::new("bp-modules-audit");
-    let module = not_a_module(&s);
-    let m = full_tree(&s);
-    let out = s.run_with(
-        &m,
+    write_not_a_module(&s);
+    s.project_mission(EVERY_OPERATION);
+    let out = s.run_probe(
         &["--mode", "audit"],
         &[
-            probe_bin().to_str().unwrap(),
-            "finit-module",
-            &module,
-            ",",
-            "init-module",
-            &module,
+            "finit-module @project/evil.ko",
+            "init-module @project/evil.ko",
         ],
     );
     assert_eq!(stdout_lines(&out), ["err 8", "err 8"]);
     for hook in ["kernel_read_file", "kernel_load_data"] {
-        let seen = decisions_of(&s, hook);
+        let seen = s.decisions_of(hook);
         assert_eq!(
             seen,
             [(
@@ -1223,7 +925,7 @@ fn the_kernel_refuses_to_load_an_agents_module_even_past_the_capability_check() 
         );
     }
     assert!(
-        decisions_of(&s, "capable")
+        s.decisions_of("capable")
             .iter()
             .any(|(verdict, reason)| verdict == "audit" && reason.contains("sys_module"))
     );
@@ -1233,44 +935,30 @@ fn the_kernel_refuses_to_load_an_agents_module_even_past_the_capability_check() 
 fn kernel_memory_and_raw_devices_stay_closed_whatever_the_grants() {
     let s = Scratch::new("bp-kmem");
     // Grants that name the kernel's memory outright.
-    let mut mission = tree_mission_all(&s);
-    for path in ["/proc/kcore", "/proc/kmsg", "/dev/mem", "/dev/port"] {
-        mission.push_str(&format!(
-            "\n[[grant]]\npath = \"{path}\"\nops = [\"read\", \"write\"]\n"
-        ));
-    }
-    let m = s.mission(&mission);
-    let mut ops: Vec<&[&str]> = vec![
-        &["peek", "/proc/kcore"],
-        &["open", "/proc/kmsg"],
-        &["peek", "/dev/mem"],
-    ];
+    let grants: Vec<String> = ["/proc/kcore", "/proc/kmsg", "/dev/mem", "/dev/port"]
+        .iter()
+        .map(|path| format!("[[grant]]\npath = \"{path}\"\nops = [\"read\", \"write\"]\n"))
+        .collect();
+    s.project_mission_and(EVERY_OPERATION, &grants.join("\n"));
+    let mut ops = vec!["peek /proc/kcore", "open /proc/kmsg", "peek /dev/mem"];
     // The 6.12 cloud kernel has no `/dev/port` (`CONFIG_DEVPORT` off); where
     // it exists its open asks for `CAP_SYS_RAWIO` like `/dev/mem`.
     if std::path::Path::new("/dev/port").exists() {
-        ops.push(&["open", "/dev/port"]);
+        ops.push("open /dev/port");
     }
-    let outside = pincer_tests::probe_outside(&ops);
+    let outside = s.probe_outside(&ops);
     assert_eq!(outside[0], "ok peeked 64", "{outside:?}");
     assert_eq!(outside[1..3], ["ok opened", "ok peeked 64"]);
     assert!(outside[3..].iter().all(|l| l == "ok opened"), "{outside:?}");
-    assert_eq!(s.probes(&m, &ops), vec![EPERM; ops.len()]);
-    let refused: Vec<_> = decisions_of(&s, "capable")
+    assert_eq!(s.probes(&ops), vec![EPERM; ops.len()]);
+    let refused: Vec<_> = s
+        .decisions_of("capable")
         .into_iter()
         .map(|(_, reason)| reason)
         .collect();
     for cap in ["sys_rawio", "syslog"] {
         assert!(refused.iter().any(|r| r.contains(cap)), "{refused:?}");
     }
-}
-
-/// A mission granting every operation on `project/` (and the runtime
-/// baseline), as TOML to add to.
-fn tree_mission_all(s: &Scratch) -> String {
-    format!(
-        "[mission]\nname = \"test\"\n\n[[grant]]\npath = \"{}\"\nops = [{ALL_OPS}]\nextent = \"tree\"\n",
-        s.p("project")
-    )
 }
 
 #[test]
@@ -1283,19 +971,18 @@ fn block_devices_and_debugfs_are_never_opened_by_agents() {
     let r = unsafe { libc::mknod(path.as_ptr(), libc::S_IFBLK | 0o600, libc::makedev(7, 0)) };
     assert_eq!(r, 0, "mknod: {}", std::io::Error::last_os_error());
     let debugfs = debugfs_file();
-    let mut mission = tree_mission_all(&s);
-    mission.push_str(
-        "\n[[grant]]\npath = \"/sys/kernel/debug\"\nops = [\"read\"]\nextent = \"tree\"\n",
+    s.project_mission_and(
+        EVERY_OPERATION,
+        "[[grant]]\npath = \"/sys/kernel/debug\"\nops = [\"read\"]\nextent = \"tree\"\n",
     );
-    let m = s.mission(&mission);
-    let ops: &[&[&str]] = &[&["open", &s.p("project/disk")], &["peek", &debugfs]];
-    let outside = pincer_tests::probe_outside(ops);
+    let ops = ["open @project/disk", &format!("peek {debugfs}")];
+    let outside = s.probe_outside(&ops);
     // Outside, the open reaches the block layer (no loop device is set up,
     // hence `ENXIO`) and debugfs.
     assert_eq!(outside[0], "err 6", "{outside:?}");
     assert!(outside[1].starts_with("ok peeked"), "{outside:?}");
-    assert_eq!(s.probes(&m, ops), [EACCES, EACCES]);
-    let reasons = deny_reasons(&s, "file_open");
+    assert_eq!(s.probes(&ops), [EACCES, EACCES]);
+    let reasons = s.deny_reasons("file_open");
     assert_eq!(
         reasons,
         [
@@ -1338,11 +1025,10 @@ fn debugfs_file() -> String {
 
 #[test]
 fn proc_shows_an_agent_its_own_processes_and_harmless_global_files_only() {
-    let s = Scratch::new("bp-proc-rule");
-    let m = full_tree(&s);
+    let s = Scratch::with_project_grant("bp-proc-rule", EVERY_OPERATION);
     // Outside, init's entries and the kernel's files are there to read.
     assert_eq!(
-        pincer_tests::probe_outside(&[&["open", "/proc/1/status"], &["open", "/proc/1/cmdline"]]),
+        s.probe_outside(&["open /proc/1/status", "open /proc/1/cmdline"]),
         ["ok opened", "ok opened"]
     );
     // The shell's child `sleep` is the agent's own process.
@@ -1355,7 +1041,7 @@ fn proc_shows_an_agent_its_own_processes_and_harmless_global_files_only() {
          write /proc/sys/kernel/hostname pwned , write /proc/sysrq-trigger h ; kill $!",
         probe_bin().display()
     );
-    let out = s.run(&m, &["sh", "-c", &script]);
+    let out = s.run(&["sh", "-c", &script]);
     let lines = stdout_lines(&out);
     assert_eq!(lines.len(), 17, "{lines:?}");
     for (i, line) in lines[..8].iter().enumerate() {
@@ -1365,7 +1051,7 @@ fn proc_shows_an_agent_its_own_processes_and_harmless_global_files_only() {
     let own = lines[6].strip_prefix("ok target ").unwrap_or_default();
     assert!(own.parse::<u32>().is_ok(), "{lines:?}");
     assert_eq!(lines[8..], ["err 13"; 9], "{lines:?}");
-    let reasons = deny_reasons(&s, "file_open");
+    let reasons = s.deny_reasons("file_open");
     let other = "the /proc entries of processes outside the agent's cgroup are never open to it";
     let setting = "agents never write to /proc outside their own processes' entries";
     assert_eq!(
@@ -1390,18 +1076,14 @@ fn proc_shows_an_agent_its_own_processes_and_harmless_global_files_only() {
 
 #[test]
 fn ps_lists_only_the_agents_own_processes() {
-    let s = Scratch::new("bp-ps");
-    let m = full_tree(&s);
+    let s = Scratch::with_project_grant("bp-ps", EVERY_OPERATION);
     // `ps` once the child has become `sleep` (until its exec it is a
     // second `sh`).
-    let out = s.run(
-        &m,
-        &[
-            "sh",
-            "-c",
-            "sleep 30 & until grep -q sleep /proc/$!/comm; do :; done; ps -o pid,comm; kill $!",
-        ],
-    );
+    let out = s.run(&[
+        "sh",
+        "-c",
+        "sleep 30 & until grep -q sleep /proc/$!/comm; do :; done; ps -o pid,comm; kill $!",
+    ]);
     let listed: Vec<String> = stdout_lines(&out)
         .iter()
         .skip(1)
@@ -1417,87 +1099,61 @@ fn ps_lists_only_the_agents_own_processes() {
 
 #[test]
 fn ordinary_root_work_keeps_the_default_capabilities() {
-    let s = Scratch::new("bp-caps-ok");
-    let m = full_tree(&s);
-    let a = s.p("project/a.txt");
-    let lines = s.probe_lines(
-        &m,
-        &[
-            &["chown", &a, "1000", "1000"],
-            &["chmod", &a, "600"],
-            // Root reads a file its mode closes to everyone.
-            &["read", &a],
-            &["chown", &a, "0", "0"],
-            &["kill-child"],
-            &["bind-port", "8080"],
-            &["bind-port", "80"],
-            &["mkfifo", &s.p("project/fifo")],
-        ],
-    );
-    assert_eq!(
-        lines,
-        [
-            "ok changed",
-            "ok changed",
-            "ok read 6",
-            "ok changed",
-            "ok killed",
-            "ok bound",
-            "ok bound",
-            "ok made"
-        ]
-    );
-    assert!(
-        decisions_of(&s, "capable").is_empty(),
-        "{:?}",
-        s.decisions()
-    );
+    let s = Scratch::with_project_grant("bp-caps-ok", EVERY_OPERATION);
+    s.assert_probe_lines(&[
+        ("chown @project/a.txt 1000 1000", "ok changed"),
+        ("chmod @project/a.txt 600", "ok changed"),
+        // Root reads a file its mode closes to everyone.
+        ("read @project/a.txt", "ok read 6"),
+        ("chown @project/a.txt 0 0", "ok changed"),
+        ("kill-child", "ok killed"),
+        ("bind-port 8080", "ok bound"),
+        ("bind-port 80", "ok bound"),
+        ("mkfifo @project/fifo", "ok made"),
+    ]);
+    assert!(s.decisions_of("capable").is_empty(), "{:?}", s.decisions());
 }
 
 #[test]
 fn a_capability_outside_the_set_is_refused_unless_the_mission_adds_it() {
     let s = Scratch::new("bp-caps-mission");
-    let ops: &[&[&str]] = &[&["raw-socket"]];
-    assert_eq!(pincer_tests::probe_outside(ops), ["ok opened"]);
-    let m = full_tree(&s);
-    assert_eq!(s.probes(&m, ops), [EPERM]);
+    assert_eq!(s.probe_outside(&["raw-socket"]), ["ok opened"]);
+    s.project_mission(EVERY_OPERATION);
+    s.assert_probes(&[("raw-socket", EPERM)]);
     assert_eq!(
-        decisions_of(&s, "capable"),
+        s.decisions_of("capable"),
         [(
             "deny".to_owned(),
             "the capability net_raw is not among the agent's (a mission may add it: defaults.capabilities)"
                 .to_owned()
         )]
     );
-    let m = s.mission(&format!(
-        "{}\n[defaults]\ncapabilities = [\"net_raw\"]\n",
-        tree_mission_all(&s)
-    ));
-    assert_eq!(s.probes(&m, ops), [0]);
+    s.project_mission_and(
+        EVERY_OPERATION,
+        "[defaults]\ncapabilities = [\"net_raw\"]\n",
+    );
+    s.assert_probes(&[("raw-socket", 0)]);
 }
 
 #[test]
 fn the_new_mount_api_is_refused() {
-    let s = Scratch::new("bp-mount-api");
-    let m = full_tree(&s);
+    let s = Scratch::with_project_grant("bp-mount-api", EVERY_OPERATION);
     // A mount the agent's owner made, which the agent must not turn
     // read-only or reconfigure.
     let mnt = s.path("mnt");
     fs::create_dir(&mnt).unwrap();
     let _mounted = Tmpfs::mount(&mnt);
-    let target = s.p("project/src");
-    let mnt = s.p("mnt");
-    let ops: &[&[&str]] = &[
-        &["fsopen-mount", &target],
-        &["fspick-ro", &mnt],
-        &["mount-setattr-ro", &mnt],
-        &["open-tree-clone", &mnt],
-        &["bind-mount", &mnt, &target],
+    let ops = [
+        "fsopen-mount @project/src",
+        "fspick-ro @mnt",
+        "mount-setattr-ro @mnt",
+        "open-tree-clone @mnt",
+        "bind-mount @mnt @project/src",
     ];
-    assert_eq!(s.probes(&m, ops), [EPERM; 5]);
+    assert_eq!(s.probes(&ops), [EPERM; 5]);
     fs::write(s.path("mnt/still-writable"), "yes").unwrap();
     assert!(s.path("project/src/main.rs").exists());
-    let refused = decisions_of(&s, "capable");
+    let refused = s.decisions_of("capable");
     assert_eq!(refused.len(), 5, "{refused:?}");
     assert!(
         refused.iter().all(|(_, r)| r.contains("sys_admin")),
@@ -1505,13 +1161,13 @@ fn the_new_mount_api_is_refused() {
     );
     // Outside every agent cgroup each call works: a tmpfs mounted on the
     // target, the mount made read-only twice over, a clone of it.
-    let outside = pincer_tests::probe_outside(&ops[..4]);
+    let outside = s.probe_outside(&ops[..4]);
     assert_eq!(
         outside,
         ["ok mounted", "ok reconfigured", "ok set", "ok cloned"]
     );
     assert!(!s.path("project/src/main.rs").exists(), "tmpfs on top");
-    unmount(&target);
+    unmount(&s.p("project/src"));
     assert!(fs::write(s.path("mnt/now"), "no").is_err());
 }
 
@@ -1561,29 +1217,27 @@ fn set_acl(path: &std::path::Path) {
 
 #[test]
 fn attributes_link_targets_and_notifications_need_read() {
-    let s = Scratch::new("bp-metadata");
-    let m = full_tree(&s);
+    let s = Scratch::with_project_grant("bp-metadata", EVERY_OPERATION);
     set_acl(&s.path("secret/key"));
     set_acl(&s.path("project/a.txt"));
     std::os::unix::fs::symlink("key", s.path("secret/link")).unwrap();
     std::os::unix::fs::symlink("a.txt", s.path("project/link")).unwrap();
-    let acl = "system.posix_acl_access";
-    let ops: &[&[&str]] = &[
-        &["getxattr", &s.p("secret/key"), acl],
-        &["listxattr", &s.p("secret/key")],
-        &["readlink", &s.p("secret/link")],
-        &["inotify", &s.p("secret")],
-        &["inotify", &s.p("secret/key")],
-        &["fanotify-perm", &s.p("project/a.txt")],
-        &["getxattr", &s.p("project/a.txt"), acl],
-        &["listxattr", &s.p("project/a.txt")],
-        &["readlink", &s.p("project/link")],
-        &["inotify", &s.p("project")],
+    let ops = [
+        "getxattr @secret/key system.posix_acl_access",
+        "listxattr @secret/key",
+        "readlink @secret/link",
+        "inotify @secret",
+        "inotify @secret/key",
+        "fanotify-perm @project/a.txt",
+        "getxattr @project/a.txt system.posix_acl_access",
+        "listxattr @project/a.txt",
+        "readlink @project/link",
+        "inotify @project",
         // The line: `stat` shows what a directory search shows.
-        &["stat", &s.p("secret/key")],
+        "stat @secret/key",
     ];
     // Outside every agent cgroup each of them works.
-    let outside = pincer_tests::probe_outside(ops);
+    let outside = s.probe_outside(&ops);
     assert_eq!(
         outside,
         [
@@ -1600,7 +1254,7 @@ fn attributes_link_targets_and_notifications_need_read() {
             "ok size 11"
         ]
     );
-    let inside = s.probe_lines(&m, ops);
+    let inside = s.probe_lines(&ops);
     assert_eq!(
         inside,
         [
@@ -1617,18 +1271,7 @@ fn attributes_link_targets_and_notifications_need_read() {
             "ok size 11"
         ]
     );
-    let mut hooks: Vec<String> = s
-        .decisions()
-        .into_iter()
-        .filter(|d| d["verdict"] == "deny")
-        .map(|d| {
-            format!(
-                "{} {}",
-                d["hook"].as_str().unwrap(),
-                d["reason"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let mut hooks = s.denials_with_reasons();
     hooks.sort();
     // ACLs are read through `inode_get_acl` since 6.2.
     let acl_hook = if kernel_at_least(6, 2) {
@@ -1661,39 +1304,17 @@ fn kernel_at_least(major: u32, minor: u32) -> bool {
 
 #[test]
 fn an_inherited_directory_descriptor_gives_no_change_notifications() {
-    let s = Scratch::new("bp-dnotify");
-    let m = full_tree(&s);
+    let s = Scratch::with_project_grant("bp-dnotify", EVERY_OPERATION);
     let secret = fs::File::open(s.path("secret")).unwrap();
     let project = fs::File::open(s.path("project")).unwrap();
-    let probe = probe_bin();
     // Handed over on purpose: `pincer run` closes what it is not told to pass.
-    let mut cmd = s.command(
-        &m,
+    let lines = s.probe_holding(
+        &[(&secret, 9), (&project, 10)],
         &["--pass-fd", "9", "--pass-fd", "10"],
-        &[
-            probe.to_str().unwrap(),
-            "dnotify",
-            "9",
-            ",",
-            "dnotify",
-            "10",
-        ],
+        &["dnotify 9", "dnotify 10"],
     );
-    let fds = [(secret.as_raw_fd(), 9), (project.as_raw_fd(), 10)];
-    // SAFETY: only dup2 and fcntl between fork and exec.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-            for (from, to) in fds {
-                if libc::dup2(from, to) < 0 || libc::fcntl(to, libc::F_SETFD, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
-    }
-    let out = cmd.output().unwrap();
-    assert_eq!(stdout_lines(&out), ["err 13", "ok watching"]);
-    assert_eq!(deny_reasons(&s, "path_notify"), ["no grant covers read"]);
+    assert_eq!(lines, ["err 13", "ok watching"]);
+    assert_eq!(s.deny_reasons("path_notify"), ["no grant covers read"]);
 }
 
 /// System V IPC keys of the objects made outside the agent's cgroup.
@@ -1749,49 +1370,36 @@ impl Drop for ForeignIpc {
 
 #[test]
 fn ipc_objects_made_outside_the_cgroup_are_out_of_reach() {
-    let s = Scratch::new("bp-ipc");
-    let m = full_tree(&s);
+    let s = Scratch::with_project_grant("bp-ipc", EVERY_OPERATION);
     let ipc = ForeignIpc::new();
-    let (msg, shm, sem) = (
-        ipc.msg.to_string(),
-        ipc.shm.to_string(),
-        ipc.sem.to_string(),
-    );
-    let (msg_key, shm_key, sem_key) = (
-        IPC_KEY.to_string(),
-        (IPC_KEY + 1).to_string(),
-        (IPC_KEY + 2).to_string(),
-    );
-    let uses: &[&[&str]] = &[
-        &["msg-get", &msg_key],
-        &["msg-send", &msg],
-        &["msg-stat", &msg],
-        &["shm-get", &shm_key],
-        &["shm-attach", &shm],
-        &["sem-get", &sem_key],
-        &["sem-op", &sem],
+    let (msg, shm, sem) = (ipc.msg, ipc.shm, ipc.sem);
+    let uses_and_removals = [
+        format!("msg-get {IPC_KEY}"),
+        format!("msg-send {msg}"),
+        format!("msg-stat {msg}"),
+        format!("shm-get {}", IPC_KEY + 1),
+        format!("shm-attach {shm}"),
+        format!("sem-get {}", IPC_KEY + 2),
+        format!("sem-op {sem}"),
+        format!("msg-rm {msg}"),
+        format!("shm-rm {shm}"),
+        format!("sem-rm {sem}"),
     ];
-    let removals: &[&[&str]] = &[&["msg-rm", &msg], &["shm-rm", &shm], &["sem-rm", &sem]];
-    let mut inside: Vec<&[&str]> = uses.iter().chain(removals).copied().collect();
-    inside.push(&["ipc-own"]);
-    let lines = s.probe_lines(&m, &inside);
+    let outside: Vec<&str> = uses_and_removals.iter().map(String::as_str).collect();
+    let mut inside = outside.clone();
+    inside.push("ipc-own");
+    let lines = s.probe_lines(&inside);
     assert_eq!(lines[..10], ["err 13"; 10], "{lines:?}");
     assert_eq!(lines[10], "ok queue, segment and semaphores used");
     assert!(ipc.exist(), "the agent removed nothing");
-    let hooks: Vec<String> = s
-        .decisions()
-        .into_iter()
-        .filter(|d| d["verdict"] == "deny")
-        .map(|d| {
-            assert_eq!(
-                d["reason"],
-                "IPC objects and keys created outside the agent's cgroup are never open to it"
-            );
-            d["hook"].as_str().unwrap().to_owned()
-        })
-        .collect();
+    for d in s.denials() {
+        assert_eq!(
+            d["reason"],
+            "IPC objects and keys created outside the agent's cgroup are never open to it"
+        );
+    }
     assert_eq!(
-        hooks,
+        s.denial_hooks(),
         [
             "ipc_permission",
             "ipc_permission",
@@ -1806,24 +1414,21 @@ fn ipc_objects_made_outside_the_cgroup_are_out_of_reach() {
         ]
     );
     // Outside every agent cgroup the same calls work.
-    let outside: Vec<&[&str]> = uses.iter().chain(removals).copied().collect();
-    let lines = pincer_tests::probe_outside(&outside);
+    let lines = s.probe_outside(&outside);
     assert!(lines.iter().all(|l| l.starts_with("ok")), "{lines:?}");
     assert!(!ipc.exist());
 }
 
 #[test]
 fn keys_made_outside_the_cgroup_are_out_of_reach() {
-    let s = Scratch::new("bp-keys");
-    let m = full_tree(&s);
-    let serial = foreign_key();
-    let ops: &[&[&str]] = &[&["key-read", &serial]];
-    assert_eq!(pincer_tests::probe_outside(ops), ["ok read 11"]);
-    let lines = s.probe_lines(&m, &[&["key-read", &serial], &["key-own"]]);
+    let s = Scratch::with_project_grant("bp-keys", EVERY_OPERATION);
+    let read = format!("key-read {}", foreign_key());
+    assert_eq!(s.probe_outside(&[&read]), ["ok read 11"]);
+    let lines = s.probe_lines(&[&read, "key-own"]);
     // `keyctl read` looks the key up with its permission check deferred to
     // the security modules, and reports a refused lookup as `ENOKEY`.
     assert_eq!(lines, ["err 126", "ok read 4"]);
-    let denied = decisions_of(&s, "key_permission");
+    let denied = s.decisions_of("key_permission");
     assert!(!denied.is_empty());
     assert!(denied.iter().all(|(verdict, reason)| verdict == "deny"
         && reason
@@ -1857,16 +1462,15 @@ fn foreign_key() -> String {
 
 #[test]
 fn anonymous_pipes_and_sockets_are_not_files_to_protect() {
-    let s = Scratch::new("bp-pipes");
-    let m = full_tree(&s);
+    let s = Scratch::with_project_grant("bp-pipes", EVERY_OPERATION);
     // A pipe on standard input, reopened as `/dev/stdin` and `<(...)` do.
-    let out = s.run(&m, &["sh", "-c", "echo piped | cat /proc/self/fd/0"]);
+    let out = s.run(&["sh", "-c", "echo piped | cat /proc/self/fd/0"]);
     assert_eq!(stdout_lines(&out), ["piped"]);
     assert_eq!(out.status.code(), Some(0));
     // A named pipe is a file like any other: not granted, refused.
     let fifo = CString::new(s.p("secret/fifo")).unwrap();
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
-    assert_eq!(s.probe(&m, &["read", &s.p("secret/fifo")]), EACCES);
+    assert_eq!(s.probe("read @secret/fifo"), EACCES);
 
     // A pipe and a socket passed in over a Unix socket arrive and work.
     let socket = s.path("project/sock");
@@ -1878,8 +1482,7 @@ fn anonymous_pipes_and_sockets_are_not_files_to_protect() {
     (&ours).write_all(b"sock\n").unwrap();
     drop(ours);
     let sender = send_on_connect(&socket, vec![pipe_out, theirs.into()]);
-    let sock = s.p("project/sock");
-    let r = s.probe_lines(&m, &[&["recv-fd", &sock], &["recv-fd", &sock]]);
+    let r = s.probe_lines(&["recv-fd @project/sock", "recv-fd @project/sock"]);
     sender.join().unwrap();
     assert_eq!(r, ["ok fd read 6", "ok fd read 5"]);
     let receipts: Vec<_> = s
@@ -1894,22 +1497,17 @@ fn anonymous_pipes_and_sockets_are_not_files_to_protect() {
 
 #[test]
 fn descriptors_opened_before_the_agent_are_not_inherited_unless_passed() {
-    let s = Scratch::new("bp-inherit");
-    let m = full_tree(&s);
+    let s = Scratch::with_project_grant("bp-inherit", EVERY_OPERATION);
     let secret = s.p("secret/key");
     let held = fs::File::open(&secret).unwrap();
     // Not passed: closed on exec.
-    let lines = s.probe_holding(&m, &held, 7, &[], &["fd-read", "7"]);
+    let lines = s.probe_holding(&[(&held, 7)], &[], &["fd-read 7"]);
     assert_eq!(lines, [format!("err {}", libc::EBADF)]);
     // Passed on purpose: the agent reads through it, and the audit log
     // says what was passed.
-    let lines = s.probe_holding(&m, &held, 7, &["--pass-fd", "7"], &["fd-read", "7"]);
+    let lines = s.probe_holding(&[(&held, 7)], &["--pass-fd", "7"], &["fd-read 7"]);
     assert_eq!(lines, ["ok fd read 11"]);
-    let passed: Vec<_> = s
-        .audit()
-        .into_iter()
-        .filter(|l| l["event"] == "descriptors")
-        .collect();
+    let passed = s.audit_events("descriptors");
     assert_eq!(passed.len(), 2, "{passed:?}");
     let fds = passed[1]["fds"].as_array().unwrap();
     assert!(
@@ -1924,7 +1522,7 @@ fn descriptors_opened_before_the_agent_are_not_inherited_unless_passed() {
             .all(|d| d["fd"] != 7)
     );
     // Standard descriptors are always passed; naming one is an error.
-    let out = s.run_with(&m, &["--pass-fd", "1"], &["true"]);
+    let out = s.run_with(&["--pass-fd", "1"], &["true"]);
     assert_eq!(out.status.code(), Some(125));
 }
 
@@ -1941,8 +1539,7 @@ fn watchdog_of(run: u32) -> Option<u32> {
 
 #[test]
 fn one_run_cannot_free_another_and_a_killed_run_stays_confined() {
-    let s = Scratch::new("bp-two-runs");
-    let m = full_tree(&s);
+    let s = Scratch::with_project_grant("bp-two-runs", EVERY_OPERATION);
     let fifo = CString::new(s.p("project/go")).unwrap();
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
     let probe = probe_bin();
@@ -1955,7 +1552,7 @@ fn one_run_cannot_free_another_and_a_killed_run_stays_confined() {
         project = s.p("project/a.txt"),
     );
     let b = Reaped(
-        s.command(&m, &[], &["sh", "-c", &script])
+        s.command(&[], &["sh", "-c", &script])
             .stdout(Stdio::piped())
             .spawn()
             .unwrap(),
@@ -1972,14 +1569,10 @@ fn one_run_cannot_free_another_and_a_killed_run_stays_confined() {
     assert!(pins.join("links/file_open").exists(), "{}", pins.display());
 
     // Run A's agent cannot signal B's processes.
-    let r = s.probes(
-        &m,
-        &[
-            &["kill", &run_b.to_string(), "9"],
-            &["kill", &watchdog.to_string(), "9"],
-        ],
-    );
-    assert_eq!(r, [EPERM, EPERM]);
+    s.assert_probes(&[
+        (&format!("kill {run_b} 9"), EPERM),
+        (&format!("kill {watchdog} 9"), EPERM),
+    ]);
 
     // Root outside every agent cgroup can: B's twin and watchdog die, and
     // B's agent stays confined by the pinned links (no twin: refused).
@@ -1994,11 +1587,11 @@ fn one_run_cannot_free_another_and_a_killed_run_stays_confined() {
     let out = read_stdout(&mut b.0);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines, [format!("err {EACCES}").as_str(), "ok read 6"]);
-    secret_unchanged(&s);
+    s.assert_secret_unchanged();
     // Its agent gone, the next run removes what B left.
     let _ = b.0.wait();
     assert!(pincer_tests::wait_for(Duration::from_secs(30), || {
-        s.run(&m, &["true"]);
+        s.run(&["true"]);
         !pins.exists()
     }));
 }

@@ -22,8 +22,8 @@ use nix::{
     unistd::Pid,
 };
 use pincer_tests::{
-    CGROUP2, EACCES, EPERM, Reaped, Scratch, asking_mission, pincer_bin, probe_bin, process_state,
-    stdout_lines, tree_mission, wait_for,
+    CGROUP2, EACCES, EPERM, READ_ONLY, READ_WRITE, Reaped, Scratch, asking_mission, pincer_bin,
+    probe_bin, process_state, stdout_lines, tree_mission, wait_for,
 };
 
 /// One daemon's world: config, socket, pins and its cgroup slice.
@@ -446,7 +446,7 @@ fn a_restarted_daemon_replays_the_parked_request_and_parks_new_ones() {
 #[test]
 fn sigterm_keeps_the_pins_and_uninstall_removes_them() {
     let h = Host::new("term");
-    let m = h.mission("m", &tree_mission(&h.s.p("project"), r#""read", "write""#));
+    let m = h.mission("m", &tree_mission(&h.s.p("project"), READ_WRITE));
     h.configure("on_stop = \"keep\"", &[("a".into(), "a".into(), m.clone())]);
     let cg = h.cgroup("a");
     let mut daemon = h.start(1);
@@ -484,7 +484,7 @@ fn a_hundred_agents_each_see_only_their_own_grants() {
         fs::write(dir.join("f"), format!("{i}\n")).unwrap();
         let m = h.mission(
             &format!("m{i}"),
-            &tree_mission(dir.to_str().unwrap(), r#""read""#)
+            &tree_mission(dir.to_str().unwrap(), READ_ONLY)
                 .replace("\"test\"", &format!("\"m{i}\"")),
         );
         agents.push((format!("a{i}"), format!("a{i}"), m));
@@ -541,7 +541,7 @@ fn a_hundred_agents_each_see_only_their_own_grants() {
 #[test]
 fn a_cgroup_created_after_start_is_confined() {
     let h = Host::new("late");
-    let m = h.mission("m", &tree_mission(&h.s.p("project"), r#""read""#));
+    let m = h.mission("m", &tree_mission(&h.s.p("project"), READ_ONLY));
     h.configure("log_format = \"json\"", &[("late".into(), "*".into(), m)]);
     let _daemon = h.start(0);
     // A second daemon on the same pins refuses to start, and so does an
@@ -674,7 +674,7 @@ fn a_bad_reload_keeps_enforcing_the_old_configuration() {
     );
     assert!(!h.pins.exists());
 
-    let narrow = h.mission("narrow", &tree_mission(&h.s.p("project"), r#""read""#));
+    let narrow = h.mission("narrow", &tree_mission(&h.s.p("project"), READ_ONLY));
     h.configure("", &[("a".into(), "a".into(), narrow)]);
     let cg = h.cgroup("a");
     let daemon = h.start(1);
@@ -700,7 +700,7 @@ fn a_bad_reload_keeps_enforcing_the_old_configuration() {
     assert_eq!(h.agent_count(), Some(1));
 
     // A good file takes effect: the wider mission grants the secret.
-    let wide = h.mission("wide", &tree_mission(&h.s.p("secret"), r#""read""#));
+    let wide = h.mission("wide", &tree_mission(&h.s.p("secret"), READ_ONLY));
     h.configure("", &[("a".into(), "a".into(), wide)]);
     kill(pid, Signal::SIGHUP).unwrap();
     assert!(wait_for(Duration::from_secs(30), || {
@@ -716,7 +716,7 @@ fn pincer_run_registers_with_a_running_daemon() {
     let h = Host::new("register");
     h.configure("", &[]);
     let _daemon = h.start(0);
-    let m = h.mission("m", &tree_mission(&h.s.p("project"), r#""read""#));
+    let m = h.mission("m", &tree_mission(&h.s.p("project"), READ_ONLY));
 
     // While the command runs, the daemon lists its cgroup.
     let run = h.run_registered(
@@ -817,7 +817,7 @@ fn a_registered_run_stays_confined_across_a_daemon_restart() {
     let h = Host::new("reregister");
     h.configure("", &[]);
     let mut daemon = h.start(0);
-    let m = h.mission("m", &tree_mission(&h.s.p("project"), r#""read""#));
+    let m = h.mission("m", &tree_mission(&h.s.p("project"), READ_ONLY));
     let go = h.s.path("go");
     let run = h.run_registered(
         &m,

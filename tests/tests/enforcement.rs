@@ -5,9 +5,9 @@
 use std::{fs, path::Path, process::Command, time::Duration};
 
 use pincer_tests::{
-    EACCES, Reaped, Scratch, Terminal, agent_cgroups, drop_idle_sets, idle_sets,
-    leftovers_after_exit, pincer_bin, pincer_kernel_objects, probe_bin, stdout_lines, tree_mission,
-    wait_for,
+    EACCES, READ_ONLY, READ_WRITE, READ_WRITE_CREATE, Reaped, Scratch, Terminal, agent_cgroups,
+    drop_idle_sets, idle_sets, leftovers_after_exit, mission_granting, pincer_bin,
+    pincer_kernel_objects, probe_bin, stdout_lines, tree_mission, wait_for,
 };
 
 #[test]
@@ -21,88 +21,57 @@ fn doctor_says_the_guest_can_enforce() {
 
 #[test]
 fn granted_tree_allows_read_write_create() {
-    let s = Scratch::new("tree-rwc");
-    let m = s.project_mission(r#""read", "write", "create""#);
-    let r = s.probes(
-        &m,
-        &[
-            &["read", &s.p("project/a.txt")],
-            &["read", &s.p("project/src/main.rs")],
-            &["write", &s.p("project/a.txt"), "changed\n"],
-            &["create", &s.p("project/src/new.rs")],
-            &["list", &s.p("project/src")],
-        ],
-    );
-    assert_eq!(r, [0, 0, 0, 0, 0]);
-    assert_eq!(
-        fs::read_to_string(s.path("project/a.txt")).unwrap(),
-        "changed\n"
-    );
+    let s = Scratch::with_project_grant("tree-rwc", READ_WRITE_CREATE);
+    s.assert_probes(&[
+        ("read @project/a.txt", 0),
+        ("read @project/src/main.rs", 0),
+        ("write @project/a.txt changed\n", 0),
+        ("create @project/src/new.rs", 0),
+        ("list @project/src", 0),
+    ]);
+    assert_eq!(s.read("project/a.txt"), "changed\n");
     assert!(s.path("project/src/new.rs").exists());
 }
 
 #[test]
 fn tree_grant_gives_only_its_operations() {
-    let s = Scratch::new("tree-ro");
-    let m = s.project_mission(r#""read""#);
-    let r = s.probes(
-        &m,
-        &[
-            &["read", &s.p("project/a.txt")],
-            &["write", &s.p("project/a.txt"), "x"],
-            &["create", &s.p("project/new.txt")],
-        ],
-    );
-    assert_eq!(r, [0, EACCES, EACCES]);
-    assert_eq!(
-        fs::read_to_string(s.path("project/a.txt")).unwrap(),
-        "alpha\n"
-    );
-    assert!(!s.path("project/new.txt").exists());
+    let s = Scratch::with_project_grant("tree-ro", READ_ONLY);
+    s.assert_probes(&[
+        ("read @project/a.txt", 0),
+        ("write @project/a.txt x", EACCES),
+        ("create @project/new.txt", EACCES),
+    ]);
+    assert_eq!(s.read("project/a.txt"), "alpha\n");
+    s.assert_absent("project/new.txt");
 }
 
 #[test]
 fn file_extent_covers_only_that_file() {
     let s = Scratch::new("file-extent");
-    let m = s.mission(&format!(
-        "[mission]\nname = \"one file\"\n[[grant]]\npath = \"{}\"\nops = [\"read\", \"write\"]\nextent = \"file\"\n",
-        s.p("project/a.txt")
-    ));
-    let r = s.probes(
-        &m,
-        &[
-            &["read", &s.p("project/a.txt")],
-            &["append", &s.p("project/a.txt"), "more\n"],
-            &["read", &s.p("project/b.txt")],
-            &["list", &s.p("project")],
-            &["create", &s.p("project/c.txt")],
-        ],
-    );
-    assert_eq!(r, [0, 0, EACCES, EACCES, EACCES]);
-    assert!(!s.path("project/c.txt").exists());
+    s.mission(&mission_granting(&s.p("project/a.txt"), READ_WRITE, "file"));
+    s.assert_probes(&[
+        ("read @project/a.txt", 0),
+        ("append @project/a.txt more\n", 0),
+        ("read @project/b.txt", EACCES),
+        ("list @project", EACCES),
+        ("create @project/c.txt", EACCES),
+    ]);
+    s.assert_absent("project/c.txt");
 }
 
 #[test]
 fn outside_the_grants_is_denied_and_unchanged() {
-    let s = Scratch::new("outside");
-    let m = s.project_mission(r#""read", "write", "create""#);
-    let r = s.probes(
-        &m,
-        &[
-            &["read", &s.p("secret/key")],
-            &["write", &s.p("secret/key"), "pwned"],
-            &["append", &s.p("secret/key"), "pwned"],
-            &["create", &s.p("secret/new")],
-            &["create-write", &s.p("planted"), "x"],
-        ],
-    );
-    assert_eq!(r, [EACCES; 5]);
-    assert_eq!(
-        fs::read_to_string(s.path("secret/key")).unwrap(),
-        "TOP SECRET\n"
-    );
-    assert!(!s.path("secret/new").exists());
-    assert!(!s.path("planted").exists());
+    let s = Scratch::with_project_grant("outside", READ_WRITE_CREATE);
+    s.assert_probes(&[
+        ("read @secret/key", EACCES),
+        ("write @secret/key pwned", EACCES),
+        ("append @secret/key pwned", EACCES),
+        ("create @secret/new", EACCES),
+        ("create-write @planted x", EACCES),
+    ]);
+    s.assert_secret_unchanged();
+    s.assert_absent("secret/new");
+    s.assert_absent("planted");
 
     // Every denial is audited with the path, the operation and the reason.
     let audit = s.audit();
@@ -128,55 +97,41 @@ fn symlink_in_tree_to_outside_gives_nothing() {
     let s = Scratch::new("symlink");
     std::os::unix::fs::symlink(s.path("secret/key"), s.path("project/key-link")).unwrap();
     std::os::unix::fs::symlink(s.path("secret"), s.path("project/secret-dir")).unwrap();
-    let m = s.project_mission(r#""read", "write", "create""#);
-    let r = s.probes(
-        &m,
-        &[
-            &["read", &s.p("project/key-link")],
-            &["write", &s.p("project/key-link"), "x"],
-            &["read", &s.p("project/secret-dir/key")],
-            &["create", &s.p("project/secret-dir/new")],
-        ],
-    );
-    assert_eq!(r, [EACCES; 4]);
-    assert_eq!(
-        fs::read_to_string(s.path("secret/key")).unwrap(),
-        "TOP SECRET\n"
-    );
-    assert!(!s.path("secret/new").exists());
+    s.project_mission(READ_WRITE_CREATE);
+    s.assert_probes(&[
+        ("read @project/key-link", EACCES),
+        ("write @project/key-link x", EACCES),
+        ("read @project/secret-dir/key", EACCES),
+        ("create @project/secret-dir/new", EACCES),
+    ]);
+    s.assert_secret_unchanged();
+    s.assert_absent("secret/new");
 }
 
 #[test]
 fn grant_for_a_file_that_does_not_exist_yet() {
     let s = Scratch::new("future-file");
-    let m = s.mission(&format!(
+    s.mission(&format!(
         "[mission]\nname = \"write the report\"\n[[grant]]\npath = \"{}\"\nops = [\"create\", \"write\", \"read\"]\n",
         s.p("project/report.md")
     ));
-    assert!(!s.path("project/report.md").exists());
-    let r = s.probes(
-        &m,
-        &[
-            &["create-write", &s.p("project/report.md"), "done\n"],
-            &["read", &s.p("project/report.md")],
-            // The name grant is for that name only.
-            &["create", &s.p("project/other.md")],
-        ],
-    );
+    s.assert_absent("project/report.md");
+    let r = s.probes(&[
+        "create-write @project/report.md done\n",
+        "read @project/report.md",
+        // The name grant is for that name only.
+        "create @project/other.md",
+    ]);
     assert_eq!(r, [0, 0, EACCES]);
-    assert_eq!(
-        fs::read_to_string(s.path("project/report.md")).unwrap(),
-        "done\n"
-    );
-    assert!(!s.path("project/other.md").exists());
+    assert_eq!(s.read("project/report.md"), "done\n");
+    s.assert_absent("project/other.md");
 }
 
 #[test]
 fn process_outside_the_cgroup_is_unaffected() {
-    let s = Scratch::new("bystander");
-    let m = s.project_mission(r#""read""#);
+    let s = Scratch::with_project_grant("bystander", READ_ONLY);
     let agent = s
-        .command(&m, &[], &[probe_bin().to_str().unwrap(), "sleep", "5"])
+        .command(&[], &[probe_bin().to_str().unwrap(), "sleep", "5"])
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -186,10 +141,7 @@ fn process_outside_the_cgroup_is_unaffected() {
         "the agent cgroup appears"
     );
     // This test process is outside every agent cgroup.
-    assert_eq!(
-        fs::read_to_string(s.path("secret/key")).unwrap(),
-        "TOP SECRET\n"
-    );
+    s.assert_secret_unchanged();
     fs::write(s.path("secret/key2"), "outside writes\n").unwrap();
     let out = Command::new(probe_bin())
         .args(["read", &s.p("secret/key")])
@@ -200,44 +152,34 @@ fn process_outside_the_cgroup_is_unaffected() {
 
 #[test]
 fn exit_status_of_the_command_is_returned() {
-    let s = Scratch::new("exit-status");
-    let m = s.project_mission(r#""read""#);
-    assert_eq!(s.run(&m, &["sh", "-c", "exit 7"]).status.code(), Some(7));
+    let s = Scratch::with_project_grant("exit-status", READ_ONLY);
+    assert_eq!(s.run(&["sh", "-c", "exit 7"]).status.code(), Some(7));
     // Killed by a signal: 128 + signal, as a shell reports it.
-    assert_eq!(
-        s.run(&m, &["sh", "-c", "kill -9 $$"]).status.code(),
-        Some(137)
-    );
+    assert_eq!(s.run(&["sh", "-c", "kill -9 $$"]).status.code(), Some(137));
     // Not found: 127.
-    assert_eq!(s.run(&m, &["/no/such/program"]).status.code(), Some(127));
+    assert_eq!(s.run(&["/no/such/program"]).status.code(), Some(127));
 }
 
 #[test]
 fn baseline_none_cannot_even_exec() {
     let s = Scratch::new("no-baseline");
-    let m = s.mission(&format!(
+    s.mission(&format!(
         "{}\n[defaults]\nbaseline = \"none\"\n",
-        tree_mission(&s.p("project"), r#""read""#)
+        tree_mission(&s.p("project"), READ_ONLY)
     ));
     // The probe lives in /bin, which only the runtime baseline grants.
     assert_eq!(
-        s.run(
-            &m,
-            &[probe_bin().to_str().unwrap(), "read", &s.p("project/a.txt")]
-        )
-        .status
-        .code(),
+        s.run_probe(&[], &["read @project/a.txt"]).status.code(),
         Some(126)
     );
 }
 
 #[test]
 fn nothing_is_left_behind_after_exit() {
-    let s = Scratch::new("teardown-exit");
-    let m = s.project_mission(r#""read""#);
+    let s = Scratch::with_project_grant("teardown-exit", READ_ONLY);
     drop_idle_sets();
     assert_eq!(
-        s.run_with(&m, &["--linger", "0"], &["sh", "-c", "sleep 0.2 & exit 0"])
+        s.run_with(&["--linger", "0"], &["sh", "-c", "sleep 0.2 & exit 0"])
             .status
             .code(),
         Some(0)
@@ -267,16 +209,8 @@ fn a_clean_run_leaves_its_programs_idle_for_the_next_run_which_starts_clean() {
     let s = Scratch::new("linger");
     drop_idle_sets();
     // The first run may write the whole project.
-    let wide = s.project_mission(r#""read", "write""#);
-    let first = s.run_with(
-        &wide,
-        &["--linger", "20s"],
-        &[
-            probe_bin().to_str().unwrap(),
-            "write",
-            &s.p("project/a.txt"),
-        ],
-    );
+    s.project_mission(READ_WRITE);
+    let first = s.run_probe(&["--linger", "20s"], &["write @project/a.txt"]);
     assert_eq!(first.status.code(), Some(0));
     // Its programs stay attached, idle: one set, no agent cgroup.
     assert_eq!(idle_sets().len(), 1, "{:?}", idle_sets());
@@ -287,28 +221,16 @@ fn a_clean_run_leaves_its_programs_idle_for_the_next_run_which_starts_clean() {
     // The next run takes them over (not one program more is loaded) and
     // starts from nothing the first one had: only its own grant, counters
     // from zero.
-    let narrow = s.mission(&tree_mission(&s.p("project/src"), r#""read""#));
-    let (a, main, secret) = (
-        s.p("project/a.txt"),
-        s.p("project/src/main.rs"),
-        s.p("secret/key"),
+    s.mission(&tree_mission(&s.p("project/src"), READ_ONLY));
+    let second = s.run_probe(
+        &["--linger", "3s"],
+        &[
+            "write @project/a.txt",
+            "read @project/a.txt",
+            "read @project/src/main.rs",
+            "read @secret/key",
+        ],
     );
-    let probe = probe_bin();
-    let ops = [
-        probe.to_str().unwrap(),
-        "write",
-        &a,
-        ",",
-        "read",
-        &a,
-        ",",
-        "read",
-        &main,
-        ",",
-        "read",
-        &secret,
-    ];
-    let second = s.run_with(&narrow, &["--linger", "3s"], &ops);
     assert_eq!(
         stdout_lines(&second),
         [
@@ -318,11 +240,7 @@ fn a_clean_run_leaves_its_programs_idle_for_the_next_run_which_starts_clean() {
             format!("err {EACCES}"),
         ]
     );
-    let counters: Vec<serde_json::Value> = s
-        .audit()
-        .into_iter()
-        .filter(|l| l["event"] == "counters")
-        .collect();
+    let counters = s.audit_events("counters");
     assert_eq!(counters.len(), 2, "one counters line per run");
     assert_eq!(counters[0]["counters"]["denied"], 0, "{}", counters[0]);
     let denied = &counters[1]["counters"]["denied"];
@@ -343,12 +261,10 @@ fn a_clean_run_leaves_its_programs_idle_for_the_next_run_which_starts_clean() {
 
 #[test]
 fn nothing_is_left_behind_after_sigterm() {
-    let s = Scratch::new("teardown-term");
-    let m = s.project_mission(r#""read""#);
+    let s = Scratch::with_project_grant("teardown-term", READ_ONLY);
     drop_idle_sets();
     let child = s
         .command(
-            &m,
             &["--linger", "0"],
             &[probe_bin().to_str().unwrap(), "sleep", "60"],
         )
@@ -377,23 +293,14 @@ fn nothing_is_left_behind_after_sigterm() {
 
 #[test]
 fn audit_mode_denies_nothing_and_reports() {
-    let s = Scratch::new("audit-mode");
-    let m = s.project_mission(r#""read""#);
-    let out = s.run_with(
-        &m,
-        &["--mode", "audit"],
-        &[probe_bin().to_str().unwrap(), "read", &s.p("secret/key")],
-    );
+    let s = Scratch::with_project_grant("audit-mode", READ_ONLY);
+    let out = s.run_probe(&["--mode", "audit"], &["read @secret/key"]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok read 11");
     assert_eq!(
-        s.run_with(
-            &m,
-            &["--mode", "audit"],
-            &[probe_bin().to_str().unwrap(), "create", &s.p("secret/new")]
-        )
-        .status
-        .code(),
+        s.run_probe(&["--mode", "audit"], &["create @secret/new"])
+            .status
+            .code(),
         Some(0)
     );
     assert!(s.path("secret/new").exists());
@@ -418,12 +325,15 @@ fn audit_mode_denies_nothing_and_reports() {
 #[test]
 fn malformed_mission_is_refused_before_anything_runs() {
     let s = Scratch::new("bad-mission");
-    let m = s.mission("[mission]\nname = \"x\"\n\n[[grant]]\npath = \"/tmp\"\nops = [\"raed\"]\n");
+    s.mission("[mission]\nname = \"x\"\n\n[[grant]]\npath = \"/tmp\"\nops = [\"raed\"]\n");
     let marker = s.path("ran");
-    let out = s.run(&m, &["sh", "-c", &format!("touch {}", marker.display())]);
+    let out = s.run(&["sh", "-c", &format!("touch {}", marker.display())]);
     assert_eq!(out.status.code(), Some(125));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(&format!("{}:6:", m.display())), "{err}");
+    assert!(
+        err.contains(&format!("{}:6:", s.mission_path().display())),
+        "{err}"
+    );
     assert!(err.contains("ops"), "{err}");
     assert!(!marker.exists());
     assert_eq!(agent_cgroups(), Vec::<std::path::PathBuf>::new());
@@ -433,8 +343,7 @@ fn malformed_mission_is_refused_before_anything_runs() {
 fn a_file_moved_out_of_the_tree_is_no_longer_granted() {
     // The first read caches the walk's result for the object; the move must
     // invalidate it, or the agent would keep reading it at its new place.
-    let s = Scratch::new("moved-out");
-    let m = s.project_mission(r#""read", "write", "create""#);
+    let s = Scratch::with_project_grant("moved-out", READ_WRITE_CREATE);
     let script = format!(
         "{probe} read {a}; {probe} read {a}; touch {ready}; \
          while [ ! -e {moved} ]; do sleep 0.05; done; {probe} read {b}; exit 0",
@@ -445,7 +354,7 @@ fn a_file_moved_out_of_the_tree_is_no_longer_granted() {
         moved = s.p("moved"),
     );
     let mut agent = Reaped(
-        s.command(&m, &[], &["sh", "-c", &script])
+        s.command(&[], &["sh", "-c", &script])
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap(),
@@ -467,8 +376,7 @@ fn a_file_moved_out_of_the_tree_is_no_longer_granted() {
 
 #[test]
 fn a_tree_grant_reaches_far_below_its_directory() {
-    let s = Scratch::new("deep-tree");
-    let m = s.project_mission(r#""read", "write", "create""#);
+    let s = Scratch::with_project_grant("deep-tree", READ_WRITE_CREATE);
     // Deeper than the 32 levels the walk once stopped at: node_modules,
     // Java packages and build output go this deep.
     let deep = |top: &str| {
@@ -482,29 +390,24 @@ fn a_tree_grant_reaches_far_below_its_directory() {
     };
     let project = deep("project");
     let secret = deep("secret");
-    let r = s.probes(
-        &m,
-        &[
-            &["read", &format!("{project}/f.txt")],
-            &["create", &format!("{project}/new.txt")],
-            &["read", &format!("{secret}/f.txt")],
-        ],
-    );
-    assert_eq!(r, [0, 0, EACCES]);
+    s.assert_probes(&[
+        (&format!("read {project}/f.txt"), 0),
+        (&format!("create {project}/new.txt"), 0),
+        (&format!("read {secret}/f.txt"), EACCES),
+    ]);
     assert!(Path::new(&format!("{project}/new.txt")).exists());
 }
 
 #[test]
 fn the_command_gets_a_private_temporary_directory_and_tmp_stays_closed() {
-    let s = Scratch::new("private-tmp");
-    let m = s.project_mission(r#""read""#);
+    let s = Scratch::with_project_grant("private-tmp", READ_ONLY);
     let probe = probe_bin();
     let script = format!(
         "echo \"$TMPDIR\"; {p} create \"$TMPDIR/work\" , write \"$TMPDIR/work\" data , read \"$TMPDIR/work\" , mkdir \"$TMPDIR/sub\" , create /tmp/pincer-test-private-tmp-outside; \
          cp {p} \"$TMPDIR/prog\"; \"$TMPDIR/prog\" read /dev/null; echo \"exec $?\"",
         p = probe.display()
     );
-    let out = s.run(&m, &["sh", "-c", &script]);
+    let out = s.run(&["sh", "-c", &script]);
     let lines = stdout_lines(&out);
     assert_eq!(lines.len(), 7, "{lines:?}");
     let tmp = std::path::PathBuf::from(&lines[0]);
@@ -530,27 +433,21 @@ fn the_command_gets_a_private_temporary_directory_and_tmp_stays_closed() {
     assert!(!tmp.exists(), "{tmp:?} is still there");
 
     // `tmp = "none"`: no directory, no `TMPDIR`.
-    let none = s.mission(&format!(
-        "{}\n[defaults]\ntmp = \"none\"\n",
-        tree_mission(&s.p("project"), r#""read""#)
-    ));
-    let out = s.run(&none, &["sh", "-c", "echo \"${TMPDIR-unset}\""]);
+    s.project_mission_and(READ_ONLY, "[defaults]\ntmp = \"none\"\n");
+    let out = s.run(&["sh", "-c", "echo \"${TMPDIR-unset}\""]);
     assert_eq!(stdout_lines(&out), ["unset"]);
 }
 
 #[test]
 fn the_root_and_terminals_are_listed_and_ps_stays_quiet_about_what_it_may_not_see() {
-    let s = Scratch::new("quiet-tools");
-    let m = s.project_mission(r#""read""#);
-    let out = s.run(
-        &m,
-        &["sh", "-c", "ls / >/dev/null && echo root ok; ls /dev/pts >/dev/null && echo pts ok; ps >/dev/null && echo ps ok"],
+    let s = Scratch::with_project_grant("quiet-tools", READ_ONLY);
+    let out = s.run(&["sh", "-c", "ls / >/dev/null && echo root ok; ls /dev/pts >/dev/null && echo pts ok; ps >/dev/null && echo ps ok"],
     );
     assert_eq!(stdout_lines(&out), ["root ok", "pts ok", "ps ok"]);
     // In audit mode `ps` reads other processes' `stat` (each read is
     // reported), and the kernel asks quietly whether it could trace each
     // of them, to choose what to show: not reported.
-    let out = s.run_with(&m, &["--mode", "audit"], &["ps"]);
+    let out = s.run_with(&["--mode", "audit"], &["ps"]);
     assert!(out.status.success());
     let decisions = s.decisions();
     let stat_reads = decisions
@@ -567,8 +464,7 @@ fn the_root_and_terminals_are_listed_and_ps_stays_quiet_about_what_it_may_not_se
 
 #[test]
 fn the_command_may_reopen_its_own_terminal_and_no_other() {
-    let s = Scratch::new("own-terminal");
-    let m = s.project_mission(r#""read""#);
+    let s = Scratch::with_project_grant("own-terminal", READ_ONLY);
     let ours = Terminal::new();
     let theirs = Terminal::new();
     let probe = probe_bin();
@@ -583,7 +479,7 @@ fn the_command_may_reopen_its_own_terminal_and_no_other() {
         other.to_str().unwrap(),
         "theirs\n",
     ];
-    let mut command = s.command(&m, &[], &ops);
+    let mut command = s.command(&[], &ops);
     // pincer run reads and writes on `ours`; the probe's answers come back
     // on a pipe.
     ours.attach(&mut command, false);
@@ -595,7 +491,7 @@ fn the_command_may_reopen_its_own_terminal_and_no_other() {
     );
     // The control: outside the cgroup, another session's terminal opens.
     assert_eq!(
-        pincer_tests::probe_outside(&[&["write", other.to_str().unwrap(), "x\n"]]),
-        ["ok wrote 2"]
+        s.probe_outside(&[&format!("write {} x", other.display())]),
+        ["ok wrote 1"]
     );
 }

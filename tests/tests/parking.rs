@@ -21,10 +21,11 @@ use pincer_tests::{
     drop_idle_sets, leftovers_after_exit, pending, pincer_bin, probe_bin, process_state,
     read_stdout, wait_for, wait_pending,
 };
+use serde_json::json;
 
-fn spawn_agent(s: &Scratch, mission: &std::path::Path, script: &str) -> Reaped {
+fn spawn_agent(s: &Scratch, script: &str) -> Reaped {
     Reaped(
-        s.command(mission, &[], &["sh", "-c", script])
+        s.command(&[], &["sh", "-c", script])
             .stdout(Stdio::piped())
             .spawn()
             .unwrap(),
@@ -34,13 +35,9 @@ fn spawn_agent(s: &Scratch, mission: &std::path::Path, script: &str) -> Reaped {
 /// Like [`spawn_agent`], also capturing `pincer run`'s own log (standard
 /// error), read on a thread of its own so that neither pipe fills while the
 /// test waits on the other.
-fn spawn_agent_logged(
-    s: &Scratch,
-    mission: &std::path::Path,
-    script: &str,
-) -> (Reaped, thread::JoinHandle<String>) {
+fn spawn_agent_logged(s: &Scratch, script: &str) -> (Reaped, thread::JoinHandle<String>) {
     let mut agent = Reaped(
-        s.command(mission, &[], &["sh", "-c", script])
+        s.command(&[], &["sh", "-c", script])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -71,18 +68,18 @@ fn answered(args: &[&str]) {
 
 /// A scratch tree and a mission that asks a person about everything
 /// outside its project.
-fn asking_person(name: &str) -> (Scratch, std::path::PathBuf) {
+fn asking_person(name: &str) -> Scratch {
     let s = Scratch::new(name);
-    let m = s.mission(&asking_mission(&s.p("project"), "voters = [\"prompt\"]"));
-    (s, m)
+    s.asking_mission("voters = [\"prompt\"]");
+    s
 }
 
 /// An agent under [`asking_person`] running the shell script that
 /// `script` writes from the probe's path and the secret's.
 fn asking_agent(name: &str, script: impl FnOnce(&str, &str) -> String) -> (Scratch, Reaped) {
-    let (s, m) = asking_person(name);
+    let s = asking_person(name);
     let probe = probe_bin().display().to_string();
-    let agent = spawn_agent(&s, &m, &script(&probe, &s.p("secret/key")));
+    let agent = spawn_agent(&s, &script(&probe, &s.p("secret/key")));
     (s, agent)
 }
 
@@ -106,13 +103,6 @@ fn wait_new_request(old: &str) -> serde_json::Value {
     found.unwrap()
 }
 
-fn verdicts(s: &Scratch) -> Vec<serde_json::Value> {
-    s.audit()
-        .into_iter()
-        .filter(|l| l["event"] == "verdict")
-        .collect()
-}
-
 #[test]
 fn approved_once_then_the_next_identical_read_parks_again() {
     let (s, mut agent) = asking_agent("park-once", |probe, secret| {
@@ -133,13 +123,10 @@ fn approved_once_then_the_next_identical_read_parks_again() {
     let (status, lines) = finish(&mut agent);
     assert_eq!(lines, ["ok read 11", &format!("err {EACCES}")]);
     assert_eq!(status, Some(EACCES));
-    let verdicts = verdicts(&s);
-    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
-    assert_eq!(verdicts[0]["verdict"], "allow");
-    assert_eq!(verdicts[0]["decided_by"], "prompt");
-    assert_eq!(verdicts[0]["lifetime"]["kind"], "once");
-    assert_eq!(verdicts[1]["verdict"], "deny");
-    assert_eq!(verdicts[1]["reason"], "once was enough");
+    s.assert_verdicts(&[
+        json!({"verdict": "allow", "decided_by": "prompt", "lifetime": {"kind": "once"}}),
+        json!({"verdict": "deny", "reason": "once was enough"}),
+    ]);
 }
 
 #[test]
@@ -152,32 +139,24 @@ fn a_session_approval_lets_later_reads_pass_without_parking() {
     let (status, lines) = finish(&mut agent);
     assert_eq!(status, Some(0));
     assert_eq!(lines, ["ok read 11"; 3]);
-    let verdicts = verdicts(&s);
-    assert_eq!(verdicts.len(), 1, "parked once only: {verdicts:?}");
-    assert_eq!(verdicts[0]["lifetime"]["kind"], "session");
+    // Parked once only.
+    s.assert_verdicts(&[json!({"lifetime": {"kind": "session"}})]);
 }
 
 #[test]
 fn no_answer_is_eacces_at_the_deadline() {
     let s = Scratch::new("park-timeout");
-    let m = s.mission(&asking_mission(
-        &s.p("project"),
-        "voters = [\"prompt\"]\ntimeout = \"2s\"",
-    ));
+    s.asking_mission("voters = [\"prompt\"]\ntimeout = \"2s\"");
     let start = Instant::now();
     let mut agent = spawn_agent(
         &s,
-        &m,
         &format!("{} read {}", probe_bin().display(), s.p("secret/key")),
     );
     let (status, lines) = finish(&mut agent);
     assert_eq!(lines, [format!("err {EACCES}")]);
     assert_eq!(status, Some(EACCES));
     assert!(start.elapsed() >= Duration::from_secs(2));
-    let verdicts = verdicts(&s);
-    assert_eq!(verdicts.len(), 1);
-    assert_eq!(verdicts[0]["verdict"], "deny");
-    assert_eq!(verdicts[0]["decided_by"], "timeout");
+    s.assert_verdicts(&[json!({"verdict": "deny", "decided_by": "timeout"})]);
 }
 
 #[test]
@@ -202,12 +181,12 @@ fn a_stray_sigcont_parks_the_same_request_again() {
     answered(&["approve", &id_of(&request)]);
     let (status, lines) = finish(&mut agent);
     assert_eq!((status, lines), (Some(0), vec!["ok read 11".to_owned()]));
-    assert_eq!(verdicts(&s).len(), 1);
+    s.assert_verdicts(&[json!({})]);
 }
 
 #[test]
 fn an_agent_cannot_answer_its_own_request() {
-    let (s, m) = asking_person("park-self");
+    let s = asking_person("park-self");
     let script = format!(
         "{probe} read {secret} & \
          sleep 2; {pincer} approve 1; echo approve=$?; {pincer} pending; echo pending=$?; \
@@ -217,7 +196,7 @@ fn an_agent_cannot_answer_its_own_request() {
         secret = s.p("secret/key"),
         tried = s.p("project/tried"),
     );
-    let (mut agent, log) = spawn_agent_logged(&s, &m, &script);
+    let (mut agent, log) = spawn_agent_logged(&s, &script);
     let request = wait_pending(1).remove(0);
     assert!(
         wait_for(Duration::from_secs(60), || s.path("project/tried").exists()),
@@ -250,7 +229,7 @@ fn a_connection_flood_from_the_agent_cannot_keep_a_person_from_answering() {
     fs::set_permissions(RUN_DIR, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     // The agent may even reach the socket's directory: the limits, not the
     // grants, are what keep the socket answering.
-    let m = s.mission(&format!(
+    s.mission(&format!(
         "{}\n[[grant]]\npath = \"{RUN_DIR}\"\nops = [\"read\", \"write\", \"create\"]\nextent = \"tree\"\n",
         asking_mission(&s.p("project"), "voters = [\"prompt\"]")
     ));
@@ -260,7 +239,7 @@ fn a_connection_flood_from_the_agent_cannot_keep_a_person_from_answering() {
         socket = DEFAULT_SOCKET,
         secret = s.p("secret/key"),
     );
-    let (mut agent, log) = spawn_agent_logged(&s, &m, &script);
+    let (mut agent, log) = spawn_agent_logged(&s, &script);
     // Asked and answered through the socket while the flood holds its
     // connections open.
     let request = wait_pending(1).remove(0);
@@ -289,13 +268,9 @@ fn a_connection_flood_from_the_agent_cannot_keep_a_person_from_answering() {
 
 #[test]
 fn an_exclusive_create_parked_then_approved_succeeds() {
-    let (s, m) = asking_person("park-create");
+    let s = asking_person("park-create");
     let target = s.p("secret/new-file");
-    let mut agent = spawn_agent(
-        &s,
-        &m,
-        &format!("{} create {target}", probe_bin().display()),
-    );
+    let mut agent = spawn_agent(&s, &format!("{} create {target}", probe_bin().display()));
     let request = wait_pending(1).remove(0);
     assert_eq!(request["hook"], "inode_create");
     assert_eq!(request["path"], target);
@@ -347,10 +322,7 @@ fn a_killed_twin_leaves_no_task_stopped() {
 #[test]
 fn a_ring_buffer_overflow_denies_every_overflowed_request() {
     let s = Scratch::new("park-overflow");
-    let m = s.mission(&asking_mission(
-        &s.p("project"),
-        "voters = [\"prompt\"]\ntimeout = \"2s\"",
-    ));
+    s.asking_mission("voters = [\"prompt\"]\ntimeout = \"2s\"");
     for i in 0..40 {
         fs::write(s.path(&format!("secret/{i}")), "x").unwrap();
     }
@@ -365,7 +337,7 @@ fn a_ring_buffer_overflow_denies_every_overflowed_request() {
     );
     // A ring of one page holds three events: the rest of the burst overflows.
     let mut agent = Reaped(
-        s.command(&m, &[], &["sh", "-c", &script])
+        s.command(&[], &["sh", "-c", &script])
             .env("PINCER_RING_BYTES", "4096")
             .stdout(Stdio::null())
             .spawn()
@@ -406,24 +378,18 @@ fn a_ring_buffer_overflow_denies_every_overflowed_request() {
 #[test]
 fn the_audit_chain_verifies_and_a_one_byte_edit_is_found() {
     let s = Scratch::new("audit-chain");
-    let m = s.mission(&asking_mission(
-        &s.p("project"),
-        "voters = [\"prompt\"]\ntimeout = \"1s\"",
-    ));
+    s.asking_mission("voters = [\"prompt\"]\ntimeout = \"1s\"");
     let probe = probe_bin();
-    let out = s.run(
-        &m,
-        &[
-            "sh",
-            "-c",
-            &format!(
-                "{0} read {1}; {0} create {2}",
-                probe.display(),
-                s.p("secret/key"),
-                s.p("secret/x")
-            ),
-        ],
-    );
+    let out = s.run(&[
+        "sh",
+        "-c",
+        &format!(
+            "{0} read {1}; {0} create {2}",
+            probe.display(),
+            s.p("secret/key"),
+            s.p("secret/x")
+        ),
+    ]);
     assert_eq!(out.status.code(), Some(EACCES));
     let log = s.audit_path();
     let verify = |log: &std::path::Path| {
@@ -578,18 +544,15 @@ fn only_a_correctly_signed_webhook_answer_counts() {
     let s = Scratch::new("webhook");
     let hook = webhook();
     fs::write(s.path("webhook.key"), SECRET).unwrap();
-    let m = s.mission(&asking_mission(
-        &s.p("project"),
-        &format!(
+    s.asking_mission(&format!(
             "voters = [\"webhook\"]\ntimeout = \"3s\"\n\n[vote.webhook]\nurl = \"{}\"\nsecret_file = \"{}\"\n",
             hook.url,
             s.p("webhook.key")
-        ),
-    ));
+        ));
     let read = |behaviour| {
         *hook.behaviour.lock().unwrap() = behaviour;
         let before = *hook.requests.lock().unwrap();
-        let code = s.probe(&m, &["read", &s.p("secret/key")]);
+        let code = s.probe("read @secret/key");
         assert_eq!(
             *hook.requests.lock().unwrap(),
             before + 1,
@@ -602,7 +565,7 @@ fn only_a_correctly_signed_webhook_answer_counts() {
     assert_eq!(read(Behaviour::WrongId), EACCES, "wrong request id");
     assert_eq!(read(Behaviour::Replay), EACCES, "a replayed answer");
     assert_eq!(read(Behaviour::Late), EACCES, "a late answer");
-    let verdicts = verdicts(&s);
+    let verdicts = s.audit_events("verdict");
     assert_eq!(verdicts.len(), 5);
     assert_eq!(verdicts[0]["decided_by"], "webhook");
     for v in &verdicts[1..] {
@@ -638,7 +601,7 @@ fn identical_requests_share_one_prompt_and_one_verdict() {
     let (status, lines) = finish(&mut agent);
     assert_eq!(status, Some(0));
     assert_eq!(lines, ["ok read 11", "ok read 11"]);
-    let verdicts = verdicts(&s);
+    let verdicts = s.audit_events("verdict");
     assert_eq!(verdicts.len(), 1, "{verdicts:?}");
     assert_eq!(verdicts[0]["tids"].as_array().unwrap().len(), 2);
 }
@@ -650,14 +613,11 @@ fn a_session_grant_releases_the_waiting_requests_it_covers() {
     *hook.behaviour.lock().unwrap() = Behaviour::TreeFirst;
     fs::write(s.path("webhook.key"), SECRET).unwrap();
     fs::write(s.path("secret/other"), "other\n").unwrap();
-    let m = s.mission(&asking_mission(
-        &s.p("project"),
-        &format!(
+    s.asking_mission(&format!(
             "voters = [\"webhook\"]\ntimeout = \"5s\"\nmax_extent = \"tree\"\n\n[vote.webhook]\nurl = \"{}\"\nsecret_file = \"{}\"\n",
             hook.url,
             s.p("webhook.key")
-        ),
-    ));
+        ));
     let script = format!(
         "{probe} read {a} > {out}/a & sleep 0.5; {probe} read {b} > {out}/b & wait",
         probe = probe_bin().display(),
@@ -665,38 +625,36 @@ fn a_session_grant_releases_the_waiting_requests_it_covers() {
         b = s.p("secret/other"),
         out = s.p("project"),
     );
-    let out = s.run(&m, &["sh", "-c", &script]);
+    let out = s.run(&["sh", "-c", &script]);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(
-        fs::read_to_string(s.path("project/a")).unwrap(),
-        "ok read 11\n"
-    );
+    assert_eq!(s.read("project/a"), "ok read 11\n");
     // Its own vote gets no answer before the deadline (a deny): only the
     // release by the first request's tree grant lets the second reader in.
-    assert_eq!(
-        fs::read_to_string(s.path("project/b")).unwrap(),
-        "ok read 6\n"
-    );
-    let verdicts = verdicts(&s);
-    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
-    assert_eq!(verdicts[0]["decided_by"], "webhook");
-    assert_eq!(verdicts[0]["extent"], "tree");
-    assert_eq!(verdicts[1]["decided_by"], "grant");
-    assert_eq!(verdicts[1]["verdict"], "allow");
+    assert_eq!(s.read("project/b"), "ok read 6\n");
+    s.assert_verdicts(&[
+        json!({"decided_by": "webhook", "extent": "tree"}),
+        json!({"decided_by": "grant", "verdict": "allow"}),
+    ]);
+}
+
+/// Starts `pincer run` of `sh -c script` on `terminal`, as from an
+/// interactive shell.
+fn on_terminal(s: &Scratch, terminal: &mut Terminal, script: &str) -> Reaped {
+    let mut command = s.command(&[], &["sh", "-c", script]);
+    terminal.attach(&mut command, true);
+    Reaped(command.spawn().unwrap())
 }
 
 #[test]
 fn a_person_answers_at_the_terminal_prompt_with_the_request_s_code() {
-    let (s, m) = asking_person("park-terminal");
+    let s = asking_person("park-terminal");
     let mut terminal = Terminal::new();
     let script = format!(
         "{0} read {1}; {0} read {1}",
         probe_bin().display(),
         s.p("secret/key")
     );
-    let mut command = s.command(&m, &[], &["sh", "-c", &script]);
-    terminal.attach(&mut command, true);
-    let mut run = Reaped(command.spawn().unwrap());
+    let mut run = on_terminal(&s, &mut terminal, &script);
     assert!(
         terminal.read_until("[o]nce / [s]ession / [d]eny, with the code "),
         "the prompt appears: {:?}",
@@ -731,17 +689,14 @@ fn a_person_answers_at_the_terminal_prompt_with_the_request_s_code() {
         terminal.screen
     );
     assert_eq!(run.0.wait().unwrap().code(), Some(0));
-    let verdicts = verdicts(&s);
-    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
-    assert_eq!(verdicts[0]["decided_by"], "prompt");
-    assert_eq!(verdicts[0]["lifetime"]["kind"], "session");
+    s.assert_verdicts(&[json!({"decided_by": "prompt", "lifetime": {"kind": "session"}})]);
     let log = fs::read_to_string(s.audit_path()).unwrap();
     assert!(!log.contains(&code), "the code is not in the audit log");
 }
 
 #[test]
 fn an_answer_without_the_request_s_code_answers_nothing() {
-    let (s, m) = asking_person("park-terminal-inject");
+    let s = asking_person("park-terminal-inject");
     let mut terminal = Terminal::new();
     let probe = probe_bin();
     // The agent parks a read, then, once the prompt is up, pushes `o` and
@@ -756,9 +711,7 @@ fn an_answer_without_the_request_s_code_answers_nothing() {
         out = s.p("project"),
         go = s.p("go"),
     );
-    let mut command = s.command(&m, &[], &["sh", "-c", &script]);
-    terminal.attach(&mut command, true);
-    let mut run = Reaped(command.spawn().unwrap());
+    let mut run = on_terminal(&s, &mut terminal, &script);
     assert!(
         terminal.read_until("with the code "),
         "the prompt appears: {:?}",
@@ -772,7 +725,7 @@ fn an_answer_without_the_request_s_code_answers_nothing() {
         "the agent tried to type its answer"
     );
     assert_eq!(
-        fs::read_to_string(s.path("project/injected")).unwrap(),
+        s.read("project/injected"),
         format!("err {EPERM}\nerr {EPERM}\n"),
         "the kernel refused the keystrokes"
     );
@@ -795,14 +748,8 @@ fn an_answer_without_the_request_s_code_answers_nothing() {
         terminal.screen
     );
     assert_eq!(run.0.wait().unwrap().code(), Some(0));
-    assert_eq!(
-        fs::read_to_string(s.path("project/read")).unwrap(),
-        format!("err {EACCES}\n")
-    );
-    let verdicts = verdicts(&s);
-    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
-    assert_eq!(verdicts[0]["verdict"], "deny");
-    assert_eq!(verdicts[0]["decided_by"], "prompt");
+    assert_eq!(s.read("project/read"), format!("err {EACCES}\n"));
+    s.assert_verdicts(&[json!({"verdict": "deny", "decided_by": "prompt"})]);
     let refused: Vec<_> = s
         .audit()
         .into_iter()

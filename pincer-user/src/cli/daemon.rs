@@ -3,7 +3,7 @@
 
 use std::{collections::VecDeque, io::BufReader, path::Path};
 
-use super::{ask, list, print_json, requests::done, unexpected};
+use super::{ask, print_json, print_list, requests::done, unexpected};
 use crate::{
     audit::{self, AuditError},
     control::{ControlRequest, ControlResponse, DaemonStatus},
@@ -50,48 +50,46 @@ pub(super) fn status(socket: &Path, json: bool) -> anyhow::Result<()> {
 
 /// Lists the confined agent cgroups.
 pub(super) fn agents(socket: &Path, json: bool) -> anyhow::Result<()> {
-    let agents = list(
+    print_list(
         socket,
         &ControlRequest::Agents,
         json,
         "no agent cgroup is confined",
         pick!(Agents { agents }),
-    )?;
-    for agent in agents.into_iter().flatten() {
-        println!(
-            "{} {} (cgroup id {}, slot {}) mission {} [{}]",
-            agent.agent, agent.cgroup, agent.id, agent.slot, agent.mission, agent.mode,
-        );
-    }
-    Ok(())
+        |agent| {
+            println!(
+                "{} {} (cgroup id {}, slot {}) mission {} [{}]",
+                agent.agent, agent.cgroup, agent.id, agent.slot, agent.mission, agent.mode,
+            );
+        },
+    )
 }
 
 /// Lists the grants of one agent, or of all.
 pub(super) fn grants(socket: &Path, agent: Option<String>, json: bool) -> anyhow::Result<()> {
-    let grants = list(
+    print_list(
         socket,
         &ControlRequest::Grants { agent },
         json,
         "",
         pick!(Grants { grants }),
-    )?;
-    for agent in grants.into_iter().flatten() {
-        println!("{} {}", agent.agent, agent.cgroup);
-        for grant in agent.grants {
-            println!(
-                "  {} [{}] {} by {}{}",
-                grant.path,
-                grant.ops.join(","),
-                grant.extent,
-                grant.by,
-                grant
-                    .expires_in_seconds
-                    .map(|s| format!(" ({s} s left)"))
-                    .unwrap_or_default()
-            );
-        }
-    }
-    Ok(())
+        |agent| {
+            println!("{} {}", agent.agent, agent.cgroup);
+            for grant in agent.grants {
+                println!(
+                    "  {} [{}] {} by {}{}",
+                    grant.path,
+                    grant.ops.join(","),
+                    grant.extent,
+                    grant.by,
+                    grant
+                        .expires_in_seconds
+                        .map(|s| format!(" ({s} s left)"))
+                        .unwrap_or_default()
+                );
+            }
+        },
+    )
 }
 
 /// Withdraws the vote grants of an agent.

@@ -302,26 +302,27 @@ fn unexpected(socket: &std::path::Path, response: &ControlResponse) -> anyhow::E
     anyhow::anyhow!("unexpected answer from {}: {wire}", socket.display())
 }
 
-/// Asks for a list: with `json`, prints it as JSON and returns `None`;
-/// otherwise says `empty` when it is empty and returns it to be printed.
-/// `pick` takes the list out of the answer of the kind asked for, and gives
-/// back any other answer.
-fn list<T: serde::Serialize>(
+/// Asks for a list and prints it: as JSON with `json`; otherwise each item
+/// with `show`, or `empty` (unless blank) when there is none. `pick` takes
+/// the list out of the answer of the kind asked for, and gives back any
+/// other answer.
+fn print_list<T: serde::Serialize>(
     socket: &std::path::Path,
     request: &ControlRequest,
     json: bool,
     empty: &str,
     pick: impl FnOnce(ControlResponse) -> Result<Vec<T>, ControlResponse>,
-) -> anyhow::Result<Option<Vec<T>>> {
+    show: impl FnMut(T),
+) -> anyhow::Result<()> {
     let items = pick(ask(socket, request)?).map_err(|other| unexpected(socket, &other))?;
     if json {
-        print_json(&items)?;
-        return Ok(None);
+        return print_json(&items);
     }
     if items.is_empty() && !empty.is_empty() {
         println!("{empty}");
     }
-    Ok(Some(items))
+    items.into_iter().for_each(show);
+    Ok(())
 }
 
 /// Prints a value as pretty JSON.

@@ -2,7 +2,7 @@
 
 use std::{path::Path, time::Duration};
 
-use super::{ask, list, unexpected};
+use super::{ask, print_list, unexpected};
 use crate::{
     control::{ControlRequest, ControlResponse},
     vote::Lifetime,
@@ -10,17 +10,14 @@ use crate::{
 
 /// Lists the parked requests waiting for a person.
 pub(super) fn pending(socket: &Path, json: bool) -> anyhow::Result<()> {
-    let requests = list(
+    print_list(
         socket,
         &ControlRequest::Pending,
         json,
         "no request is waiting",
         pick!(Pending { requests }),
-    )?;
-    for request in requests.into_iter().flatten() {
-        println!("{request}");
-    }
-    Ok(())
+        |request| println!("{request}"),
+    )
 }
 
 /// Allows a parked request: once, for the session, or for `ttl`.

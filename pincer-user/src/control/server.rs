@@ -711,16 +711,18 @@ mod tests {
         (dir, path)
     }
 
-    /// A server on a fresh socket whose peers all appear to run in `cgroup`.
-    fn start(cgroup: &'static str) -> Fixture {
+    /// A server on a fresh socket, answered by a [`Recorder`] that lists the
+    /// requests with the ids `pending`; `server` sets it up once bound.
+    fn serve_recorder(
+        pending: &[u64],
+        server: impl FnOnce(ControlServer) -> ControlServer,
+    ) -> Fixture {
         let (dir, path) = fresh_socket_path();
         let handler = Arc::new(Recorder {
-            requests: vec![request(7), request(8)],
+            requests: pending.iter().copied().map(request).collect(),
             ..Recorder::default()
         });
-        let server = ControlServer::bind(&path)
-            .unwrap()
-            .with_cgroup_resolver(move |_| Ok(cgroup.to_owned()));
+        let server = server(ControlServer::bind(&path).unwrap());
         let server = tokio::spawn(server.serve(Arc::clone(&handler) as Arc<dyn ControlHandler>));
         Fixture {
             _dir: dir,
@@ -728,6 +730,13 @@ mod tests {
             handler,
             server,
         }
+    }
+
+    /// A server on a fresh socket whose peers all appear to run in `cgroup`.
+    fn start(cgroup: &'static str) -> Fixture {
+        serve_recorder(&[7, 8], |server| {
+            server.with_cgroup_resolver(move |_| Ok(cgroup.to_owned()))
+        })
     }
 
     /// [`start`], and a raw connection to the server.
@@ -783,6 +792,12 @@ mod tests {
             let n = self.reader.read_line(&mut line).await.unwrap();
             (n > 0).then(|| serde_json::from_str(&line).unwrap())
         }
+
+        /// Asks for the waiting requests; whether the server lists them.
+        async fn lists_pending(&mut self) -> bool {
+            self.send(b"{\"cmd\":\"pending\"}\n").await;
+            matches!(self.receive().await, Some(ControlResponse::Pending { .. }))
+        }
     }
 
     fn error_message(response: ControlResponse) -> String {
@@ -790,6 +805,11 @@ mod tests {
             ControlResponse::Error { message } => message,
             other => panic!("expected an error, got {other:?}"),
         }
+    }
+
+    /// The error a new client asking for the waiting requests gets.
+    async fn pending_refused(path: &Path) -> String {
+        error_message(call_async(path, ControlRequest::Pending).await.unwrap())
     }
 
     #[tokio::test]
@@ -917,22 +937,11 @@ mod tests {
         idle_timeout: Duration,
         cgroup: impl Fn() -> String + Send + Sync + 'static,
     ) -> Fixture {
-        let (dir, path) = fresh_socket_path();
-        let handler = Arc::new(Recorder {
-            requests: vec![request(7)],
-            ..Recorder::default()
-        });
-        let server = ControlServer::bind(&path)
-            .unwrap()
-            .with_idle_timeout(idle_timeout)
-            .with_cgroup_resolver(move |_| Ok(cgroup()));
-        let server = tokio::spawn(server.serve(Arc::clone(&handler) as Arc<dyn ControlHandler>));
-        Fixture {
-            _dir: dir,
-            path,
-            handler,
-            server,
-        }
+        serve_recorder(&[7], |server| {
+            server
+                .with_idle_timeout(idle_timeout)
+                .with_cgroup_resolver(move |_| Ok(cgroup()))
+        })
     }
 
     fn approve(id: u64) -> ControlRequest {
@@ -992,17 +1001,10 @@ mod tests {
         }
         // Served: each answers.
         for raw in &mut held {
-            raw.send(b"{\"cmd\":\"pending\"}\n").await;
-            assert!(matches!(
-                raw.receive().await,
-                Some(ControlResponse::Pending { .. })
-            ));
+            assert!(raw.lists_pending().await);
         }
-        let refused = call_async(&fixture.path, ControlRequest::Pending)
-            .await
-            .unwrap();
         assert_eq!(
-            error_message(refused),
+            pending_refused(&fixture.path).await,
             format!("refused: {MAX_CONNECTIONS} connections are open; try again")
         );
         // Idle ones are closed, which makes room.
@@ -1021,33 +1023,25 @@ mod tests {
         let mut held = Vec::new();
         for _ in 0..MAX_PER_CGROUP {
             let mut raw = Raw::connect(&fixture.path).await;
-            raw.send(b"{\"cmd\":\"pending\"}\n").await;
-            assert!(matches!(
-                raw.receive().await,
-                Some(ControlResponse::Pending { .. })
-            ));
+            assert!(raw.lists_pending().await);
             held.push(raw);
         }
-        let refused = call_async(&fixture.path, ControlRequest::Pending)
-            .await
-            .unwrap();
         assert_eq!(
-            error_message(refused),
+            pending_refused(&fixture.path).await,
             format!("refused: {MAX_PER_CGROUP} connections from this cgroup are open; try again")
         );
     }
 
     #[tokio::test]
     async fn an_unreadable_cgroup_is_refused() {
-        let (_dir, path) = fresh_socket_path();
-        let handler = Arc::new(Recorder::default());
-        let server = ControlServer::bind(&path)
-            .unwrap()
-            .with_cgroup_resolver(|_| Err(io::Error::from(io::ErrorKind::NotFound)));
-        tokio::spawn(server.serve(Arc::clone(&handler) as Arc<dyn ControlHandler>));
-        let response = call_async(&path, ControlRequest::Pending).await.unwrap();
+        let fixture = serve_recorder(&[], |server| {
+            server.with_cgroup_resolver(|_| Err(io::Error::from(io::ErrorKind::NotFound)))
+        });
+        let response = call_async(&fixture.path, ControlRequest::Pending)
+            .await
+            .unwrap();
         assert!(error_message(response).starts_with("refused: cannot read the caller's cgroup"));
-        assert_eq!(handler.calls.load(Ordering::SeqCst), 0);
+        assert_eq!(fixture.handler.calls.load(Ordering::SeqCst), 0);
     }
 
     #[test]

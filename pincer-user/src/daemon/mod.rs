@@ -67,14 +67,14 @@ use self::{
     status::{Handler, Snapshot},
 };
 use crate::{
-    audit::{AuditError, AuditKey, AuditLog},
-    control::{ControlError, ControlServer},
-    loader::{self, LoadError},
+    audit::{AuditKey, AuditLog},
+    control::ControlServer,
+    loader,
     metrics::{Metrics, MetricsError, MetricsServer},
     mission::{CheckError, Mission, MissionError},
     paths,
     twin::{Journal, Service, Step, TwinError},
-    voters::{prompt::PromptBoard, webhook::WebhookError},
+    voters::prompt::PromptBoard,
     watchdog::Watched,
 };
 use config::{Config, ConfigError, LogFormat, OnStop};
@@ -125,24 +125,13 @@ pub enum DaemonError {
         #[source]
         source: Box<CheckError>,
     },
-    /// Loading, pinning or writing the programs failed.
+    /// The twin or its service (loading, pinning or writing the programs,
+    /// the audit log, the control socket, a webhook voter) failed.
     #[error(transparent)]
-    Load(#[from] LoadError),
-    /// The twin failed.
-    #[error(transparent)]
-    Twin(#[from] TwinError),
-    /// The control socket failed.
-    #[error(transparent)]
-    Control(#[from] ControlError),
-    /// The audit log failed.
-    #[error(transparent)]
-    Audit(#[from] AuditError),
+    Twin(TwinError),
     /// The metrics endpoint failed.
     #[error(transparent)]
     Metrics(#[from] MetricsError),
-    /// A webhook voter could not be set up.
-    #[error(transparent)]
-    Webhook(#[from] WebhookError),
     /// A system call failed.
     #[error("{what}")]
     Io {
@@ -152,6 +141,13 @@ pub enum DaemonError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Whatever the twin's service fails with stops the daemon as it is.
+impl<E: Into<TwinError>> From<E> for DaemonError {
+    fn from(error: E) -> Self {
+        DaemonError::Twin(error.into())
+    }
 }
 
 fn io_error(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> DaemonError {

@@ -485,11 +485,28 @@ pub(super) mod tests {
         }
     }
 
-    #[test]
-    fn resolves_a_file() {
+    /// A temporary directory holding the file `a.txt`, and the file's path.
+    fn dir_with_a_file() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("a.txt");
         fs::write(&file, "a").unwrap();
+        (dir, file)
+    }
+
+    /// A temporary directory holding the directory `real` and `link`, a
+    /// symbolic link to it; the paths of both.
+    fn dir_with_a_linked_dir() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        fs::create_dir(&real).unwrap();
+        let link = dir.path().join("link");
+        symlink(&real, &link).unwrap();
+        (dir, real, link)
+    }
+
+    #[test]
+    fn resolves_a_file() {
+        let (_dir, file) = dir_with_a_file();
         let resolved = mission(&grant(&file, "\"read\", \"write\"", "file"))
             .resolve(3)
             .unwrap();
@@ -563,11 +580,8 @@ pub(super) mod tests {
 
     #[test]
     fn a_name_grant_uses_the_real_parent() {
-        let dir = tempfile::tempdir().unwrap();
-        let real = dir.path().join("real");
-        fs::create_dir(&real).unwrap();
-        symlink(&real, dir.path().join("link")).unwrap();
-        let resolved = resolve_one(&dir.path().join("link/new"), "\"create\"", "file").unwrap();
+        let (_dir, real, link) = dir_with_a_linked_dir();
+        let resolved = resolve_one(&link.join("new"), "\"create\"", "file").unwrap();
         let parent = key_of(1, &real);
         let (key, _, _) = &resolved.names[0];
         assert_eq!((key.parent_dev, key.parent_ino), (parent.dev, parent.ino));
@@ -576,9 +590,7 @@ pub(super) mod tests {
 
     #[test]
     fn grants_on_the_same_object_merge() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("a.txt");
-        fs::write(&file, "a").unwrap();
+        let (dir, file) = dir_with_a_file();
         let link = dir.path().join("link");
         symlink(&file, &link).unwrap();
         let out = dir.path().join("out");
@@ -624,11 +636,7 @@ pub(super) mod tests {
 
     #[test]
     fn a_symlink_grant_resolves_to_its_target() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("target");
-        fs::create_dir(&target).unwrap();
-        let link = dir.path().join("link");
-        symlink(&target, &link).unwrap();
+        let (_dir, target, link) = dir_with_a_linked_dir();
         let resolved = resolve_one(&link, "\"read\"", "tree").unwrap();
         let link_key = grant_key(1, &fs::symlink_metadata(&link).unwrap());
         assert_eq!(
@@ -693,9 +701,7 @@ pub(super) mod tests {
 
     #[test]
     fn a_tree_on_a_file_is_an_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("a.txt");
-        fs::write(&file, "a").unwrap();
+        let (_dir, file) = dir_with_a_file();
         let error = resolve_one(&file, "\"read\"", "tree").unwrap_err();
         assert_eq!(
             error.to_string(),
@@ -743,9 +749,7 @@ pub(super) mod tests {
 
     #[test]
     fn a_file_as_parent_is_an_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("a.txt");
-        fs::write(&file, "a").unwrap();
+        let (_dir, file) = dir_with_a_file();
         let error = resolve_one(&file.join("b"), "\"create\"", "file").unwrap_err();
         // The lookup itself fails (ENOTDIR), not only the parent check.
         assert!(

@@ -27,18 +27,18 @@ use nix::{
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::{
-    audit::{AuditError, AuditKey, AuditLog, Descriptor, Record},
+    audit::{AuditKey, AuditLog, Descriptor, Record},
     cgroup::{self, AgentCgroup, CgroupError},
     control::{self, ControlError, ControlRequest, ControlResponse, ControlServer, RunOwn},
     loader::{
-        self, LoadError,
+        self,
         runs::{Pool, RunPrograms},
     },
     mission::{Mission, MissionError, Mode},
     paths,
     toml_file::FileError,
     twin::{self, Confinement, Service, TwinError},
-    voters::{self, prompt::PromptBoard, webhook::WebhookError},
+    voters::{self, prompt::PromptBoard},
     watchdog::Watched,
 };
 
@@ -97,54 +97,29 @@ pub struct RunOptions {
     pub command: Vec<OsString>,
 }
 
-/// Errors of `pincer run` (the command's own failures are its exit status).
+/// Errors of `pincer run` (the command's own failures are its exit status),
+/// in the order a run can meet them.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// The mission is invalid or cannot be resolved.
-    #[error(transparent)]
-    Mission(#[from] MissionError),
-    /// The mission file cannot be found again for the daemon.
-    #[error(transparent)]
-    MissionFile(#[from] FileError),
-    /// The agent cgroup could not be set up.
-    #[error(transparent)]
-    Cgroup(#[from] CgroupError),
-    /// The programs could not be loaded or written.
-    #[error(transparent)]
-    Load(#[from] LoadError),
-    /// The audit log failed.
-    #[error(transparent)]
-    Audit(#[from] AuditError),
     /// No command was given.
     #[error("no command to run: give it after `--`")]
     NoCommand,
-    /// The command could not be started.
-    #[error("failed to start {program:?}")]
-    Spawn {
-        /// The program.
-        program: OsString,
-        /// The cause.
-        #[source]
-        source: io::Error,
-    },
+    /// The mission is invalid, cannot be resolved, or its file cannot be
+    /// found again for the daemon.
+    #[error(transparent)]
+    Mission(#[from] MissionError),
     /// A `--pass-fd` cannot be passed.
     #[error(transparent)]
     Pass(#[from] PassError),
-    /// The event loop failed.
-    #[error("failed to supervise the command")]
-    Supervise(#[source] io::Error),
-    /// The twin failed.
+    /// Asking the daemon on the control socket failed.
     #[error(transparent)]
-    Twin(#[from] TwinError),
-    /// The control socket could not be opened.
-    #[error(transparent)]
-    Control(#[from] ControlError),
-    /// The webhook voter could not be set up.
-    #[error(transparent)]
-    Webhook(#[from] WebhookError),
+    Control(ControlError),
     /// The daemon refused or failed to confine the command.
     #[error("pincer daemon: {0}")]
     Daemon(String),
+    /// The agent cgroup could not be set up.
+    #[error(transparent)]
+    Cgroup(#[from] CgroupError),
     /// The private temporary directory could not be made.
     #[error("failed to make the command's private temporary directory")]
     PrivateTmp(#[source] io::Error),
@@ -156,6 +131,29 @@ pub enum RunError {
         /// What is wrong.
         message: String,
     },
+    /// The twin or its service (the programs, the audit log, the control
+    /// socket, the voters) failed.
+    #[error(transparent)]
+    Twin(TwinError),
+    /// The command could not be started.
+    #[error("failed to start {program:?}")]
+    Spawn {
+        /// The program.
+        program: OsString,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The event loop failed.
+    #[error("failed to supervise the command")]
+    Supervise(#[source] io::Error),
+}
+
+/// Whatever the twin's service fails with stops the run as it is.
+impl<E: Into<TwinError>> From<E> for RunError {
+    fn from(error: E) -> Self {
+        RunError::Twin(error.into())
+    }
 }
 
 impl RunError {
@@ -202,7 +200,7 @@ fn daemon_at(socket: &std::path::Path) -> Result<bool, RunError> {
     }
     match control::call(socket, &ControlRequest::Status) {
         Ok(ControlResponse::Daemon { .. }) => Ok(true),
-        Err(error @ ControlError::Untrusted { .. }) => Err(error.into()),
+        Err(error @ ControlError::Untrusted { .. }) => Err(RunError::Control(error)),
         _ => Ok(false),
     }
 }
@@ -405,10 +403,12 @@ fn run_registered(
         .strip_prefix(&root)
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    let mission_file = std::fs::canonicalize(&options.mission).map_err(|source| FileError::Io {
-        kind: "mission file",
-        path: options.mission.clone(),
-        source,
+    let mission_file = std::fs::canonicalize(&options.mission).map_err(|source| {
+        MissionError::File(FileError::Io {
+            kind: "mission file",
+            path: options.mission.clone(),
+            source,
+        })
     })?;
     let register = ControlRequest::Register {
         cgroup: relative.clone(),
@@ -434,7 +434,7 @@ fn run_registered(
         }
         Err(error) => {
             let _ = cgroup.remove();
-            return Err(error.into());
+            return Err(RunError::Control(error));
         }
     }
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -448,6 +448,35 @@ mod tests {
     }
 
     #[test]
+    fn a_mission_or_configuration_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let mission = dir.path().join("m.toml");
+        let config = dir.path().join("daemon.toml");
+        // "café" in Latin-1.
+        std::fs::write(&mission, b"[mission]\nname = \"caf\xe9\"\n").unwrap();
+        std::fs::write(&config, b"[daemon]\nsocket = \"/s\xff\"\n").unwrap();
+        let mission_error = crate::mission::Mission::from_file(&mission).unwrap_err();
+        let config_error = crate::daemon::config::Config::from_file(&config).unwrap_err();
+        // The line and column of the bad byte, and no field: none is read yet.
+        assert_eq!(
+            mission_error.to_string(),
+            format!("{}:2:12: invalid UTF-8 (byte 0xe9)", mission.display())
+        );
+        assert_eq!(
+            config_error.to_string(),
+            format!("{}:2:13: invalid UTF-8 (byte 0xff)", config.display())
+        );
+        assert!(matches!(
+            mission_error,
+            crate::mission::MissionError::File(FileError::Invalid(_))
+        ));
+        assert!(matches!(
+            config_error,
+            crate::daemon::config::ConfigError::Invalid(_)
+        ));
+    }
+
+    #[test]
     fn integers_out_of_range() {
         let out_of_range =
             |literal: &str| integer_out_of_range(&format!("a = {literal}\n"), 4).map(str::to_owned);

@@ -41,13 +41,14 @@ pub use self::{
 };
 use crate::{
     audit::{AuditError, AuditLog, Record, VerdictRecord},
-    control::ListedGrant,
+    control::{ControlError, ListedGrant},
     events::{self, Mounts},
     loader::{Held, Kernel, LoadError},
     metrics::Metrics,
     mission::{Mode, ResolvedGrants},
     request::Request,
     vote::{self, Extent, Lifetime, Outcome, Policy, Voter},
+    voters::webhook::WebhookError,
 };
 
 /// How often the twin tells the programs it is alive.
@@ -58,10 +59,13 @@ pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(3);
 /// run`'s one agent always has it.
 pub const FIRST_SLOT: u32 = 1;
 
-/// Errors of the twin and of its service.
+/// Errors of the twin and of its service, and of setting them up: the
+/// programs and their maps, the audit log, the watchdog, the ring buffer,
+/// the control socket people answer on and the voters. `pincer run` and
+/// `pincer daemon` pass them on as they are.
 #[derive(Debug, thiserror::Error)]
 pub enum TwinError {
-    /// The kernel maps could not be written.
+    /// The programs could not be loaded, or their maps written.
     #[error(transparent)]
     Load(#[from] LoadError),
     /// The audit log failed.
@@ -73,6 +77,12 @@ pub enum TwinError {
     /// The ring buffer could not be watched or read.
     #[error("failed to read the kernel's ring buffer")]
     Ring(#[source] std::io::Error),
+    /// The control socket could not be opened.
+    #[error(transparent)]
+    Control(#[from] ControlError),
+    /// A webhook voter could not be set up.
+    #[error(transparent)]
+    Webhook(#[from] WebhookError),
 }
 
 /// What makes requests the same: one prompt, one verdict for all of them.

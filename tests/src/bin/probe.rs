@@ -390,20 +390,11 @@ fn run(op: &[OsString]) -> Option<Outcome> {
                 "stat",
             )
         }
-        b"msg-rm" => done(
-            unsafe { libc::msgctl(num(1) as i32, libc::IPC_RMID, std::ptr::null_mut()) },
-            "removed",
-        ),
+        b"msg-rm" => msg_remove(num(1) as i32),
         b"shm-attach" => shm_attach(num(1) as i32),
-        b"shm-rm" => done(
-            unsafe { libc::shmctl(num(1) as i32, libc::IPC_RMID, std::ptr::null_mut()) },
-            "removed",
-        ),
+        b"shm-rm" => shm_remove(num(1) as i32),
         b"sem-op" => sem_op(num(1) as i32),
-        b"sem-rm" => done(
-            unsafe { libc::semctl(num(1) as i32, 0, libc::IPC_RMID) },
-            "removed",
-        ),
+        b"sem-rm" => sem_remove(num(1) as i32),
         b"ipc-own" => ipc_own(),
         b"key-read" => key_read(num(1) as i32),
         b"key-own" => key_own(),
@@ -1017,6 +1008,27 @@ fn sem_op(id: i32) -> Outcome {
     done(unsafe { libc::semop(id, &mut op, 1) }, "done")
 }
 
+fn msg_remove(id: i32) -> Outcome {
+    // SAFETY: IPC_RMID takes no buffer.
+    done(
+        unsafe { libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut()) },
+        "removed",
+    )
+}
+
+fn shm_remove(id: i32) -> Outcome {
+    // SAFETY: IPC_RMID takes no buffer.
+    done(
+        unsafe { libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut()) },
+        "removed",
+    )
+}
+
+fn sem_remove(id: i32) -> Outcome {
+    // SAFETY: IPC_RMID of the whole set.
+    done(unsafe { libc::semctl(id, 0, libc::IPC_RMID) }, "removed")
+}
+
 fn ipc_own() -> Outcome {
     let perms = libc::IPC_CREAT | 0o600;
     // SAFETY: private objects, used and removed here.
@@ -1028,21 +1040,15 @@ fn ipc_own() -> Outcome {
     if n != 4 {
         return Err(errno());
     }
-    done(
-        unsafe { libc::msgctl(msg, libc::IPC_RMID, std::ptr::null_mut()) },
-        "",
-    )?;
+    msg_remove(msg)?;
     let shm = unsafe { libc::shmget(libc::IPC_PRIVATE, 4096, perms) };
     done(shm, "")?;
     shm_attach(shm)?;
-    done(
-        unsafe { libc::shmctl(shm, libc::IPC_RMID, std::ptr::null_mut()) },
-        "",
-    )?;
+    shm_remove(shm)?;
     let sem = unsafe { libc::semget(libc::IPC_PRIVATE, 1, perms) };
     done(sem, "")?;
     sem_op(sem)?;
-    done(unsafe { libc::semctl(sem, 0, libc::IPC_RMID) }, "")?;
+    sem_remove(sem)?;
     Ok("queue, segment and semaphores used".to_owned())
 }
 
