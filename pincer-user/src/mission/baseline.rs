@@ -3,50 +3,31 @@
 use std::{
     fs,
     path::{Path, PathBuf},
+    sync::LazyLock,
 };
 
 use pincer_common::ops;
+use serde::Deserialize;
 
 use crate::vote::Extent::{self, File, Tree};
-
-/// Reading what a program reads of the system just to start.
-const READ: u32 = ops::READ;
-/// Running the system's programs and libraries.
-const READ_EXEC: u32 = ops::READ | ops::EXEC;
-/// The harmless devices.
-const READ_WRITE: u32 = ops::READ | ops::WRITE;
 
 /// One entry of the baseline: a path (whose last component may hold one
 /// `*`, matching any run of characters in a name), what it grants, and
 /// why a program needs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BaselineEntry {
     /// The absolute path.
-    pub path: &'static str,
+    pub path: String,
     /// Bits of [`pincer_common::ops`].
     pub ops: u32,
     /// A `tree` entry that is a directory covers everything below it.
     pub extent: Extent,
     /// Why programs need it, for the documentation.
-    pub why: &'static str,
+    pub why: String,
 }
 
-const fn entry(path: &'static str, ops: u32, extent: Extent, why: &'static str) -> BaselineEntry {
-    BaselineEntry {
-        path,
-        ops,
-        extent,
-        why,
-    }
-}
-
-/// The `runtime` baseline: what dynamically linked programs, shells,
-/// compilers and language runtimes touch just to start, resolve names,
-/// print and use a terminal — found by running real tools (git, python3,
-/// gcc, make, patch, tar, sed, node, npm, ps, df) in audit mode. Never a
-/// place where a secret could hide: not `/etc` as a whole (`shadow`,
-/// `ssl/private`), not `/tmp`, not a home directory, not another session's
-/// terminal.
+/// The `runtime` baseline: `baseline.toml` beside this file, whose header
+/// says what it holds and what it never holds, with every entry's reason.
 ///
 /// Each entry is resolved like a grant: symbolic links followed, and the
 /// links on the way granted for reading. A `tree` entry that is a directory
@@ -64,216 +45,54 @@ const fn entry(path: &'static str, ops: u32, extent: Extent, why: &'static str) 
 /// listed: a mission that names one of them grants it, and the capability
 /// rule still closes those that reach the kernel (`kcore` and `kmsg` need
 /// capabilities no agent has; `kallsyms` shows no addresses without one).
-pub const RUNTIME_BASELINE: &[BaselineEntry] = &[
-    entry(
-        "/usr",
-        READ_EXEC,
-        Tree,
-        "the system's programs, libraries, locale and `gconv` data, and language runtimes' standard libraries",
-    ),
-    entry(
-        "/bin",
-        READ_EXEC,
-        Tree,
-        "programs (a link into `/usr` on merged systems)",
-    ),
-    entry(
-        "/sbin",
-        READ_EXEC,
-        Tree,
-        "programs (a link into `/usr` on merged systems)",
-    ),
-    entry("/lib", READ_EXEC, Tree, "the dynamic loader and libraries"),
-    entry("/lib32", READ_EXEC, Tree, "32-bit libraries"),
-    entry("/lib64", READ_EXEC, Tree, "the 64-bit dynamic loader"),
-    entry("/libx32", READ_EXEC, Tree, "x32 libraries"),
-    entry(
-        "/",
-        READ,
-        File,
-        "listing the root directory (`df`, `find /`, shells completing paths): names only",
-    ),
-    entry(
-        "/proc",
-        READ,
-        File,
-        "listing `/proc` (`ps` finds the agent's own processes there)",
-    ),
-    entry("/proc/cpuinfo", READ, File, "runtimes sizing thread pools"),
-    entry("/proc/meminfo", READ, File, "runtimes sizing heaps, `free`"),
-    entry(
-        "/proc/stat",
-        READ,
-        File,
-        "`ps`, `top`: boot time and CPU counts",
-    ),
-    entry("/proc/uptime", READ, File, "`ps`, `uptime`"),
-    entry(
-        "/proc/loadavg",
-        READ,
-        File,
-        "`uptime`, build tools choosing parallelism",
-    ),
-    entry(
-        "/proc/version",
-        READ,
-        File,
-        "tools printing the kernel version",
-    ),
-    entry(
-        "/proc/filesystems",
-        READ,
-        File,
-        "libraries checking for file systems (SELinux, `mount` helpers)",
-    ),
-    entry("/proc/swaps", READ, File, "`free`"),
-    entry(
-        "/proc/vmstat",
-        READ,
-        File,
-        "`vmstat`, runtimes' memory pressure",
-    ),
-    entry(
-        "/proc/cgroups",
-        READ,
-        File,
-        "runtimes reading their cgroup limits",
-    ),
-    entry("/proc/tty/drivers", READ, File, "`ps` naming terminals"),
-    entry(
-        "/proc/sys",
-        READ,
-        Tree,
-        "kernel settings runtimes read (`pid_max`, `overcommit`, ...); never written",
-    ),
-    entry(
-        "/proc/pressure",
-        READ,
-        Tree,
-        "runtimes reading memory pressure",
-    ),
-    entry(
-        "/etc/ld.so.cache",
-        READ,
-        File,
-        "the dynamic loader finding libraries",
-    ),
-    entry(
-        "/etc/ld.so.conf",
-        READ,
-        File,
-        "the dynamic loader's configuration",
-    ),
-    entry(
-        "/etc/ld.so.conf.d",
-        READ,
-        Tree,
-        "the dynamic loader's configuration",
-    ),
-    entry(
-        "/etc/nsswitch.conf",
-        READ,
-        File,
-        "the C library resolving users and hosts",
-    ),
-    entry(
-        "/etc/passwd",
-        READ,
-        File,
-        "user names and home directories (no passwords: those are in `shadow`)",
-    ),
-    entry("/etc/group", READ, File, "group names"),
-    entry("/etc/hosts", READ, File, "resolving host names"),
-    entry("/etc/host.conf", READ, File, "resolving host names"),
-    entry("/etc/resolv.conf", READ, File, "resolving host names"),
-    entry("/etc/gai.conf", READ, File, "ordering resolved addresses"),
-    entry("/etc/localtime", READ, File, "the local time zone"),
-    entry("/etc/timezone", READ, File, "the time zone's name"),
-    entry("/etc/os-release", READ, File, "tools naming the system"),
-    entry("/etc/debian_version", READ, File, "tools naming the system"),
-    entry(
-        "/etc/ssl/certs",
-        READ,
-        Tree,
-        "trusted certificates for TLS (public)",
-    ),
-    entry(
-        "/etc/ssl/openssl.cnf",
-        READ,
-        File,
-        "OpenSSL's configuration (node, python, curl read it at start); not `/etc/ssl/private`",
-    ),
-    entry(
-        "/etc/ca-certificates",
-        READ,
-        Tree,
-        "trusted certificates for TLS (public)",
-    ),
-    entry(
-        "/etc/alternatives",
-        READ,
-        Tree,
-        "links choosing the system's default programs",
-    ),
-    entry("/etc/terminfo", READ, Tree, "terminal descriptions"),
-    entry(
-        "/etc/inputrc",
-        READ,
-        File,
-        "line editing in shells and REPLs",
-    ),
-    entry("/etc/mime.types", READ, File, "file types by name"),
-    entry(
-        "/etc/xattr.conf",
-        READ,
-        File,
-        "which extended attributes `cp -a` and `mv` carry over",
-    ),
-    entry("/etc/profile", READ, File, "login shells' start-up"),
-    entry(
-        "/etc/bash.bashrc",
-        READ,
-        File,
-        "interactive bash's start-up",
-    ),
-    entry("/etc/environment", READ, File, "the system's environment"),
-    entry("/etc/gitconfig", READ, File, "git's system configuration"),
-    entry("/etc/python3", READ, Tree, "Python's system configuration"),
-    entry(
-        "/etc/python3.*",
-        READ,
-        Tree,
-        "Python's `sitecustomize.py`, to which `/usr/lib/python3.*` links",
-    ),
-    entry("/dev/null", READ_WRITE, File, "discarding output"),
-    entry("/dev/zero", READ_WRITE, File, "zeros"),
-    entry(
-        "/dev/full",
-        READ_WRITE,
-        File,
-        "a device that is always full",
-    ),
-    entry(
-        "/dev/tty",
-        READ_WRITE,
-        File,
-        "the agent's own controlling terminal, whatever its name",
-    ),
-    entry(
-        "/dev/ptmx",
-        READ_WRITE,
-        File,
-        "allocating a pseudo-terminal",
-    ),
-    entry(
-        "/dev/pts",
-        READ,
-        File,
-        "listing the pseudo-terminals (`tty`, `ps`); opening one is not granted",
-    ),
-    entry("/dev/random", READ, File, "randomness"),
-    entry("/dev/urandom", READ, File, "randomness"),
-];
+pub static RUNTIME_BASELINE: LazyLock<Vec<BaselineEntry>> =
+    LazyLock::new(|| parse(include_str!("baseline.toml")).expect("baseline.toml is valid"));
+
+/// An entry as `baseline.toml` writes it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    path: String,
+    ops: Vec<String>,
+    #[serde(default)]
+    extent: Option<String>,
+    why: String,
+}
+
+/// Reads the baseline's entries (a unit test proves the built-in list is
+/// valid, so a bad one never ships).
+fn parse(text: &str) -> Result<Vec<BaselineEntry>, String> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Raw {
+        entry: Vec<RawEntry>,
+    }
+    let raw: Raw = toml::from_str(text).map_err(|e| e.to_string())?;
+    raw.entry
+        .into_iter()
+        .map(|entry| {
+            let mut bits = 0;
+            for name in &entry.ops {
+                let (bit, _) = ops::NAMES
+                    .iter()
+                    .find(|(_, known)| known == name)
+                    .ok_or_else(|| format!("{}: unknown operation {name:?}", entry.path))?;
+                bits |= bit;
+            }
+            let extent = match entry.extent.as_deref() {
+                None | Some("file") => File,
+                Some("tree") => Tree,
+                Some(other) => return Err(format!("{}: unknown extent {other:?}", entry.path)),
+            };
+            Ok(BaselineEntry {
+                path: entry.path,
+                ops: bits,
+                extent,
+                why: entry.why,
+            })
+        })
+        .collect()
+}
 
 /// The paths an entry names on this machine: itself, or for a pattern
 /// (`/etc/python3.*`) every name in its directory that matches, in order.
@@ -308,7 +127,7 @@ pub fn expand(path: &str) -> Vec<PathBuf> {
 #[cfg(test)]
 fn readme_table() -> String {
     let mut table = String::from("| path | ops | why |\n|------|-----|-----|\n");
-    for entry in RUNTIME_BASELINE {
+    for entry in RUNTIME_BASELINE.iter() {
         let extent = match entry.extent {
             Tree => " (tree)",
             File => "",
@@ -386,7 +205,7 @@ mod tests {
                 .count()
                 <= RUNTIME_BASELINE
                     .iter()
-                    .map(|entry| super::expand(entry.path).len())
+                    .map(|entry| super::expand(&entry.path).len())
                     .sum::<usize>()
         );
         // /etc itself is not granted.
@@ -396,7 +215,7 @@ mod tests {
 
     #[test]
     fn every_entry_says_why_and_is_absolute() {
-        for entry in RUNTIME_BASELINE {
+        for entry in RUNTIME_BASELINE.iter() {
             assert!(entry.path.starts_with('/'), "{}", entry.path);
             assert!(!entry.why.is_empty(), "{}", entry.path);
             assert!(entry.path.matches('*').count() <= 1, "{}", entry.path);
@@ -413,6 +232,23 @@ mod tests {
         ] {
             assert!(RUNTIME_BASELINE.iter().all(|e| e.path != never), "{never}");
         }
+    }
+
+    #[test]
+    fn a_bad_entry_is_named() {
+        let entry = |fields: &str| format!("[[entry]]\npath = \"/x\"\nwhy = \"w\"\n{fields}\n");
+        assert_eq!(
+            super::parse(&entry("ops = [\"rea\"]")),
+            Err("/x: unknown operation \"rea\"".to_owned())
+        );
+        assert_eq!(
+            super::parse(&entry("ops = [\"read\"]\nextent = \"forest\"")),
+            Err("/x: unknown extent \"forest\"".to_owned())
+        );
+        assert!(super::parse(&entry("ops = [\"read\"]\nmode = 1")).is_err());
+        let parsed = super::parse(&entry("ops = [\"read\", \"exec\"]\nextent = \"tree\"")).unwrap();
+        assert_eq!(parsed[0].ops, ops::READ | ops::EXEC);
+        assert_eq!(parsed[0].extent, super::Tree);
     }
 
     #[test]

@@ -301,8 +301,8 @@ impl Mission {
 /// mission `slot`: a `tree` entry that is a directory as a tree, anything
 /// else as the object itself; and the links on the way to each for reading.
 fn add_runtime(slot: u32, inode: &mut Entries<GrantKey>) -> Result<(), MissionError> {
-    for entry in RUNTIME_BASELINE {
-        for path in expand(entry.path) {
+    for entry in RUNTIME_BASELINE.iter() {
+        for path in expand(&entry.path) {
             let reason = format!("baseline runtime: {}", path.display());
             add_existing(slot, &path, entry.ops, entry.extent, &reason, inode).map_err(
                 |source| MissionError::Baseline {

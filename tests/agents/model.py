@@ -1,0 +1,149 @@
+"""A scripted model endpoint for agent command-line programs in the guest.
+
+Answers the Anthropic Messages API (`POST /v1/messages`, streamed or not)
+and the OpenAI Responses and Chat Completions APIs (`POST /v1/responses`,
+`POST /v1/chat/completions`) with one fixed reply, so that an agent's
+program runs a whole turn without a network: `python3 model.py PORT`. Every
+request is appended to `requests.jsonl` in the working directory.
+"""
+
+import json
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+REPLY = "hello from the scripted model"
+
+
+def sse(events):
+    """Server-sent events: (name, data) pairs, data as JSON."""
+    out = []
+    for name, data in events:
+        if name:
+            out.append(f"event: {name}\n")
+        out.append(f"data: {json.dumps(data)}\n\n")
+    return "".join(out).encode()
+
+
+def anthropic(body):
+    model = body.get("model", "scripted")
+    message = {
+        "id": "msg_scripted",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 0},
+    }
+    if not body.get("stream"):
+        message["content"] = [{"type": "text", "text": REPLY}]
+        message["stop_reason"] = "end_turn"
+        message["usage"]["output_tokens"] = 6
+        return "application/json", json.dumps(message).encode()
+    return "text/event-stream", sse(
+        [
+            ("message_start", {"type": "message_start", "message": message}),
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": REPLY}},
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                    "usage": {"output_tokens": 6},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+    )
+
+
+def responses(body):
+    item = {
+        "id": "msg_scripted",
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": REPLY, "annotations": []}],
+    }
+    response = {
+        "id": "resp_scripted",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "completed",
+        "model": body.get("model", "scripted"),
+        "output": [item],
+        "usage": {"input_tokens": 10, "output_tokens": 6, "total_tokens": 16},
+    }
+    return "text/event-stream", sse(
+        [
+            ("response.created", {"type": "response.created", "response": {**response, "status": "in_progress", "output": []}}),
+            ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": {**item, "status": "in_progress", "content": []}}),
+            (
+                "response.output_text.delta",
+                {"type": "response.output_text.delta", "item_id": "msg_scripted", "output_index": 0, "content_index": 0, "delta": REPLY},
+            ),
+            ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
+            ("response.completed", {"type": "response.completed", "response": response}),
+        ]
+    )
+
+
+def chat(body):
+    chunk = {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": body.get("model", "scripted"),
+        "choices": [{"index": 0, "delta": {"role": "assistant", "content": REPLY}, "finish_reason": None}],
+    }
+    done = {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    return "text/event-stream", sse([(None, chunk), (None, done)]) + b"data: [DONE]\n\n"
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_POST(self):
+        length = int(self.headers.get("content-length", 0))
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        with open("requests.jsonl", "a") as log:
+            log.write(json.dumps({"path": self.path, "model": body.get("model")}) + "\n")
+        path = self.path.split("?")[0]
+        if path.endswith("/messages"):
+            kind, payload = anthropic(body)
+        elif path.endswith("/responses"):
+            kind, payload = responses(body)
+        elif path.endswith("/chat/completions"):
+            kind, payload = chat(body)
+        else:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("content-type", kind)
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def do_GET(self):
+        with open("requests.jsonl", "a") as log:
+            log.write(json.dumps({"path": self.path, "method": "GET"}) + "\n")
+        self.send_error(404)
+
+    def log_message(self, *args):
+        pass
+
+
+if __name__ == "__main__":
+    ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
