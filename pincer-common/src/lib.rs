@@ -228,6 +228,10 @@ pub mod names {
     /// [`crate::NameGrantKey`] → [`crate::GrantValue`]: grants for files that
     /// did not exist when the mission was loaded.
     pub const NAME_GRANTS: &str = "PINCER_NGRANTS";
+    /// Longest-prefix-match trie of [`crate::PrefixName`] →
+    /// [`crate::GrantValue`]: prefix grants, which cover every name in a
+    /// directory that starts with given bytes.
+    pub const PREFIXES: &str = "PINCER_PREFIXES";
     /// Ring buffer of [`crate::AccessEvent`].
     pub const EVENTS: &str = "PINCER_EVENTS";
     /// Per-CPU `u64` counters, indexed by [`crate::counter`].
@@ -272,6 +276,8 @@ pub const MAX_COMPONENTS: usize = 16;
 pub const MAX_TREE_DEPTH: u32 = 4096;
 /// A file name with its NUL (`NAME_MAX` + 1).
 pub const NAME_LEN: usize = 256;
+/// The longest prefix a prefix grant may have ([`PrefixName`]).
+pub const MAX_PREFIX_LEN: usize = 63;
 
 /// Maximum number of agent cgroups.
 pub const MAX_AGENTS: u32 = 4096;
@@ -361,6 +367,54 @@ pub struct CachedGrant {
     pub _pad: u32,
     /// The epoch the walk started in.
     pub epoch: u64,
+}
+
+/// The data of a prefix grant's key in the longest-prefix-match trie
+/// [`names::PREFIXES`]: a directory of a mission slot and the first bytes
+/// of the names the grant covers, so that an agent may create and use the
+/// temporary files a program names after one file (`.claude.json.tmp.*`)
+/// without being granted the whole directory. A grant of `n` bytes matches
+/// on [`PREFIX_HEADER_BITS`] + 8·`n` bits; a lookup is made with the name's
+/// first [`MAX_PREFIX_LEN`] bytes (fewer for a shorter name), so the trie
+/// answers with the longest prefix grant the name starts with. Its value
+/// carries the ops of the shorter ones too: one lookup answers for all.
+///
+/// All bytes (native order), so that it has no padding and the trie's key
+/// (a `u32` bit count, then this) has one layout on both sides.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PrefixName {
+    /// Mission slot of the agent.
+    pub slot: [u8; 4],
+    /// Device of the directory (kernel encoding).
+    pub dev: [u8; 8],
+    /// Inode of the directory.
+    pub ino: [u8; 8],
+    /// The prefix (or, to look up, the name's first bytes), zero-padded.
+    pub name: [u8; MAX_PREFIX_LEN + 1],
+}
+
+/// Bits of [`PrefixName`] before its name: slot, device and inode.
+pub const PREFIX_HEADER_BITS: u32 = 8 * (4 + 8 + 8);
+
+impl PrefixName {
+    /// The key data of a prefix grant (or a lookup) in a directory.
+    pub fn new(slot: u32, dev: u64, ino: u64, prefix: &[u8]) -> Self {
+        let mut name = [0; MAX_PREFIX_LEN + 1];
+        let len = prefix.len().min(MAX_PREFIX_LEN);
+        name[..len].copy_from_slice(&prefix[..len]);
+        Self {
+            slot: slot.to_ne_bytes(),
+            dev: dev.to_ne_bytes(),
+            ino: ino.to_ne_bytes(),
+            name,
+        }
+    }
+
+    /// The trie's bit count for a prefix of `len` bytes.
+    pub const fn bits(len: usize) -> u32 {
+        PREFIX_HEADER_BITS + 8 * len as u32
+    }
 }
 
 /// Key of a name grant: a file that did not exist when the mission was
@@ -456,6 +510,9 @@ pub struct AccessEvent {
     pub parent_ino: u64,
     /// FNV-1a of the created name (creations only).
     pub name_hash: u64,
+    /// `CLOCK_BOOTTIME` (ns) when the event was made: a parked request's
+    /// round trip is timed from here.
+    pub at_ns: u64,
     /// Thread id.
     pub pid: u32,
     /// Process id.
@@ -809,6 +866,9 @@ pub mod fs_magic {
     pub const DEBUGFS: u32 = 0x6462_6720;
     /// `TRACEFS_MAGIC`.
     pub const TRACEFS: u32 = 0x7472_6163;
+    /// `PID_FS_MAGIC`: since 6.9, a pidfd is a file of pidfs, and
+    /// `pidfd_open` opens it.
+    pub const PIDFS: u32 = 0x5049_4446;
 }
 
 /// `CLONE_INTO_CGROUP`: `clone3` places the child in another cgroup.
@@ -827,7 +887,7 @@ const _: () = {
     assert!(core::mem::size_of::<GrantValue>() == 8);
     assert!(core::mem::size_of::<CachedGrant>() == 16);
     assert!(core::mem::size_of::<NameGrantKey>() == 24 + NAME_LEN);
-    assert!(core::mem::size_of::<AccessEvent>() == 104 + COMPONENT_LEN * MAX_COMPONENTS);
+    assert!(core::mem::size_of::<AccessEvent>() == 112 + COMPONENT_LEN * MAX_COMPONENTS);
     assert!(core::mem::size_of::<KernelOffsets>() == 136);
     assert!(core::mem::size_of::<Pending>() == 40);
     assert!(core::mem::size_of::<Verdict>() == 16);
@@ -837,6 +897,7 @@ const _: () = {
         names::AGENTS,
         names::GRANTS,
         names::NAME_GRANTS,
+        names::PREFIXES,
         names::EVENTS,
         names::COUNTERS,
         names::GRANT_CACHE,
@@ -867,6 +928,7 @@ mod pod {
     unsafe impl aya::Pod for super::GrantValue {}
     unsafe impl aya::Pod for super::CachedGrant {}
     unsafe impl aya::Pod for super::NameGrantKey {}
+    unsafe impl aya::Pod for super::PrefixName {}
     unsafe impl aya::Pod for super::AccessEvent {}
     unsafe impl aya::Pod for super::KernelOffsets {}
     unsafe impl aya::Pod for super::Pending {}

@@ -3,12 +3,12 @@
 use aya_ebpf::{
     helpers::bpf_get_current_cgroup_id,
     macros::map,
-    maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
+    maps::{Array, HashMap, LpmTrie, LruHashMap, PerCpuArray, RingBuf, lpm_trie::Key},
 };
 use pincer_common::{
     Agent, COMPONENT_LEN, CachedGrant, EVENTS_BYTES, GrantKey, GrantValue, MAX_AGENTS,
     MAX_CACHED_GRANTS, MAX_COMPONENTS, MAX_GRANTS, MAX_GUARDED, MAX_NAME_GRANTS, MAX_OWNED,
-    MAX_PENDING, NameGrantKey, Pending, Twin, Verdict, counter,
+    MAX_PENDING, NameGrantKey, Pending, PrefixName, Twin, Verdict, counter,
 };
 
 /// Agent cgroups: cgroup id → slot and mode.
@@ -23,6 +23,11 @@ pub static GRANTS: HashMap<GrantKey, GrantValue> = HashMap::with_max_entries(MAX
 #[map(name = "PINCER_NGRANTS")]
 pub static NAME_GRANTS: HashMap<NameGrantKey, GrantValue> =
     HashMap::with_max_entries(MAX_NAME_GRANTS, 0);
+
+/// Grants on every name in a directory that starts with given bytes.
+#[map(name = "PINCER_PREFIXES")]
+pub static PREFIXES: LpmTrie<PrefixName, GrantValue> =
+    LpmTrie::with_max_entries(MAX_NAME_GRANTS, 0);
 
 /// What earlier tree walks found (see `pincer_common::CachedGrant`).
 #[map(name = "PINCER_GCACHE")]
@@ -61,6 +66,10 @@ pub static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::C
 /// next to everything else.
 #[map(name = "PINCER_SCRATCH")]
 pub static SCRATCH: PerCpuArray<NameGrantKey> = PerCpuArray::with_max_entries(1, 0);
+
+/// Room for the key a prefix grant is looked up with, for the same reason.
+#[map(name = "PINCER_PSCRATCH")]
+pub static PREFIX_SCRATCH: PerCpuArray<Key<PrefixName>> = PerCpuArray::with_max_entries(1, 0);
 
 /// Room for the path components of one event, filled by the path walk's
 /// `bpf_loop` callback and copied into the event.

@@ -10,6 +10,7 @@
 //! | `/proc/<pid>/...` of a process outside the agent's cgroup     | refused           | refused           |
 //! | `/proc/<pid>/...` of a process in the agent's cgroup          | allowed           | allowed           |
 //! | any other `/proc` object (`/proc/sys`, `meminfo`, `kcore`, ...) | the grants      | refused           |
+//! | a pidfd (a file of pidfs, 6.9 and later: `pidfd_open`)        | allowed           | allowed           |
 //!
 //! A block device holds every file behind every grant; debugfs and tracefs
 //! reach into the kernel's memory and code paths. A process's `/proc`
@@ -60,6 +61,12 @@ pub fn rule(access: &Access, proc_global: u32) -> Result<Rule, ReadFailed> {
     let magic = kernel::fs_magic(off, inode)?;
     if magic == PROC_MAGIC {
         return proc_rule(access, proc_global);
+    }
+    // A pidfd is a handle on a process, not a file: what it does to the
+    // process (a signal, a descriptor taken from it) is decided by the
+    // hooks of those acts.
+    if magic == fs_magic::PIDFS {
+        return Ok(Rule::Also(access.ops));
     }
     if access.file.is_null() {
         return Ok(Rule::Grants);

@@ -3,8 +3,9 @@
 use aya_ebpf::{
     cty::c_void,
     helpers::{
-        bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_loop,
-        bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes,
+        bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
+        bpf_ktime_get_boot_ns, bpf_loop, bpf_probe_read_kernel_buf,
+        bpf_probe_read_kernel_str_bytes,
     },
     maps::ring_buf::RingBufEntry,
 };
@@ -53,6 +54,7 @@ pub fn fill(entry: &mut Reserved, agent: &Agent, access: Option<&Access>, outcom
         (*event).cgroup_id = bpf_get_current_cgroup_id();
         (*event).request_id = outcome.request_id;
         (*event).name_hash = outcome.name_hash;
+        (*event).at_ns = bpf_ktime_get_boot_ns();
         (*event).parent_ino = 0;
         (*event).pid = pid_tgid as u32;
         (*event).tgid = (pid_tgid >> 32) as u32;
@@ -232,6 +234,7 @@ pub fn send_refusal(agent: &Agent, hook: u32, object: u64, verdict: u32, flags: 
         (*event).request_id = 0;
         (*event).parent_ino = 0;
         (*event).name_hash = 0;
+        (*event).at_ns = bpf_ktime_get_boot_ns();
         (*event).pid = pid_tgid as u32;
         (*event).tgid = (pid_tgid >> 32) as u32;
         (*event).slot = agent.slot;

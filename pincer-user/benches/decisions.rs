@@ -29,6 +29,7 @@ fn event(components: &[&str]) -> AccessEvent {
         request_id: 1,
         parent_ino: 98,
         name_hash: 0,
+        at_ns: 0,
         pid: 1000,
         tgid: 1000,
         slot: 1,

@@ -469,6 +469,7 @@ mod tests {
             request_id: 0,
             parent_ino: 0,
             name_hash: 0,
+            at_ns: 0,
             cgroup_id: 7,
             dev: (8 << 20) | 1,
             ino: 42,

@@ -357,6 +357,26 @@ fn cases() -> Vec<Case> {
             "[mission]\nname = \"m\"\n\n[defaults]\nbaseline = \"all\"\n",
         ),
         Case::mission(
+            "grant-star-in-the-middle",
+            "a `*` inside a grant's path",
+            "[mission]\nname = \"m\"\n\n[[grant]]\npath = \"/etc/*/passwd\"\nops = [\"read\"]\n",
+        ),
+        Case::mission(
+            "grant-prefix-tree",
+            "a prefix grant as a tree",
+            "[mission]\nname = \"m\"\n\n[[grant]]\npath = \"/tmp/cache*\"\nops = [\"read\"]\nextent = \"tree\"\n",
+        ),
+        Case::mission(
+            "grant-make-file",
+            "`make = true` on a file grant",
+            "[mission]\nname = \"m\"\n\n[[grant]]\npath = \"/tmp/x\"\nops = [\"read\"]\nmake = true\n",
+        ),
+        Case::mission(
+            "mission-unknown-profile",
+            "unknown profile",
+            "[mission]\nname = \"m\"\nprofiles = [\"vim\"]\n",
+        ),
+        Case::mission(
             "defaults-unknown-tmp",
             "unknown `tmp`",
             "[mission]\nname = \"m\"\n\n[defaults]\ntmp = \"shared\"\n",

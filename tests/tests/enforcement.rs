@@ -495,3 +495,34 @@ fn the_command_may_reopen_its_own_terminal_and_no_other() {
         ["ok wrote 1"]
     );
 }
+
+#[test]
+fn a_prefix_grant_covers_the_names_that_start_so_and_survives_their_replacement() {
+    let s = Scratch::new("prefix");
+    s.project_mission_and(
+        READ_ONLY,
+        &format!(
+            "[[grant]]\npath = \"{}\"\nops = [\"read\", \"write\", \"create\", \"rename\", \"delete\"]\n",
+            s.p("secret/notes.json*")
+        ),
+    );
+    fs::write(s.path("secret/notes.json"), "{}\n").unwrap();
+    s.assert_probes(&[
+        // A program's atomic save: a temporary file named after the file,
+        // renamed over it; the new file keeps the grant by its name.
+        ("create @secret/notes.json.tmp.7", 0),
+        ("write @secret/notes.json.tmp.7 {\"saved\":1}", 0),
+        ("rename @secret/notes.json.tmp.7 @secret/notes.json", 0),
+        ("write @secret/notes.json {\"saved\":2}", 0),
+        ("read @secret/notes.json", 0),
+        // Nothing else in the directory: not a shorter name, not another.
+        ("create @secret/notes.jso", EACCES),
+        ("create @secret/other.json", EACCES),
+        ("read @secret/key", EACCES),
+        ("rename @secret/notes.json @secret/key", EACCES),
+    ]);
+    assert_eq!(s.read("secret/notes.json"), "{\"saved\":2}");
+    s.assert_secret_unchanged();
+    s.assert_absent("secret/notes.jso");
+    s.assert_absent("secret/other.json");
+}

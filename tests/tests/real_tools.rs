@@ -191,10 +191,20 @@ impl World {
     /// Runs `script` with bash confined by the task's mission (enforce), in
     /// the tree; returns its output and the refusals in the audit log.
     fn confined(&self, task: &Task, script: &str) -> (Output, Vec<String>) {
+        self.confined_with(task, script, "0")
+    }
+
+    /// Like [`World::confined`], leaving the programs loaded for the next
+    /// run to take over.
+    fn confined_lingering(&self, task: &Task, script: &str) -> (Output, Vec<String>) {
+        self.confined_with(task, script, "10m")
+    }
+
+    fn confined_with(&self, task: &Task, script: &str, linger: &str) -> (Output, Vec<String>) {
         let audit = self.home.join("audit.jsonl");
         let _ = fs::remove_file(&audit);
         let out = Command::new(pincer_bin())
-            .args(["run", "--mode", "enforce", "--mission"])
+            .args(["run", "--linger", linger, "--mode", "enforce", "--mission"])
             .arg(self.mission(task))
             .arg("--audit")
             .arg(&audit)
@@ -206,17 +216,23 @@ impl World {
             .stdin(Stdio::null())
             .output()
             .unwrap();
-        let refusals = fs::read_to_string(&audit)
-            .unwrap_or_default()
+        (out, refusals_in(&audit))
+    }
+
+    /// The decisions the kernel made in the last confined run, from the
+    /// counters its audit log ends with.
+    fn decisions(&self) -> u64 {
+        let audit = fs::read_to_string(self.home.join("audit.jsonl")).unwrap_or_default();
+        let counters = audit
             .lines()
+            .rev()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|l| l["event"] == "decision" && l["verdict"] == "deny")
-            .map(|l| {
-                let field = |name: &str| l[name].as_str().unwrap_or("?").to_owned();
-                format!("{} {} {}", field("comm"), field("hook"), field("path"))
-            })
-            .collect();
-        (out, refusals)
+            .find(|l| l["event"] == "counters")
+            .expect("the audit log ends with the kernel's counters");
+        ["allowed", "denied", "audited"]
+            .iter()
+            .filter_map(|c| counters["counters"][c].as_u64())
+            .sum()
     }
 
     fn holds(&self, check: &str) -> bool {
@@ -394,4 +410,363 @@ fn every_task_of_the_table_has_its_test() {
         );
     }
     assert!(TASKS.task.len() >= 15);
+}
+
+/// The scripted model endpoint (`tests/agents/model.py`) on a port of
+/// loopback, stopped when dropped.
+struct Model {
+    server: std::process::Child,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl Model {
+    fn start(name: &str, port: u16) -> Model {
+        let dir = Path::new("/tmp").join(format!("model-{name}"));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("model.py"), include_str!("../agents/model.py")).unwrap();
+        let server = Command::new("python3")
+            .args(["model.py", &port.to_string()])
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Up when it accepts a connection.
+        assert!(
+            pincer_tests::wait_for(std::time::Duration::from_secs(30), || {
+                std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+            }),
+            "the model endpoint starts"
+        );
+        Model { server, dir, port }
+    }
+
+    /// The requests it was sent (paths), in order.
+    fn requests(&self) -> Vec<String> {
+        fs::read_to_string(self.dir.join("requests.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|l| l["path"].as_str().map(str::to_owned))
+            .collect()
+    }
+}
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+/// A turn of an agent program under `profile`, in enforce mode, with the
+/// task's tree granted: `script` runs it, then what else the test tries
+/// from the agent's cgroup. Returns the output and the refusals.
+fn agent_turn(
+    profile: &str,
+    home_setup: &str,
+    script: &str,
+    env: &[(&str, String)],
+) -> (Output, Vec<String>) {
+    let home = Path::new("/home").join(format!("agent-{profile}"));
+    let _ = fs::remove_dir_all(&home);
+    let tree = home.join("work/project");
+    fs::create_dir_all(&tree).unwrap();
+    fs::write(tree.join("README.md"), "# the project\n").unwrap();
+    let setup = Command::new("bash")
+        .args(["-c", home_setup])
+        .env("HOME", &home)
+        .status()
+        .unwrap();
+    assert!(setup.success());
+    let mission = home.join("mission.toml");
+    fs::write(
+        &mission,
+        format!(
+            "[mission]\nname = \"{profile}\"\n\n[[grant]]\npath = \"{}\"\nops = [{TREE_OPS}]\nextent = \"tree\"\n",
+            tree.display()
+        ),
+    )
+    .unwrap();
+    let audit = home.join("audit.jsonl");
+    let out = Command::new(pincer_bin())
+        .args([
+            "run",
+            "--mode",
+            "enforce",
+            "--profile",
+            profile,
+            "--mission",
+        ])
+        .arg(&mission)
+        .arg("--audit")
+        .arg(&audit)
+        .args(["--", "bash", "-c", script])
+        .env("HOME", &home)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .env_remove("TMPDIR")
+        .current_dir(&tree)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    eprintln!(
+        "{profile}: {:?}\n  stdout: {}\n  stderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let refusals = refusals_in(&audit);
+    eprintln!("  refusals: {refusals:#?}");
+    (out, refusals)
+}
+
+/// The refusals of an audit log, as `comm hook path`.
+fn refusals_in(audit: &Path) -> Vec<String> {
+    fs::read_to_string(audit)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|l| l["event"] == "decision" && l["verdict"] == "deny")
+        .map(|l| {
+            let field = |name: &str| l[name].as_str().unwrap_or("?").to_owned();
+            format!("{} {} {}", field("comm"), field("hook"), field("path"))
+        })
+        .collect()
+}
+
+/// What the agent tries after its program's turn: its program's settings
+/// and instructions stay as they were, its state and the tree are written.
+fn tries(settings: &[&str], state: &str) -> String {
+    let mut script = String::new();
+    for file in settings {
+        script.push_str(&format!(
+            "if echo injected >> {file} 2>/dev/null; then echo \"wrote {file}\"; else echo \"refused {file}\"; fi\n"
+        ));
+    }
+    script.push_str(&format!(
+        "echo state > {state}/pincer-test && echo \"wrote state\"\necho done > notes.md && echo \"wrote tree\"\n"
+    ));
+    script
+}
+
+#[test]
+fn claude_code_runs_a_turn_under_its_profile() {
+    let model = Model::start("claude-code", 8765);
+    let settings = ["~/.claude/settings.json", "~/.claude/CLAUDE.md"];
+    let (out, refusals) = agent_turn(
+        "claude-code",
+        "mkdir -p ~/.claude && echo '{}' > ~/.claude/settings.json && echo 'Be brief.' > ~/.claude/CLAUDE.md",
+        &format!(
+            "claude -p 'say hi'\n{}",
+            tries(&settings, "~/.claude/projects")
+        ),
+        &[
+            (
+                "ANTHROPIC_BASE_URL",
+                format!("http://127.0.0.1:{}", model.port),
+            ),
+            ("ANTHROPIC_API_KEY", "sk-scripted".to_owned()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+        ],
+    );
+    assert!(
+        model
+            .requests()
+            .iter()
+            .any(|p| p.starts_with("/v1/messages"))
+    );
+    // Its own run meets no refusal: only the agent's writes to the settings.
+    assert_turn(&out, &settings, &refusals, &[]);
+}
+
+#[test]
+fn codex_runs_a_turn_under_its_profile() {
+    let model = Model::start("codex", 8766);
+    let settings = ["~/.codex/config.toml", "~/.codex/AGENTS.md"];
+    let setup = format!(
+        "mkdir -p ~/.codex && echo 'Be brief.' > ~/.codex/AGENTS.md && cat > ~/.codex/config.toml <<'C'\n\
+         model = \"scripted\"\nmodel_provider = \"scripted\"\n[model_providers.scripted]\nname = \"scripted\"\n\
+         base_url = \"http://127.0.0.1:{}/v1\"\nenv_key = \"SCRIPTED_KEY\"\nwire_api = \"responses\"\nC",
+        model.port
+    );
+    let (out, refusals) = agent_turn(
+        "codex",
+        &setup,
+        &format!(
+            "codex exec --skip-git-repo-check 'say hi'\n{}",
+            tries(&settings, "~/.codex/sessions")
+        ),
+        &[("SCRIPTED_KEY", "k".to_owned())],
+    );
+    assert!(model.requests().iter().any(|p| p == "/v1/responses"));
+    // Its bundled skills would be instructions written by the agent's
+    // cgroup: refused (the profile says so), and Codex goes on.
+    assert_turn(
+        &out,
+        &settings,
+        &refusals,
+        &["inode_mkdir /home/agent-codex/.codex/skills/.system"],
+    );
+}
+
+/// What every agent turn must show: the model's answer came through, the
+/// agent's writes to its program's `settings` were refused while its state
+/// and its tree were written, and the program itself met no refusal but
+/// those ending with one of `expected`.
+fn assert_turn(out: &Output, settings: &[&str], refusals: &[String], expected: &[&str]) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("hello from the scripted model"), "{stdout}");
+    for file in settings {
+        assert!(stdout.contains(&format!("refused {file}")), "{stdout}");
+    }
+    assert!(
+        stdout.contains("wrote state") && stdout.contains("wrote tree"),
+        "{stdout}"
+    );
+    let unexpected: Vec<&String> = refusals
+        .iter()
+        .filter(|r| !r.starts_with("bash "))
+        .filter(|r| !expected.iter().any(|e| r.ends_with(e)))
+        .collect();
+    assert_eq!(
+        unexpected,
+        Vec::<&String>::new(),
+        "refusals of the agent program itself"
+    );
+}
+
+/// The demo (`cargo xtask demo`), run as it runs there: the read beyond
+/// the mission is parked with the task stopped, approved for the session by
+/// a person and the agent carries on; the injected read is parked and
+/// denied; the script's own checks (tests pass, fix committed, key not
+/// leaked, the agent stopped twice) decide its exit status.
+#[test]
+fn the_demo_parks_an_access_a_person_approves_and_one_they_deny() {
+    let out = Command::new("sh")
+        .args(["-c", include_str!("../../xtask/guest/demo.sh")])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}");
+    for line in [
+        "read /home/alice/docs/spec.md by sed",
+        "approved request 1 (for the session)",
+        "read /home/alice/.ssh/id_ed25519 by cat",
+        "denied request 2",
+    ] {
+        assert!(stdout.contains(line), "{line:?} missing from\n{stdout}");
+    }
+}
+
+/// What real work costs under pincer (`cargo xtask bench` runs it; ignored
+/// otherwise): every clean task, `BENCH_ROUNDS` rounds (default 5), each
+/// round the task once without pincer and once confined, interleaved so
+/// that the emulated machine's drift hits both alike. The time is the
+/// work's own, taken inside the shell that does it (the confined run's
+/// start-up, loading the programs, is not the work's). Prints one
+/// `REAL-BENCH-ROW` per task (the medians, their ratio, the decisions the
+/// kernel made in the confined runs), then `HOOK-ROW`s: the kernel's own
+/// run-time statistics for each program over one more confined pass of
+/// every task, the programs kept loaded between the runs.
+#[test]
+#[ignore = "a benchmark: cargo xtask bench runs it"]
+fn bench_real_work() {
+    let rounds: usize = std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(5);
+    let timed = |task: &Task| {
+        format!(
+            "start=$(date +%s%N)\n( set -e\n{}\n) >/dev/null 2>&1 || exit 1\necho $(( ($(date +%s%N) - start) / 1000 ))",
+            task.work
+        )
+    };
+    let micros = |out: &Output, name: &str| -> u64 {
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: no time in {:?}", out.stdout))
+    };
+    let mut rows = Vec::new();
+    for task in &TASKS.task {
+        let (mut none, mut confined, mut decisions) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            let world = World::new(task);
+            // In the tree, as the confined run starts.
+            let out = world.bash(&format!("cd \"$T\"\n{}", timed(task)));
+            none.push(micros(&out, &task.name));
+            let world = World::new(task);
+            let (out, _) = world.confined(task, &timed(task));
+            confined.push(micros(&out, &task.name));
+            decisions.push(world.decisions());
+        }
+        let ratio = median(&confined) as f64 / median(&none).max(1) as f64;
+        let row = format!(
+            "{}\t{}\t{}\t{ratio:.3}\t{}\t{}\t{}",
+            task.name,
+            median(&none),
+            median(&confined),
+            median(&decisions),
+            join(&none),
+            join(&confined)
+        );
+        let _ = writeln!(std::io::stdout(), "REAL-BENCH-ROW\t{row}");
+        rows.push(row);
+    }
+    assert_eq!(rows.len(), TASKS.task.len());
+
+    // The kernel's statistics: kept on while the handle is open.
+    let _stats = aya::sys::enable_stats(aya::sys::Stats::RunTime).expect("BPF_ENABLE_STATS");
+    for task in &TASKS.task {
+        let world = World::new(task);
+        let (out, _) = world.confined_lingering(task, &format!("set -e\n{}", task.work));
+        assert!(out.status.success(), "{}", task.name);
+    }
+    let mut hooks = 0;
+    for info in aya::programs::loaded_programs().filter_map(Result::ok) {
+        // The kernel keeps 15 bytes of a program's name.
+        let loaded = info.name_as_str().unwrap_or("");
+        let Some(hook) = pincer_common::hook::ALL
+            .iter()
+            .find(|h| h.name.get(..h.name.len().min(15)) == Some(loaded))
+        else {
+            continue;
+        };
+        let (runs, time) = (info.run_count(), info.run_time());
+        let name = hook.name;
+        let per_run = time.as_nanos() / u128::from(runs.max(1));
+        let _ = writeln!(std::io::stdout(), "HOOK-ROW\t{name}\t{runs}\t{per_run}");
+        hooks += 1;
+    }
+    assert!(hooks > 0, "no LSM program was loaded");
+    // Let the lingering programs go.
+    let out = Command::new(pincer_bin())
+        .args(["run", "--linger", "0", "--mission"])
+        .arg(World::new(&TASKS.task[0]).mission(&TASKS.task[0]))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+}
+
+fn median(values: &[u64]) -> u64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    sorted.get(sorted.len() / 2).copied().unwrap_or(0)
+}
+
+fn join(values: &[u64]) -> String {
+    values
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }

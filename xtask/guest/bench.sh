@@ -116,3 +116,22 @@ echo "parked request round trip (event -> vote -> verdict -> running), $PARKS re
 printf '%-34s %10s %10s\n' "" "p50 (us)" "p99 (us)"
 printf '%-34s %10s %10s\n' "parked open, mission voter" $parked
 printf '%-34s %10s %10s\n' "pipe ping-pong (baseline)" $pingpong
+
+# Where the parked round trip's time goes: the twin times each request's
+# stages into its verdict line; what is left of the round trip is the
+# task's (woken by SIGCONT, scheduled, its syscall restarted and decided
+# again on the verdict).
+stage() { sed -n "s/.*\"$1\":\([0-9][0-9]*\).*/\1/p" /tmp/bench/ask.jsonl > /tmp/bench/stage; median /tmp/bench/stage; }
+kernel=$(stage kernel_to_twin_us)
+sanitize=$(stage sanitize_us)
+vote=$(stage vote_us)
+answer=$(stage answer_us)
+total=${parked%% *}
+echo
+echo "parked round trip by stage, median of $PARKS requests (us)"
+printf '%-60s %8s\n' "kernel event -> the twin takes it off the ring buffer" "$kernel"
+printf '%-60s %8s\n' "holding the task (pidfd) and sanitizing (its /proc reads)" "$sanitize"
+printf '%-60s %8s\n' "votes (mission voter), until the outcome reaches the loop" "$vote"
+printf '%-60s %8s\n' "writing the verdict and SIGCONT" "$answer"
+printf '%-60s %8s\n' "the task: woken, scheduled, syscall restarted (the rest)" "$(awk "BEGIN { printf \"%.0f\", $total - $kernel - $sanitize - $vote - $answer }")"
+printf '%-60s %8s\n' "round trip (p50)" "$total"

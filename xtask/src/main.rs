@@ -1,6 +1,7 @@
 //! `cargo xtask`: set-up, eBPF build, VM runner, tests, fuzzing, demo and benchmarks for pincer.
 
 mod apt;
+mod bench;
 mod binaries;
 mod ebpf;
 mod fuzz;
@@ -126,7 +127,9 @@ enum Command {
     ReadmeTables,
     /// Print benchmark figures: decisions per second in the twin (host),
     /// then in a VM the cost of a granted open and a parked request's round
-    /// trip.
+    /// trip, then in the Debian guest real work with and without pincer and
+    /// each program's cost from the kernel's statistics (drawn in
+    /// docs/bench-real-work.svg).
     Bench {
         /// Kernel to boot.
         #[arg(long, value_enum, default_value = "6.12")]
@@ -140,6 +143,12 @@ enum Command {
         /// Only the guest benchmarks.
         #[arg(long)]
         guest: bool,
+        /// Only the real-work benchmark.
+        #[arg(long, conflicts_with = "host")]
+        real: bool,
+        /// Rounds of the real-work benchmark.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=50))]
+        rounds: u32,
     },
 }
 
@@ -235,7 +244,13 @@ fn run(cli: Cli) -> Result<u8> {
             timeout,
             host,
             guest,
+            real,
+            rounds,
         } => {
+            let timeout = Duration::from_secs(timeout);
+            if real {
+                return bench::real_work(kernel, rounds, timeout);
+            }
             if !guest {
                 say!("decisions per second in the twin (host, one core)");
                 process::run(process::cargo().args([
@@ -250,7 +265,11 @@ fn run(cli: Cli) -> Result<u8> {
             if host {
                 return Ok(0);
             }
-            scenario::command(Scenario::Bench, kernel, Duration::from_secs(timeout))
+            let code = scenario::command(Scenario::Bench, kernel, timeout)?;
+            if code != 0 {
+                return Ok(code);
+            }
+            bench::real_work(kernel, rounds, timeout)
         }
     }
 }

@@ -94,8 +94,14 @@ pub fn prepare_roots(kernels: &[Kernel], build: bool, roots: &[Rootfs]) -> Resul
 
 /// Builds everything and runs `script` in a VM booting `kernel`; returns the
 /// script's exit status.
-pub fn run_vm(kernel: Kernel, script: &str, timeout: Duration, sink: Sink) -> Result<i32> {
-    prepare(&[kernel], true, Rootfs::Busybox)?.run(kernel, script, timeout, sink)
+pub fn run_vm(
+    kernel: Kernel,
+    rootfs: Rootfs,
+    script: &str,
+    timeout: Duration,
+    sink: Sink,
+) -> Result<i32> {
+    prepare(&[kernel], true, rootfs)?.run(kernel, script, timeout, sink)
 }
 
 /// What the console told us.

@@ -117,7 +117,7 @@ use crate::files;
 
 pub use self::{
     lines::{LineEnd, MAX_LINE_BYTES, read_line},
-    record::{Descriptor, Record, VerdictRecord},
+    record::{Descriptor, Record, Stages, VerdictRecord},
     summary::Summary,
 };
 

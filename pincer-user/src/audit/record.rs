@@ -89,6 +89,24 @@ pub struct VerdictRecord<'a> {
     pub reason: &'a str,
     /// Every vote cast.
     pub votes: &'a [Ballot],
+    /// Where the round trip's time went.
+    pub stages: Stages,
+}
+
+/// Where a parked request's time went, in microseconds, up to the moment
+/// its tasks were continued (what is left until the task runs again, the
+/// scheduler's, only the task itself can time).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Stages {
+    /// From the kernel's event to the twin taking it off the ring buffer
+    /// (none for an event with no time).
+    pub kernel_to_twin_us: Option<u64>,
+    /// Holding the task and sanitizing the request (its `/proc` reads).
+    pub sanitize_us: u64,
+    /// The votes, until their outcome reached the twin's loop.
+    pub vote_us: u64,
+    /// Writing the verdict or grant and continuing the tasks.
+    pub answer_us: u64,
 }
 
 #[cfg(test)]
@@ -123,6 +141,7 @@ mod tests {
             decided_by: "prompt",
             reason: "yes",
             votes: &[],
+            stages: Stages::default(),
         }))
         .unwrap();
         assert!(
@@ -130,7 +149,9 @@ mod tests {
             "{line}"
         );
         assert!(
-            line.ends_with(r#""decided_by":"prompt","reason":"yes","votes":[]}"#),
+            line.ends_with(
+                r#""decided_by":"prompt","reason":"yes","votes":[],"stages":{"kernel_to_twin_us":null,"sanitize_us":0,"vote_us":0,"answer_us":0}}"#
+            ),
             "{line}"
         );
     }

@@ -74,7 +74,13 @@ impl Summary {
         if value["chain"].is_string() {
             return;
         }
-        let field = |name: &str| match &value[name] {
+        // A verdict names what it answered in its request.
+        let subject = if value["event"] == Record::VERDICT {
+            &value["request"]
+        } else {
+            &value
+        };
+        let field = |name: &str| match &subject[name] {
             serde_json::Value::String(s) => s.clone(),
             serde_json::Value::Array(items) => items
                 .iter()
@@ -92,7 +98,7 @@ impl Summary {
         ) {
             return;
         }
-        let verdict = field("verdict");
+        let verdict = value["verdict"].as_str().unwrap_or_default().to_owned();
         if verdict.is_empty() {
             self.unreadable += 1;
             return;
@@ -162,6 +168,8 @@ mod tests {
             r#"{"event":"counters","counters":{"denied":3}}"#,
             r#"{"event":"revoke","agent":"a","path":null,"grants":1}"#,
             r#"{"event":"decision","verdict":"deny","operation":["write"],"path":"/etc/x","comm":"sh"}"#,
+            // A parked request denied by a voter: what it asked is its request's.
+            r#"{"event":"verdict","request":{"operation":["read"],"path":"/home/a/.ssh/id","comm":"cat"},"verdict":"deny","decided_by":"prompt"}"#,
             r#"{"time":"t","mission":"m","seq":0,"chain":"restart","abandoned":"00","prev":"0","mac":"0"}"#,
             r#"{"time":"t","mission":"m","seq":5,"chain":"close","records":4,"prev":"0","mac":"0"}"#,
             "not json",
@@ -169,15 +177,15 @@ mod tests {
         let summary = Summary::from_lines(lines);
         assert_eq!(
             summary.verdicts,
-            [("allow".to_owned(), 1), ("deny".to_owned(), 4)]
+            [("allow".to_owned(), 1), ("deny".to_owned(), 5)]
         );
         assert_eq!(summary.refusals.len(), 2);
-        assert_eq!(summary.refusals[0].1, 2);
+        assert_eq!(summary.refusals[0].1, 3);
         assert_eq!(summary.refusals[1].1, 2);
         assert_eq!(summary.unreadable, 1);
         let text = summary.to_string();
         assert!(
-            text.contains("deny   read           /home/a/.ssh/id  by cat (x2)"),
+            text.contains("deny   read           /home/a/.ssh/id  by cat (x3)"),
             "{text}"
         );
     }

@@ -47,6 +47,19 @@ pub(super) fn main(command: MissionCommand) -> anyhow::Result<()> {
             reason.0
         );
     }
+    for (key, value, reason) in &grants.prefixes {
+        let name = &key.name;
+        let dev = u64::from_ne_bytes(name.dev);
+        let prefix = String::from_utf8_lossy(&name.name[..key.prefix_len()]);
+        println!(
+            "  {}:{} ino {:<10} names starting {prefix:?} [{}]  ({})",
+            dev >> 20,
+            dev & 0xf_ffff,
+            u64::from_ne_bytes(name.ino),
+            format_ops(value.file_ops),
+            reason.0
+        );
+    }
     for warning in &warnings {
         eprintln!("warning: {warning}");
     }

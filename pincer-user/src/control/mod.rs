@@ -123,6 +123,9 @@ pub enum ControlRequest {
         /// The descriptors the command starts with, for the audit log.
         #[serde(default)]
         descriptors: Vec<Descriptor>,
+        /// Profiles added with `pincer run --profile`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        profiles: Vec<String>,
         /// What the run made for its command alone, to be granted to it.
         #[serde(default)]
         own: RunOwn,

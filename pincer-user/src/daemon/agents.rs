@@ -160,7 +160,7 @@ impl Daemon {
                 source: Box::new(source),
             })?;
         let mode = config.mode.unwrap_or(mission.on_unknown);
-        let written = grants.inode.len() + grants.names.len();
+        let written = grants.inode.len() + grants.names.len() + grants.prefixes.len();
         twin.confine(
             id,
             Confinement {

@@ -21,14 +21,45 @@ use crate::{
 
 /// A cgroup `pincer run` registered, as kept for the next daemon.
 #[derive(Debug, Serialize, Deserialize)]
-struct Registration {
+pub(super) struct Registration {
+    /// The cgroup's id (its inode), once confined.
     id: u64,
+    /// The cgroup, relative to the cgroup root.
     cgroup: String,
+    /// The mission file.
     mission: PathBuf,
+    /// The mode asked for, if any.
     mode: Option<String>,
+    /// The `pincer run` that registered it.
     pid: u32,
+    /// Profiles `pincer run --profile` added.
+    #[serde(default)]
+    profiles: Vec<String>,
+    /// What the run made for its command.
     #[serde(default)]
     own: RunOwn,
+}
+
+impl Registration {
+    /// A registration as `pincer run` (`pid`) asks for it.
+    pub(super) fn new(
+        cgroup: String,
+        mission: PathBuf,
+        mode: Option<String>,
+        profiles: Vec<String>,
+        own: RunOwn,
+        pid: u32,
+    ) -> Registration {
+        Registration {
+            id: 0,
+            cgroup,
+            mission,
+            mode,
+            pid,
+            profiles,
+            own,
+        }
+    }
 }
 
 fn error(message: String) -> ControlResponse {
@@ -42,13 +73,11 @@ impl Daemon {
     /// command starts with.
     pub(super) fn register(
         &mut self,
-        cgroup: String,
-        mission: PathBuf,
-        mode: Option<String>,
+        mut registration: Registration,
         descriptors: &[Descriptor],
-        own: RunOwn,
-        caller: u32,
     ) -> ControlResponse {
+        let caller = registration.pid;
+        let cgroup = registration.cgroup.clone();
         let relative = Path::new(&cgroup);
         // Registered cgroups live under `pincer/`, where no pattern
         // reaches, and nowhere else.
@@ -69,16 +98,24 @@ impl Daemon {
         if self.confined.contains_key(&id) {
             return error(format!("{cgroup} is confined already"));
         }
-        let mode = match mode.as_deref().map(|name| (name, Mode::from_name(name))) {
+        let mode = match registration
+            .mode
+            .as_deref()
+            .map(|name| (name, Mode::from_name(name)))
+        {
             None => None,
             Some((_, Some(mode))) => Some(mode),
             Some((other, None)) => return error(format!("unknown mode {other:?}")),
         };
-        let run_grants = match run_grants(&own) {
+        let run_grants = match run_grants(&registration.own) {
             Ok(grants) => grants,
             Err(message) => return error(format!("cannot register {cgroup}: {message}")),
         };
-        let loaded = match Mission::from_file(&mission) {
+        let loaded = Mission::from_file(&registration.mission).and_then(|mut mission| {
+            mission.add_profiles(&registration.profiles)?;
+            Ok(mission)
+        });
+        let loaded = match loaded {
             Ok(loaded) => loaded,
             Err(e) => return error(format!("{:#}", anyhow::Error::new(e))),
         };
@@ -92,7 +129,7 @@ impl Daemon {
         let agent = AgentConfig {
             name: format!("{}/{name}", loaded.name),
             cgroup: pattern,
-            mission: mission.clone(),
+            mission: registration.mission.clone(),
             mode,
             number: 0,
             line: 0,
@@ -100,14 +137,8 @@ impl Daemon {
         if let Err(e) = self.confine_with(id, &cgroup, &agent, &loaded, Some(caller), &run_grants) {
             return error(format!("{:#}", anyhow::Error::new(e)));
         }
-        self.save_registration(&Registration {
-            id,
-            cgroup: cgroup.clone(),
-            mission,
-            mode: mode.map(|m| m.to_string()),
-            pid: caller,
-            own,
-        });
+        registration.id = id;
+        self.save_registration(&registration);
         if !descriptors.is_empty() {
             let record = Record::Descriptors {
                 agent: &agent.name,
@@ -191,13 +222,13 @@ impl Daemon {
                 continue;
             }
             // Its descriptors were audited when it first registered.
-            let (cgroup, mission) = (kept.cgroup.clone(), kept.mission);
-            match self.register(cgroup, mission, kept.mode, &[], kept.own, kept.pid) {
+            let (cgroup, pid) = (kept.cgroup.clone(), kept.pid);
+            match self.register(kept, &[]) {
                 ControlResponse::Ok { .. } => {
-                    tracing::info!(cgroup = %kept.cgroup, pid = kept.pid, "confined a registered cgroup again");
+                    tracing::info!(%cgroup, pid, "confined a registered cgroup again");
                 }
                 response => {
-                    tracing::error!(cgroup = %kept.cgroup, ?response, "cannot confine a registered cgroup again: killing its processes");
+                    tracing::error!(%cgroup, ?response, "cannot confine a registered cgroup again: killing its processes");
                     let _ = fs::write(path.join("cgroup.kill"), "1");
                 }
             }

@@ -167,8 +167,14 @@ impl Daemon {
                 mission,
                 mode,
                 descriptors,
+                profiles,
                 own,
-            } => self.register(cgroup, mission, mode, &descriptors, own, caller),
+            } => self.register(
+                super::registrations::Registration::new(
+                    cgroup, mission, mode, profiles, own, caller,
+                ),
+                &descriptors,
+            ),
             ControlRequest::Unregister { cgroup } => self.unregister(&cgroup, caller),
             ControlRequest::Revoke { agent, path } => self.revoke(&agent, path.as_deref())?,
             _ => ControlResponse::Error {

@@ -11,10 +11,12 @@ use std::{
     os::fd::{AsRawFd, FromRawFd, OwnedFd},
 };
 
-use aya::maps::{Array, HashMap, MapData, PerCpuArray, PerCpuValues, RingBuf};
+use aya::maps::{
+    Array, HashMap, LpmTrie, MapData, PerCpuArray, PerCpuValues, RingBuf, lpm_trie::Key,
+};
 use nix::errno::Errno;
 use pincer_common::{
-    Agent, GrantKey, GrantValue, NameGrantKey, Pending, Twin, Verdict, counter, names,
+    Agent, GrantKey, GrantValue, NameGrantKey, Pending, PrefixName, Twin, Verdict, counter, names,
 };
 
 use super::{Enforcer, LoadError};
@@ -142,6 +144,11 @@ impl Enforcer {
         HashMap::try_from(self.map_mut(name)?).map_err(|source| LoadError::Map { name, source })
     }
 
+    fn prefix_trie(&mut self) -> Result<LpmTrie<&mut MapData, PrefixName, GrantValue>, LoadError> {
+        let name = names::PREFIXES;
+        LpmTrie::try_from(self.map_mut(name)?).map_err(|source| LoadError::Map { name, source })
+    }
+
     fn insert<K: aya::Pod, V: aya::Pod>(
         &mut self,
         name: &'static str,
@@ -203,6 +210,11 @@ impl Enforcer {
         self.clear::<u64, Agent>(names::AGENTS)?;
         self.clear::<GrantKey, GrantValue>(names::GRANTS)?;
         self.clear::<NameGrantKey, GrantValue>(names::NAME_GRANTS)?;
+        let mut trie = self.prefix_trie()?;
+        let keys: Vec<_> = trie.keys().filter_map(Result::ok).collect();
+        for key in keys {
+            let _ = trie.remove(&key);
+        }
         self.clear::<u32, Pending>(names::PENDING)?;
         self.clear::<u32, Verdict>(names::VERDICTS)?;
         self.clear::<u64, u64>(names::OWNERS)?;
@@ -255,6 +267,12 @@ impl Kernel for Enforcer {
         for (key, value, _) in &grants.names {
             self.insert(names::NAME_GRANTS, *key, *value)?;
         }
+        let name = names::PREFIXES;
+        let mut trie = self.prefix_trie()?;
+        for (key, value, _) in &grants.prefixes {
+            trie.insert(&Key::new(key.bits, key.name), *value, 0)
+                .map_err(|source| LoadError::Map { name, source })?;
+        }
         Ok(())
     }
 
@@ -279,6 +297,13 @@ impl Kernel for Enforcer {
                 self.remove::<_, GrantValue>(names::GRANTS, &key)?;
             }
         }
+        let mut trie = self.prefix_trie()?;
+        let keys: Vec<_> = trie.keys().filter_map(Result::ok).collect();
+        for key in keys {
+            if key.data().slot == slot.to_ne_bytes() {
+                let _ = trie.remove(&key);
+            }
+        }
         for key in self.keys::<NameGrantKey, GrantValue>(names::NAME_GRANTS)? {
             if key.slot == slot {
                 self.remove::<_, GrantValue>(names::NAME_GRANTS, &key)?;
@@ -292,10 +317,17 @@ impl Kernel for Enforcer {
     fn retain_slots(&mut self, live: &HashSet<u32>) -> Result<(), LoadError> {
         let inode = self.keys::<GrantKey, GrantValue>(names::GRANTS)?;
         let named = self.keys::<NameGrantKey, GrantValue>(names::NAME_GRANTS)?;
+        let prefixed: Vec<u32> = self
+            .prefix_trie()?
+            .keys()
+            .filter_map(Result::ok)
+            .map(|key| u32::from_ne_bytes(key.data().slot))
+            .collect();
         let stale: HashSet<u32> = inode
             .iter()
             .map(|k| k.slot)
             .chain(named.iter().map(|k| k.slot))
+            .chain(prefixed)
             .filter(|slot| !live.contains(slot))
             .collect();
         for slot in stale {

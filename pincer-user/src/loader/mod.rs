@@ -387,6 +387,7 @@ impl Enforcer {
             names::COUNTERS,
             names::GUARDED,
             names::OWNERS,
+            names::PREFIXES,
         ] {
             if !maps.contains_key(name) {
                 return Err(pins(&maps_dir.join(name), "missing map".into()));

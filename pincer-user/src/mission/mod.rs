@@ -61,11 +61,13 @@ mod baseline;
 mod check;
 mod model;
 mod parse;
+mod profile;
 mod resolve;
 
 pub use baseline::RUNTIME_BASELINE;
 pub use check::{CheckError, Checked, check};
 pub use model::{
-    Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode, RunGrant, Tmp,
+    Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode, Profile, RunGrant, Tmp,
 };
-pub use resolve::{Reason, ResolvedGrants, format_ops};
+pub use profile::BUILT_IN as PROFILES;
+pub use resolve::{PrefixKey, Reason, ResolvedGrants, format_ops};

@@ -52,6 +52,23 @@ pub enum MissionError {
         #[source]
         source: io::Error,
     },
+    /// No profile has that name.
+    #[error("unknown profile {name:?} (known: {known})")]
+    UnknownProfile {
+        /// The name asked for.
+        name: String,
+        /// The built-in profiles.
+        known: String,
+    },
+    /// A directory a grant makes could not be made.
+    #[error("cannot make {}", .path.display())]
+    Make {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
     /// A grant of the run itself could not be looked up.
     #[error("cannot resolve the run's {what} {}", .path.display())]
     RunGrant {
@@ -92,6 +109,8 @@ pub struct Mission {
     pub capabilities: u64,
     /// `[vote]`: how parked requests are decided.
     pub vote: Voting,
+    /// The profiles of `[mission].profiles` and of `pincer run --profile`.
+    pub profiles: Vec<Profile>,
 }
 
 /// One `[[grant]]` entry as written.
@@ -106,6 +125,37 @@ pub struct GrantSpec {
     pub extent: Extent,
     /// 1-based line of the entry's `path` in the mission file.
     pub line: usize,
+    /// `make = true`: `pincer run` makes the directory (mode 0700) when it
+    /// is missing, so a tree grant can name a directory the task fills.
+    pub make: bool,
+}
+
+impl GrantSpec {
+    /// The prefix of a prefix grant (its path's last component ends with
+    /// `*`): the grant covers every name in the directory that starts with
+    /// it.
+    pub fn prefix(&self) -> Option<&[u8]> {
+        use std::os::unix::ffi::OsStrExt;
+        self.path.file_name()?.as_bytes().strip_suffix(b"*")
+    }
+}
+
+/// An agent program's profile: what its own runtime needs beside the
+/// task's grants (its state and caches, its settings and instructions for
+/// reading), and the environment it runs with. Built in
+/// ([`super::profile::BUILT_IN`]) or read from a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    /// `[profile].name`.
+    pub name: String,
+    /// `[profile].description`.
+    pub description: String,
+    /// Where it was read from, for messages.
+    pub source: PathBuf,
+    /// Its `[[grant]]` entries.
+    pub grants: Vec<GrantSpec>,
+    /// Its `[env]`: variables set for the command (a leading `~` expanded).
+    pub env: Vec<(String, String)>,
 }
 
 /// Grants every mission gets besides its own.

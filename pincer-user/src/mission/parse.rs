@@ -9,7 +9,9 @@ use pincer_common::{caps, ops};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::model::{Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode, Tmp};
+use super::model::{
+    Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode, Profile, Tmp,
+};
 use crate::toml_file::{self, Document, Named, TomlError, or_list};
 use crate::vote::{self, DefaultVerdict, Extent, Lifetime};
 use crate::voters::{
@@ -40,6 +42,7 @@ struct RawFile {
 #[serde(deny_unknown_fields, expecting = "a table")]
 struct RawMission {
     name: Option<Spanned<String>>,
+    profiles: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Deserialize)]
@@ -48,6 +51,25 @@ struct RawGrant {
     path: Option<Spanned<String>>,
     ops: Option<Spanned<Vec<Spanned<String>>>>,
     extent: Option<Spanned<String>>,
+    make: Option<Spanned<bool>>,
+}
+
+/// A profile file: `[profile]`, its grants and its environment.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawProfileFile {
+    profile: Option<Spanned<RawProfile>>,
+    #[serde(default)]
+    grant: Vec<Spanned<RawGrant>>,
+    #[serde(default)]
+    env: std::collections::BTreeMap<String, Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawProfile {
+    name: Option<Spanned<String>>,
+    description: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -127,12 +149,7 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
         return Err(doc.field_error(name.span().start, "mission.name", "must not be empty"));
     }
 
-    let grants = raw
-        .grant
-        .iter()
-        .enumerate()
-        .map(|(index, grant)| parse_grant(doc, index + 1, grant, home))
-        .collect::<Result<Vec<_>, _>>()?;
+    let grants = parse_grants(doc, &raw.grant, home)?;
 
     let mut baseline = Baseline::default();
     let mut on_unknown = Mode::default();
@@ -158,6 +175,20 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
         None => Voting::default(),
     };
 
+    let mut profiles = Vec::new();
+    if let Some(list) = &mission.get_ref().profiles {
+        for (index, name) in list.get_ref().iter().enumerate() {
+            let profile = super::profile::built_in(name.get_ref(), home).map_err(|error| {
+                doc.field_error(
+                    name.span().start,
+                    &format!("mission.profiles[{}]", index + 1),
+                    error.to_string(),
+                )
+            })?;
+            profiles.push(profile);
+        }
+    }
+
     Ok(Mission {
         name: name.get_ref().clone(),
         source: doc.path().to_owned(),
@@ -167,6 +198,48 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
         tmp,
         capabilities,
         vote,
+        profiles,
+    })
+}
+
+impl Profile {
+    /// Parses a profile; `source` names it in messages and `~` expands to
+    /// `home`.
+    pub fn parse(text: &str, source: &Path, home: Option<&Path>) -> Result<Profile, MissionError> {
+        Ok(parse_profile(&Document::new(text, source), home)?)
+    }
+}
+
+fn parse_profile(doc: &Document<'_>, home: Option<&Path>) -> Result<Profile, TomlError> {
+    let raw: RawProfileFile = doc.deserialize().map_err(with_hint)?;
+    let profile = doc.required(raw.profile.as_ref(), 0, "profile", "missing section")?;
+    let name = required(doc, &profile.get_ref().name, profile, "profile.name")?;
+    let description = required(
+        doc,
+        &profile.get_ref().description,
+        profile,
+        "profile.description",
+    )?;
+    let grants = parse_grants(doc, &raw.grant, home)?;
+    let mut env = Vec::new();
+    for (key, value) in &raw.env {
+        let field = format!("env.{key}");
+        let written = value.get_ref();
+        let expanded = if written.starts_with('~') {
+            absolute_path(doc, value, &field, home)?
+                .to_string_lossy()
+                .into_owned()
+        } else {
+            written.clone()
+        };
+        env.push((key.clone(), expanded));
+    }
+    Ok(Profile {
+        name: name.get_ref().clone(),
+        description: description.get_ref().clone(),
+        source: doc.path().to_owned(),
+        grants,
+        env,
     })
 }
 
@@ -259,6 +332,19 @@ fn choice<T: Copy>(
         })
 }
 
+/// The `[[grant]]` entries of a mission or a profile, numbered from 1.
+fn parse_grants(
+    doc: &Document<'_>,
+    grants: &[Spanned<RawGrant>],
+    home: Option<&Path>,
+) -> Result<Vec<GrantSpec>, TomlError> {
+    grants
+        .iter()
+        .enumerate()
+        .map(|(index, grant)| parse_grant(doc, index + 1, grant, home))
+        .collect()
+}
+
 fn parse_grant(
     doc: &Document<'_>,
     number: usize,
@@ -272,13 +358,64 @@ fn parse_grant(
     let ops_list = required(doc, &raw.ops, grant, &field("ops"))?;
     let bits = parse_ops(doc, ops_list, &field("ops"))?;
     let extent = parse_extent(doc, raw.extent.as_ref(), &field("extent"))?;
-
-    Ok(GrantSpec {
+    let make = raw.make.as_ref().is_some_and(|make| *make.get_ref());
+    if let Some(written) = &raw.make
+        && *written.get_ref()
+        && extent != Extent::Tree
+    {
+        return Err(doc.field_error(
+            written.span().start,
+            &field("make"),
+            "make = true makes a directory: it needs extent = \"tree\"",
+        ));
+    }
+    let spec = GrantSpec {
         path: expanded,
         ops: bits,
         extent,
         line: doc.line(path.span().start),
-    })
+        make,
+    };
+    check_pattern(doc, path, &spec, &field("path"))?;
+    Ok(spec)
+}
+
+/// A `*` may only end a grant's path, making a prefix grant of one file
+/// name's start: at most [`pincer_common::MAX_PREFIX_LEN`] bytes, not
+/// empty, for files (`extent = "file"`), not made.
+fn check_pattern(
+    doc: &Document<'_>,
+    path: &Spanned<String>,
+    spec: &GrantSpec,
+    field: &str,
+) -> Result<(), TomlError> {
+    let error = |message: &str| Err(doc.field_error(path.span().start, field, message));
+    let written = path.get_ref();
+    let stars = written.matches('*').count();
+    if stars == 0 {
+        return Ok(());
+    }
+    let Some(prefix) = spec.prefix() else {
+        return error("a `*` may only end the path (a prefix of file names)");
+    };
+    if stars > 1 || prefix.contains(&b'/') {
+        return error("a `*` may only end the path (a prefix of file names)");
+    }
+    if prefix.is_empty() {
+        return error(
+            "a prefix grant needs a prefix before its `*` (grant the directory as a tree instead)",
+        );
+    }
+    if prefix.len() > pincer_common::MAX_PREFIX_LEN {
+        return error(&format!(
+            "a prefix is at most {} bytes",
+            pincer_common::MAX_PREFIX_LEN
+        ));
+    }
+    if spec.extent == Extent::Tree {
+        return error("a prefix grant names files: it cannot be extent = \"tree\"");
+    }
+    Ok(())
 }
 
 /// A required path of `table` (its `field`), absolute or starting with `~`
@@ -691,18 +828,21 @@ mod tests {
                         ops: ops::READ | ops::WRITE | ops::CREATE,
                         extent: Extent::Tree,
                         line: 6,
+                        make: false,
                     },
                     GrantSpec {
                         path: PathBuf::from("/home/me/notes.txt"),
                         ops: ops::READ,
                         extent: Extent::File,
                         line: 11,
+                        make: false,
                     },
                     GrantSpec {
                         path: PathBuf::from("/usr/bin/cargo"),
                         ops: ops::READ | ops::EXEC,
                         extent: Extent::File,
                         line: 15,
+                        make: false,
                     },
                 ],
                 baseline: Baseline::None,
@@ -710,7 +850,74 @@ mod tests {
                 tmp: Tmp::Private,
                 capabilities: caps::DEFAULT,
                 vote: Voting::default(),
+                profiles: Vec::new(),
             }
+        );
+    }
+
+    #[test]
+    fn a_trailing_star_grants_the_names_that_start_so() {
+        let text =
+            "[mission]\nname = \"m\"\n[[grant]]\npath = \"~/.claude.json*\"\nops = [\"read\"]\n";
+        let mission = parse(text).unwrap();
+        assert_eq!(mission.grants[0].prefix(), Some(&b".claude.json"[..]));
+        assert_eq!(parse(GOOD).unwrap().grants[0].prefix(), None);
+        let grant = |path: &str, more: &str| {
+            invalid(&format!(
+                "[mission]\nname = \"m\"\n[[grant]]\npath = \"{path}\"\nops = [\"read\"]\n{more}"
+            ))
+        };
+        let only_at_the_end = "a `*` may only end the path (a prefix of file names)";
+        assert_eq!(grant("/a*/b", "").3, only_at_the_end);
+        assert_eq!(grant("/a/b**", "").3, only_at_the_end);
+        assert_eq!(
+            grant("/a/*", ""),
+            (
+                4,
+                8,
+                field("grant[1].path"),
+                "a prefix grant needs a prefix before its `*` (grant the directory as a tree instead)"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            grant("/a/b*", "extent = \"tree\"\n").3,
+            "a prefix grant names files: it cannot be extent = \"tree\""
+        );
+        let long = format!("/a/{}*", "x".repeat(64));
+        assert_eq!(grant(&long, "").3, "a prefix is at most 63 bytes");
+    }
+
+    #[test]
+    fn make_is_for_trees_and_profiles_are_named() {
+        let text =
+            "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = [\"read\"]\nmake = true\n";
+        assert_eq!(
+            invalid(text),
+            (
+                6,
+                8,
+                field("grant[1].make"),
+                "make = true makes a directory: it needs extent = \"tree\"".to_owned()
+            )
+        );
+        let text = "[mission]\nname = \"m\"\nprofiles = [\"codex\", \"emacs\"]\n";
+        assert_eq!(
+            invalid(text),
+            (
+                3,
+                22,
+                field("mission.profiles[2]"),
+                "unknown profile \"emacs\" (known: claude-code, codex)".to_owned()
+            )
+        );
+        let text = "[mission]\nname = \"m\"\nprofiles = [\"codex\"]\n";
+        let mission = parse(text).unwrap();
+        assert_eq!(mission.profiles[0].name, "codex");
+        assert!(
+            mission.profiles[0].grants[0]
+                .path
+                .starts_with("/home/me/.codex")
         );
     }
 
@@ -1100,7 +1307,7 @@ ops = ["write", "raed"]
                 7,
                 1,
                 field("grant[2].opz"),
-                "unknown field `opz`, expected one of `path`, `ops`, `extent`".to_owned()
+                "unknown field `opz`, expected one of `path`, `ops`, `extent`, `make`".to_owned()
             )
         );
     }

@@ -12,7 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use pincer_common::{GrantKey, GrantValue, NAME_LEN, NameGrantKey, kernel_dev, ops};
+use pincer_common::{GrantKey, GrantValue, NAME_LEN, NameGrantKey, PrefixName, kernel_dev, ops};
 
 use super::baseline::{RUNTIME_BASELINE, expand};
 use super::model::{Baseline, GrantSpec, Mission, MissionError, RunGrant};
@@ -39,6 +39,42 @@ pub struct ResolvedGrants {
     /// Entries of [`pincer_common::names::NAME_GRANTS`]: files that do not
     /// exist yet, by parent directory and name.
     pub names: Vec<(NameGrantKey, GrantValue, Reason)>,
+    /// Entries of [`pincer_common::names::PREFIXES`]: every name in a
+    /// directory that starts with given bytes. Each value carries the ops
+    /// of the shorter prefixes of the same directory it starts with, as the
+    /// trie answers with the longest one only.
+    pub prefixes: Vec<(PrefixKey, GrantValue, Reason)>,
+}
+
+/// A prefix grant's key in the trie: its bit count and its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PrefixKey {
+    /// [`PrefixName::bits`] of the prefix's length.
+    pub bits: u32,
+    /// Slot, directory and prefix.
+    pub name: PrefixName,
+}
+
+impl PrefixKey {
+    /// The prefix's length in bytes.
+    pub fn prefix_len(&self) -> usize {
+        ((self.bits - pincer_common::PREFIX_HEADER_BITS) / 8) as usize
+    }
+
+    /// Its slot.
+    pub fn slot(&self) -> u32 {
+        u32::from_ne_bytes(self.name.slot)
+    }
+
+    /// The key of its first `len` bytes in the same directory.
+    fn shortened(&self, len: usize) -> Self {
+        let mut name = self.name;
+        name.name[len..].fill(0);
+        Self {
+            bits: PrefixName::bits(len),
+            name,
+        }
+    }
 }
 
 /// Operation names of `ops` in bit order, such as `read, write`.
@@ -127,8 +163,30 @@ impl Mission {
     ) -> Result<ResolvedGrants, MissionError> {
         let mut inode = Entries::new();
         let mut names = Entries::new();
-        for (index, grant) in self.grants.iter().enumerate() {
-            self.resolve_grant(slot, index + 1, grant, &mut inode, &mut names)?;
+        let mut prefixes = Entries::new();
+        let mission = Origin {
+            file: &self.source,
+            label: "mission".to_owned(),
+        };
+        let profiles = self.profiles.iter().map(|profile| {
+            let origin = Origin {
+                file: &profile.source,
+                label: format!("profile {}", profile.name),
+            };
+            (origin, &profile.grants)
+        });
+        for (origin, grants) in std::iter::once((mission, &self.grants)).chain(profiles) {
+            for (index, grant) in grants.iter().enumerate() {
+                resolve_grant(
+                    &origin,
+                    slot,
+                    index + 1,
+                    grant,
+                    &mut inode,
+                    &mut names,
+                    &mut prefixes,
+                )?;
+            }
         }
         if self.baseline == Baseline::Runtime {
             add_runtime(slot, &mut inode)?;
@@ -155,42 +213,56 @@ impl Mission {
                 source,
             })?;
         }
+        let names = names.finish();
+        let prefixes = with_shorter_prefixes(prefixes.finish());
         Ok(ResolvedGrants {
             inode: inode.finish(),
-            names: names.finish(),
+            names,
+            prefixes,
         })
     }
+}
 
-    fn resolve_grant(
-        &self,
-        slot: u32,
-        number: usize,
-        grant: &GrantSpec,
-        inode: &mut Entries<GrantKey>,
-        names: &mut Entries<NameGrantKey>,
-    ) -> Result<(), MissionError> {
+/// Where a grant was written, for its messages and reasons.
+struct Origin<'a> {
+    /// The file (a mission, or a profile).
+    file: &'a Path,
+    /// `mission`, or `profile <name>`.
+    label: String,
+}
+
+fn resolve_grant(
+    origin: &Origin<'_>,
+    slot: u32,
+    number: usize,
+    grant: &GrantSpec,
+    inode: &mut Entries<GrantKey>,
+    names: &mut Entries<NameGrantKey>,
+    prefixes: &mut Entries<PrefixKey>,
+) -> Result<(), MissionError> {
+    {
         let path = &grant.path;
         let rejected = |name: &str, message: String| MissionError::Rejected {
-            mission: self.source.clone(),
+            mission: origin.file.to_owned(),
             line: grant.line,
             field: format!("grant[{number}].{name}"),
             message,
         };
         let unresolvable = |target: &Path, source: io::Error| MissionError::Unresolvable {
-            mission: self.source.clone(),
+            mission: origin.file.to_owned(),
             line: grant.line,
             field: format!("grant[{number}].path"),
             path: target.to_owned(),
             source,
         };
+        let label = format!("{} line {}", origin.label, grant.line);
 
-        add_links(
-            slot,
-            path,
-            &format!("mission line {}: {}", grant.line, path.display()),
-            inode,
-        )
-        .map_err(|source| unresolvable(path, source))?;
+        if let Some(prefix) = grant.prefix() {
+            return add_prefix(slot, grant, prefix, &label, prefixes)
+                .map_err(|(target, source)| unresolvable(&target, source));
+        }
+        add_links(slot, path, &format!("{label}: {}", path.display()), inode)
+            .map_err(|source| unresolvable(path, source))?;
         match fs::canonicalize(path).and_then(fs::metadata) {
             Ok(metadata) => {
                 let value = match grant.extent {
@@ -213,8 +285,7 @@ impl Mission {
                     }
                 };
                 let reason = format!(
-                    "mission line {}: {} ({}: {})",
-                    grant.line,
+                    "{label}: {} ({}: {})",
                     path.display(),
                     grant.extent,
                     format_ops(grant.ops)
@@ -222,6 +293,9 @@ impl Mission {
                 inode.add(grant_key(slot, &metadata), value, reason);
                 Ok(())
             }
+            // A directory `pincer run` makes: nothing to grant until then
+            // (`pincer mission check` shows it missing).
+            Err(error) if error.kind() == io::ErrorKind::NotFound && grant.make => Ok(()),
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
                 if grant.extent == Extent::Tree {
                     return Err(rejected(
@@ -284,8 +358,7 @@ impl Mission {
                         tree_ops: 0,
                     },
                     format!(
-                        "mission line {}: {} (file, not yet created: {})",
-                        grant.line,
+                        "{label}: {} (file, not yet created: {})",
                         path.display(),
                         format_ops(grant.ops)
                     ),
@@ -295,6 +368,65 @@ impl Mission {
             Err(source) => Err(unresolvable(path, source)),
         }
     }
+}
+
+/// Adds a prefix grant: every name of the grant's existing directory that
+/// starts with `prefix`.
+fn add_prefix(
+    slot: u32,
+    grant: &GrantSpec,
+    prefix: &[u8],
+    label: &str,
+    prefixes: &mut Entries<PrefixKey>,
+) -> Result<(), (PathBuf, io::Error)> {
+    let directory = grant.path.parent().unwrap_or(Path::new("/"));
+    let metadata = fs::canonicalize(directory)
+        .and_then(fs::metadata)
+        .map_err(|e| (directory.to_owned(), e))?;
+    if !metadata.is_dir() {
+        let error = io::Error::from(io::ErrorKind::NotADirectory);
+        return Err((directory.to_owned(), error));
+    }
+    let parent = grant_key(slot, &metadata);
+    prefixes.add(
+        PrefixKey {
+            bits: PrefixName::bits(prefix.len()),
+            name: PrefixName::new(slot, parent.dev, parent.ino, prefix),
+        },
+        GrantValue {
+            file_ops: grant.ops,
+            tree_ops: 0,
+        },
+        format!(
+            "{label}: {} (names starting so: {})",
+            grant.path.display(),
+            format_ops(grant.ops)
+        ),
+    );
+    Ok(())
+}
+
+/// Gives each prefix grant the ops of the shorter ones of its directory
+/// that it starts with (`.tmp*` for `.tmp.x*`): the trie answers a lookup
+/// with the longest match only.
+fn with_shorter_prefixes(
+    prefixes: Vec<(PrefixKey, GrantValue, Reason)>,
+) -> Vec<(PrefixKey, GrantValue, Reason)> {
+    let ops: HashMap<PrefixKey, u32> = prefixes
+        .iter()
+        .map(|(key, value, _)| (*key, value.file_ops))
+        .collect();
+    prefixes
+        .into_iter()
+        .map(|(key, mut value, reason)| {
+            for len in 0..key.prefix_len() {
+                if let Some(shorter) = ops.get(&key.shortened(len)) {
+                    value.file_ops |= shorter;
+                }
+            }
+            (key, value, reason)
+        })
+        .collect()
 }
 
 /// Adds the entries of [`RUNTIME_BASELINE`] that exist on this machine for
@@ -575,6 +707,39 @@ pub(super) mod tests {
                     output.display()
                 ))
             )]
+        );
+    }
+
+    #[test]
+    fn a_prefix_grant_carries_the_ops_of_the_shorter_ones_it_starts_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let grants = [
+            grant(&dir.path().join(".tmp*"), "\"read\"", "file"),
+            grant(&dir.path().join(".tmp.x*"), "\"write\"", "file"),
+            grant(&dir.path().join("other*"), "\"create\"", "file"),
+        ]
+        .concat();
+        let resolved = mission(&grants).resolve(3).unwrap();
+        assert!(resolved.inode.is_empty() && resolved.names.is_empty());
+        let directory = key_of(3, dir.path());
+        let found: Vec<(&[u8], u32, u32)> = resolved
+            .prefixes
+            .iter()
+            .map(|(key, value, _)| {
+                assert_eq!(key.slot(), 3);
+                assert_eq!(u64::from_ne_bytes(key.name.ino), directory.ino);
+                assert_eq!(key.bits, PrefixName::bits(key.prefix_len()));
+                assert!(key.name.name[key.prefix_len()..].iter().all(|b| *b == 0));
+                (&key.name.name[..key.prefix_len()], key.bits, value.file_ops)
+            })
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                (&b".tmp"[..], 160 + 32, ops::READ),
+                (&b".tmp.x"[..], 160 + 48, ops::READ | ops::WRITE),
+                (&b"other"[..], 160 + 40, ops::CREATE),
+            ]
         );
     }
 

@@ -86,6 +86,10 @@ pub struct RunOptions {
     /// passed is in the audit log.
     #[arg(long = "pass-fd", value_name = "N")]
     pub pass_fd: Vec<i32>,
+    /// Add the profile of an agent program (its state, caches and settings;
+    /// repeatable): `claude-code`, `codex`.
+    #[arg(long = "profile", value_name = "NAME")]
+    pub profiles: Vec<String>,
     /// How long the programs stay attached, idle, after a clean end, for
     /// the next `pincer run` to take over instead of loading them again
     /// (both start and end are then a fraction of a second); `0` detaches
@@ -206,8 +210,12 @@ fn daemon_at(socket: &std::path::Path) -> Result<bool, RunError> {
 }
 
 fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunError> {
-    let mission = Mission::from_file(&options.mission)?;
+    let mut mission = Mission::from_file(&options.mission)?;
+    mission.add_profiles(&options.profiles)?;
     let inherited = descriptors::inherited(&options.pass_fd)?;
+    for made in mission.make_dirs()? {
+        tracing::info!(dir = %made.display(), "made a directory a grant names");
+    }
     own::sweep();
     // Removed when this function returns, after the command and its cgroup.
     let own = Own::prepare(&mission).map_err(RunError::PrivateTmp)?;
@@ -415,6 +423,7 @@ fn run_registered(
         mission: mission_file,
         mode: options.mode.map(|m| m.name().to_owned()),
         descriptors: inherited.to_vec(),
+        profiles: options.profiles.clone(),
         own: RunOwn {
             tmp: own.tmp().map(Path::to_owned),
             terminal: own.terminal().map(Path::to_owned),

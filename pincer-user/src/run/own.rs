@@ -1,5 +1,6 @@
 //! What a run gives its command of its own, beside the mission: a private
-//! temporary directory and the terminal it was started on.
+//! temporary directory, the terminal it was started on, and the
+//! environment the mission's profiles set.
 
 use std::{
     ffi::OsString,
@@ -26,6 +27,8 @@ const PREFIX: &str = "pincer-run-";
 pub struct Own {
     tmp: Option<tempfile::TempDir>,
     terminal: Option<PathBuf>,
+    /// What the mission's profiles set.
+    profile_env: Vec<(String, String)>,
 }
 
 impl Own {
@@ -44,6 +47,7 @@ impl Own {
         Ok(Own {
             tmp,
             terminal: terminal(),
+            profile_env: mission.environment(),
         })
     }
 
@@ -55,12 +59,17 @@ impl Own {
     }
 
     /// What the command's environment gets: `TMPDIR` pointing at the
-    /// private directory.
-    pub fn environment(&self) -> Vec<(&'static str, OsString)> {
-        self.tmp
+    /// private directory, and what the mission's profiles set.
+    pub fn environment(&self) -> Vec<(OsString, OsString)> {
+        let tmp = self
+            .tmp
             .iter()
-            .map(|dir| ("TMPDIR", dir.path().as_os_str().to_owned()))
-            .collect()
+            .map(|dir| ("TMPDIR".into(), dir.path().as_os_str().to_owned()));
+        let profiles = self
+            .profile_env
+            .iter()
+            .map(|(key, value)| (key.into(), value.into()));
+        tmp.chain(profiles).collect()
     }
 
     /// The private directory, if any.

@@ -7,7 +7,7 @@ use pincer_common::{Agent, GrantKey, GrantValue, NameGrantKey, Pending, Verdict}
 
 use crate::{
     loader::{Held, Kernel, LoadError},
-    mission::ResolvedGrants,
+    mission::{PrefixKey, ResolvedGrants},
 };
 
 /// A kernel for unit tests: maps as plain collections, and a list of the
@@ -17,6 +17,7 @@ pub(super) struct FakeKernel {
     pub agents: HashMap<u64, Agent>,
     pub grants: HashMap<GrantKey, GrantValue>,
     pub name_grants: HashMap<NameGrantKey, GrantValue>,
+    pub prefix_grants: HashMap<PrefixKey, GrantValue>,
     pub verdicts: HashMap<u32, Verdict>,
     pub pending: HashMap<u32, Pending>,
     pub guarded: HashSet<u32>,
@@ -32,6 +33,8 @@ impl Kernel for FakeKernel {
             .extend(grants.inode.iter().map(|(k, v, _)| (*k, *v)));
         self.name_grants
             .extend(grants.names.iter().map(|(k, v, _)| (*k, *v)));
+        self.prefix_grants
+            .extend(grants.prefixes.iter().map(|(k, v, _)| (*k, *v)));
         Ok(())
     }
 
@@ -52,12 +55,14 @@ impl Kernel for FakeKernel {
     fn remove_slot(&mut self, slot: u32) -> Result<(), LoadError> {
         self.grants.retain(|k, _| k.slot != slot);
         self.name_grants.retain(|k, _| k.slot != slot);
+        self.prefix_grants.retain(|k, _| k.slot() != slot);
         Ok(())
     }
 
     fn retain_slots(&mut self, live: &HashSet<u32>) -> Result<(), LoadError> {
         self.grants.retain(|k, _| live.contains(&k.slot));
         self.name_grants.retain(|k, _| live.contains(&k.slot));
+        self.prefix_grants.retain(|k, _| live.contains(&k.slot()));
         Ok(())
     }
 

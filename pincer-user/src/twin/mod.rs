@@ -40,7 +40,7 @@ pub use self::{
     service::{Prepared, Service, Step},
 };
 use crate::{
-    audit::{AuditError, AuditLog, Record, VerdictRecord},
+    audit::{AuditError, AuditLog, Record, Stages, VerdictRecord},
     control::{ControlError, ListedGrant},
     events::{self, Mounts},
     loader::{Held, Kernel, LoadError},
@@ -123,6 +123,10 @@ struct Waiter {
 /// Requests waiting on one vote.
 struct Waiting {
     arrived: std::time::Instant,
+    /// `CLOCK_BOOTTIME` when the twin took the event and when the request
+    /// was sanitized, for the verdict's [`Stages`].
+    received_ns: u64,
+    sanitized_ns: u64,
     request: Arc<Request>,
     event: AccessEvent,
     waiters: Vec<Waiter>,
@@ -410,6 +414,7 @@ impl<K: Kernel> Twin<K> {
     /// A task of a cgroup the twin does not serve (released meanwhile) is
     /// refused at once.
     pub fn on_parked(&mut self, event: AccessEvent) {
+        let received_ns = boottime_ns();
         let key = SameAccess::of(&event);
         let waiter = Waiter {
             task: self.kernel.hold(event.tgid, event.pid),
@@ -446,6 +451,7 @@ impl<K: Kernel> Twin<K> {
             &agent.name,
             agent.root,
         ));
+        let sanitized_ns = boottime_ns();
         tracing::info!(id = request.id, agent = %agent.name, path = %request.path, ops = ?request.operation, "parked");
         let voters = Arc::clone(&agent.voters);
         let policy = agent.policy.clone();
@@ -459,6 +465,8 @@ impl<K: Kernel> Twin<K> {
             key,
             Waiting {
                 arrived: std::time::Instant::now(),
+                received_ns,
+                sanitized_ns,
                 request,
                 event,
                 waiters: vec![waiter],
@@ -469,6 +477,7 @@ impl<K: Kernel> Twin<K> {
 
     /// A vote ended: write the verdict, continue the tasks, audit.
     pub fn on_outcome(&mut self, key: SameAccess, outcome: Outcome) -> Result<(), TwinError> {
+        let voted_ns = boottime_ns();
         let Some(waiting) = self.waiting.remove(&key) else {
             return Ok(());
         };
@@ -491,6 +500,7 @@ impl<K: Kernel> Twin<K> {
             };
             answered = answered.and(written);
         }
+        let stages = Stages::of(&waiting, voted_ns, boottime_ns());
         if let Some(metrics) = &self.metrics {
             metrics.verdict(
                 &waiting.request.mission,
@@ -517,6 +527,7 @@ impl<K: Kernel> Twin<K> {
             decided_by: &outcome.decided_by,
             reason: &outcome.reason,
             votes: &outcome.ballots,
+            stages,
         }))?;
         if let Some(grant) = granted {
             self.release_covered(&grant, &waiting.request)?;
@@ -597,6 +608,7 @@ impl<K: Kernel> Twin<K> {
                 }
         });
         let reason = format!("covered by the grant made for request {}", granted_for.id);
+        let now = boottime_ns();
         let mut result = Ok(());
         for waiting in covered {
             for waiter in &waiting.waiters {
@@ -615,6 +627,7 @@ impl<K: Kernel> Twin<K> {
                 decided_by: "grant",
                 reason: &reason,
                 votes: &[],
+                stages: Stages::of(&waiting, now, now),
             }));
             result = result.and(audited);
         }
@@ -693,6 +706,22 @@ impl<K: Kernel> Twin<K> {
         }
         if !self.kernel.resume(task) {
             tracing::debug!(pid = task.pid, tid = task.tid, "the parked task is gone");
+        }
+    }
+}
+
+impl Stages {
+    /// The stages of a request that waited in `waiting`, voted on by
+    /// `voted_ns` and answered by `answered_ns`.
+    fn of(waiting: &Waiting, voted_ns: u64, answered_ns: u64) -> Self {
+        let micros = |from: u64, to: u64| to.saturating_sub(from) / 1000;
+        Stages {
+            // Zero when the event carries no time (a test's).
+            kernel_to_twin_us: (waiting.event.at_ns != 0)
+                .then(|| micros(waiting.event.at_ns, waiting.received_ns)),
+            sanitize_us: micros(waiting.received_ns, waiting.sanitized_ns),
+            vote_us: micros(waiting.sanitized_ns, voted_ns),
+            answer_us: micros(voted_ns, answered_ns),
         }
     }
 }
