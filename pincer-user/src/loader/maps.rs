@@ -149,6 +149,19 @@ impl Enforcer {
         LpmTrie::try_from(self.map_mut(name)?).map_err(|source| LoadError::Map { name, source })
     }
 
+    /// Removes the prefix grants of the slots `which` picks; one already
+    /// gone is what was wanted.
+    fn remove_prefixes(&mut self, which: impl Fn(u32) -> bool) -> Result<(), LoadError> {
+        let mut trie = self.prefix_trie()?;
+        let keys: Vec<_> = trie.keys().filter_map(Result::ok).collect();
+        for key in keys {
+            if which(u32::from_ne_bytes(key.data().slot)) {
+                let _ = trie.remove(&key);
+            }
+        }
+        Ok(())
+    }
+
     fn insert<K: aya::Pod, V: aya::Pod>(
         &mut self,
         name: &'static str,
@@ -210,11 +223,7 @@ impl Enforcer {
         self.clear::<u64, Agent>(names::AGENTS)?;
         self.clear::<GrantKey, GrantValue>(names::GRANTS)?;
         self.clear::<NameGrantKey, GrantValue>(names::NAME_GRANTS)?;
-        let mut trie = self.prefix_trie()?;
-        let keys: Vec<_> = trie.keys().filter_map(Result::ok).collect();
-        for key in keys {
-            let _ = trie.remove(&key);
-        }
+        self.remove_prefixes(|_| true)?;
         self.clear::<u32, Pending>(names::PENDING)?;
         self.clear::<u32, Verdict>(names::VERDICTS)?;
         self.clear::<u64, u64>(names::OWNERS)?;
@@ -297,13 +306,7 @@ impl Kernel for Enforcer {
                 self.remove::<_, GrantValue>(names::GRANTS, &key)?;
             }
         }
-        let mut trie = self.prefix_trie()?;
-        let keys: Vec<_> = trie.keys().filter_map(Result::ok).collect();
-        for key in keys {
-            if key.data().slot == slot.to_ne_bytes() {
-                let _ = trie.remove(&key);
-            }
-        }
+        self.remove_prefixes(|of| of == slot)?;
         for key in self.keys::<NameGrantKey, GrantValue>(names::NAME_GRANTS)? {
             if key.slot == slot {
                 self.remove::<_, GrantValue>(names::NAME_GRANTS, &key)?;

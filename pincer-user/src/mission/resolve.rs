@@ -240,133 +240,131 @@ fn resolve_grant(
     names: &mut Entries<NameGrantKey>,
     prefixes: &mut Entries<PrefixKey>,
 ) -> Result<(), MissionError> {
-    {
-        let path = &grant.path;
-        let rejected = |name: &str, message: String| MissionError::Rejected {
-            mission: origin.file.to_owned(),
-            line: grant.line,
-            field: format!("grant[{number}].{name}"),
-            message,
-        };
-        let unresolvable = |target: &Path, source: io::Error| MissionError::Unresolvable {
-            mission: origin.file.to_owned(),
-            line: grant.line,
-            field: format!("grant[{number}].path"),
-            path: target.to_owned(),
-            source,
-        };
-        let label = format!("{} line {}", origin.label, grant.line);
+    let path = &grant.path;
+    let rejected = |name: &str, message: String| MissionError::Rejected {
+        mission: origin.file.to_owned(),
+        line: grant.line,
+        field: format!("grant[{number}].{name}"),
+        message,
+    };
+    let unresolvable = |target: &Path, source: io::Error| MissionError::Unresolvable {
+        mission: origin.file.to_owned(),
+        line: grant.line,
+        field: format!("grant[{number}].path"),
+        path: target.to_owned(),
+        source,
+    };
+    let label = format!("{} line {}", origin.label, grant.line);
 
-        if let Some(prefix) = grant.prefix() {
-            return add_prefix(slot, grant, prefix, &label, prefixes)
-                .map_err(|(target, source)| unresolvable(&target, source));
-        }
-        add_links(slot, path, &format!("{label}: {}", path.display()), inode)
-            .map_err(|source| unresolvable(path, source))?;
-        match fs::canonicalize(path).and_then(fs::metadata) {
-            Ok(metadata) => {
-                let value = match grant.extent {
-                    Extent::File => GrantValue {
-                        file_ops: grant.ops,
-                        tree_ops: 0,
-                    },
-                    Extent::Tree if metadata.is_dir() => GrantValue {
-                        file_ops: 0,
-                        tree_ops: grant.ops,
-                    },
-                    Extent::Tree => {
-                        return Err(rejected(
-                            "extent",
-                            format!(
-                                "extent = \"tree\" needs an existing directory ({} is not one)",
-                                path.display()
-                            ),
-                        ));
-                    }
-                };
-                let reason = format!(
-                    "{label}: {} ({}: {})",
-                    path.display(),
-                    grant.extent,
-                    format_ops(grant.ops)
-                );
-                inode.add(grant_key(slot, &metadata), value, reason);
-                Ok(())
-            }
-            // A directory `pincer run` makes: nothing to grant until then
-            // (`pincer mission check` shows it missing).
-            Err(error) if error.kind() == io::ErrorKind::NotFound && grant.make => Ok(()),
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                if grant.extent == Extent::Tree {
+    if let Some(prefix) = grant.prefix() {
+        return add_prefix(slot, grant, prefix, &label, prefixes)
+            .map_err(|(target, source)| unresolvable(&target, source));
+    }
+    add_links(slot, path, &format!("{label}: {}", path.display()), inode)
+        .map_err(|source| unresolvable(path, source))?;
+    match fs::canonicalize(path).and_then(fs::metadata) {
+        Ok(metadata) => {
+            let value = match grant.extent {
+                Extent::File => GrantValue {
+                    file_ops: grant.ops,
+                    tree_ops: 0,
+                },
+                Extent::Tree if metadata.is_dir() => GrantValue {
+                    file_ops: 0,
+                    tree_ops: grant.ops,
+                },
+                Extent::Tree => {
                     return Err(rejected(
                         "extent",
                         format!(
-                            "extent = \"tree\" needs an existing directory ({} does not exist)",
+                            "extent = \"tree\" needs an existing directory ({} is not one)",
                             path.display()
                         ),
                     ));
                 }
-                if fs::symlink_metadata(path).is_ok() {
-                    return Err(rejected(
-                        "path",
-                        format!(
-                            "{} is a symbolic link to a missing file: name the file it points to",
-                            path.display()
-                        ),
-                    ));
-                }
-                let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-                    return Err(rejected(
-                        "path",
-                        format!("{} does not exist and names no file", path.display()),
-                    ));
-                };
-                let name = name.as_bytes();
-                if name.len() >= NAME_LEN {
-                    return Err(rejected(
-                        "path",
-                        format!("file name is longer than {} bytes", NAME_LEN - 1),
-                    ));
-                }
-                let parent_metadata = match fs::canonicalize(parent).and_then(fs::metadata) {
-                    Ok(metadata) => metadata,
-                    Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                        return Err(rejected(
-                            "path",
-                            format!("neither {} nor its parent directory exists", path.display()),
-                        ));
-                    }
-                    Err(source) => return Err(unresolvable(parent, source)),
-                };
-                if !parent_metadata.is_dir() {
-                    return Err(rejected(
-                        "path",
-                        format!("{} is not a directory", parent.display()),
-                    ));
-                }
-                let parent_key = grant_key(slot, &parent_metadata);
-                let mut key = NameGrantKey::zeroed();
-                key.slot = slot;
-                key.name_len = name.len() as u32;
-                key.parent_dev = parent_key.dev;
-                key.parent_ino = parent_key.ino;
-                key.name[..name.len()].copy_from_slice(name);
-                names.add(
-                    key,
-                    GrantValue {
-                        file_ops: grant.ops,
-                        tree_ops: 0,
-                    },
-                    format!(
-                        "{label}: {} (file, not yet created: {})",
-                        path.display(),
-                        format_ops(grant.ops)
-                    ),
-                );
-                Ok(())
-            }
-            Err(source) => Err(unresolvable(path, source)),
+            };
+            let reason = format!(
+                "{label}: {} ({}: {})",
+                path.display(),
+                grant.extent,
+                format_ops(grant.ops)
+            );
+            inode.add(grant_key(slot, &metadata), value, reason);
+            Ok(())
         }
+        // A directory `pincer run` makes: nothing to grant until then
+        // (`pincer mission check` shows it missing).
+        Err(error) if error.kind() == io::ErrorKind::NotFound && grant.make => Ok(()),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            if grant.extent == Extent::Tree {
+                return Err(rejected(
+                    "extent",
+                    format!(
+                        "extent = \"tree\" needs an existing directory ({} does not exist)",
+                        path.display()
+                    ),
+                ));
+            }
+            if fs::symlink_metadata(path).is_ok() {
+                return Err(rejected(
+                    "path",
+                    format!(
+                        "{} is a symbolic link to a missing file: name the file it points to",
+                        path.display()
+                    ),
+                ));
+            }
+            let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+                return Err(rejected(
+                    "path",
+                    format!("{} does not exist and names no file", path.display()),
+                ));
+            };
+            let name = name.as_bytes();
+            if name.len() >= NAME_LEN {
+                return Err(rejected(
+                    "path",
+                    format!("file name is longer than {} bytes", NAME_LEN - 1),
+                ));
+            }
+            let parent_metadata = match fs::canonicalize(parent).and_then(fs::metadata) {
+                Ok(metadata) => metadata,
+                Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                    return Err(rejected(
+                        "path",
+                        format!("neither {} nor its parent directory exists", path.display()),
+                    ));
+                }
+                Err(source) => return Err(unresolvable(parent, source)),
+            };
+            if !parent_metadata.is_dir() {
+                return Err(rejected(
+                    "path",
+                    format!("{} is not a directory", parent.display()),
+                ));
+            }
+            let parent_key = grant_key(slot, &parent_metadata);
+            let mut key = NameGrantKey::zeroed();
+            key.slot = slot;
+            key.name_len = name.len() as u32;
+            key.parent_dev = parent_key.dev;
+            key.parent_ino = parent_key.ino;
+            key.name[..name.len()].copy_from_slice(name);
+            names.add(
+                key,
+                GrantValue {
+                    file_ops: grant.ops,
+                    tree_ops: 0,
+                },
+                format!(
+                    "{label}: {} (file, not yet created: {})",
+                    path.display(),
+                    format_ops(grant.ops)
+                ),
+            );
+            Ok(())
+        }
+        Err(source) => Err(unresolvable(path, source)),
     }
 }
 

@@ -122,9 +122,9 @@ struct Waiter {
 
 /// Requests waiting on one vote.
 struct Waiting {
-    arrived: std::time::Instant,
-    /// `CLOCK_BOOTTIME` when the twin took the event and when the request
-    /// was sanitized, for the verdict's [`Stages`].
+    /// `CLOCK_BOOTTIME` when the twin took the event (its latency in the
+    /// metrics is counted from here) and when the request was sanitized,
+    /// for the verdict's [`Stages`].
     received_ns: u64,
     sanitized_ns: u64,
     request: Arc<Request>,
@@ -464,7 +464,6 @@ impl<K: Kernel> Twin<K> {
         self.waiting.insert(
             key,
             Waiting {
-                arrived: std::time::Instant::now(),
                 received_ns,
                 sanitized_ns,
                 request,
@@ -506,7 +505,7 @@ impl<K: Kernel> Twin<K> {
                 &waiting.request.mission,
                 &outcome.decided_by,
                 outcome.allow.is_some(),
-                waiting.arrived.elapsed(),
+                Duration::from_nanos(boottime_ns().saturating_sub(waiting.received_ns)),
             );
         }
         let (lifetime, extent) = match (outcome.allow, &granted) {
