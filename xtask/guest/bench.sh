@@ -7,17 +7,22 @@
 #            every agent cgroup
 #   inside   inside the agent cgroup, the file granted by a tree grant
 # Reported: the median ns per open+close of each, and the ratios to `none`.
+#
+# Then the tree walk and a parked request's round trip (below).
+# BENCH_PARTS chooses the parts that run, of `open` (the granted open),
+# `walk` (the tree walk) and `round-trip`: all by default
+# (`cargo xtask bench --round-trip` runs only the last). ROUND_TRIPS repeats
+# the round trip, each run next to its own ping-pong.
 set -eu
+BENCH_PARTS=${BENCH_PARTS:-open walk round-trip}
+ROUND_TRIPS=${ROUND_TRIPS:-1}
+wants() { case " $BENCH_PARTS " in *" $1 "*) ;; *) return 1 ;; esac; }
+median() { sort -n "$1" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # Every run detaches its programs at the end, so `none` has none attached.
 # Idle programs a run leaves for the next cost what `outside` measures:
 # attached, with no agent to find.
 export PINCER_LINGER=0
-ROUNDS=${ROUNDS:-7}
-ITERS=${ITERS:-20000}
-dir=/tmp/bench/project/src/deep
-mkdir -p "$dir"
-file="$dir/file.txt"
-echo data > "$file"
+mkdir -p /tmp/bench
 cat > /tmp/bench/mission.toml <<MISSION
 [mission]
 name = "bench"
@@ -27,75 +32,89 @@ ops = ["read"]
 extent = "tree"
 MISSION
 
-: > /tmp/bench/none; : > /tmp/bench/outside; : > /tmp/bench/inside
-pincer-bench open-close "$file" "$ITERS" > /dev/null   # warm caches
-round=1
-while [ "$round" -le "$ROUNDS" ]; do
-    pincer-bench open-close "$file" "$ITERS" >> /tmp/bench/none
+open_close() {
+    ROUNDS=${ROUNDS:-7}
+    ITERS=${ITERS:-20000}
+    dir=/tmp/bench/project/src/deep
+    mkdir -p "$dir"
+    file="$dir/file.txt"
+    echo data > "$file"
 
-    pincer run --mission /tmp/bench/mission.toml --audit /tmp/bench/audit.jsonl -- pincer-probe sleep 600 &
-    agent=$!
-    while [ -z "$(ls /sys/fs/cgroup/pincer 2>/dev/null)" ]; do sleep 0.05; done
-    pincer-bench open-close "$file" "$ITERS" >> /tmp/bench/outside
-    kill -TERM "$agent"; wait "$agent" || true
+    : > /tmp/bench/none; : > /tmp/bench/outside; : > /tmp/bench/inside
+    pincer-bench open-close "$file" "$ITERS" > /dev/null   # warm caches
+    round=1
+    while [ "$round" -le "$ROUNDS" ]; do
+        pincer-bench open-close "$file" "$ITERS" >> /tmp/bench/none
 
-    pincer run --mission /tmp/bench/mission.toml --audit /tmp/bench/audit.jsonl -- pincer-bench open-close "$file" "$ITERS" >> /tmp/bench/inside
-    round=$((round + 1))
-done
+        pincer run --mission /tmp/bench/mission.toml --audit /tmp/bench/audit.jsonl -- pincer-probe sleep 600 &
+        agent=$!
+        while [ -z "$(ls /sys/fs/cgroup/pincer 2>/dev/null)" ]; do sleep 0.05; done
+        pincer-bench open-close "$file" "$ITERS" >> /tmp/bench/outside
+        kill -TERM "$agent"; wait "$agent" || true
 
-median() { sort -n "$1" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-none=$(median /tmp/bench/none)
-outside=$(median /tmp/bench/outside)
-inside=$(median /tmp/bench/inside)
-echo
-echo "open+close of a granted file, $ROUNDS rounds x $ITERS iterations, kernel $(uname -r)"
-printf '%-34s %12s %8s\n' "setting" "ns/op (med)" "ratio"
-printf '%-34s %12s %8s\n' "no program attached" "$none" "1.000"
-printf '%-34s %12s %8s\n' "attached, outside agent cgroups" "$outside" "$(awk "BEGIN { printf \"%.3f\", $outside / $none }")"
-printf '%-34s %12s %8s\n' "inside the agent cgroup (granted)" "$inside" "$(awk "BEGIN { printf \"%.3f\", $inside / $none }")"
-echo "targets: inside <= 1.05, outside <= 1.01"
-echo "raw none:    $(tr '\n' ' ' < /tmp/bench/none)"
-echo "raw outside: $(tr '\n' ' ' < /tmp/bench/outside)"
-echo "raw inside:  $(tr '\n' ' ' < /tmp/bench/inside)"
+        pincer run --mission /tmp/bench/mission.toml --audit /tmp/bench/audit.jsonl -- pincer-bench open-close "$file" "$ITERS" >> /tmp/bench/inside
+        round=$((round + 1))
+    done
+
+    none=$(median /tmp/bench/none)
+    outside=$(median /tmp/bench/outside)
+    inside=$(median /tmp/bench/inside)
+    echo
+    echo "open+close of a granted file, $ROUNDS rounds x $ITERS iterations, kernel $(uname -r)"
+    printf '%-34s %12s %8s\n' "setting" "ns/op (med)" "ratio"
+    printf '%-34s %12s %8s\n' "no program attached" "$none" "1.000"
+    printf '%-34s %12s %8s\n' "attached, outside agent cgroups" "$outside" "$(awk "BEGIN { printf \"%.3f\", $outside / $none }")"
+    printf '%-34s %12s %8s\n' "inside the agent cgroup (granted)" "$inside" "$(awk "BEGIN { printf \"%.3f\", $inside / $none }")"
+    echo "targets: inside <= 1.05, outside <= 1.01"
+    echo "raw none:    $(tr '\n' ' ' < /tmp/bench/none)"
+    echo "raw outside: $(tr '\n' ' ' < /tmp/bench/outside)"
+    echo "raw inside:  $(tr '\n' ' ' < /tmp/bench/inside)"
+}
 
 # The tree walk: the first open of an object inside the agent cgroup misses
 # the grant cache and walks the object's ancestors up to the tree grant. Each
 # run opens FIRSTS distinct files once, at several depths below the grant, and
 # is timed next to the same opens with no program attached (the kernel's own
 # path lookup grows with the depth too, so the ratio is the walk's share).
-FIRSTS=${FIRSTS:-3000}
-WALK_ROUNDS=${WALK_ROUNDS:-7}
-echo
-echo "first open of $FIRSTS distinct files (grant cache miss: the tree walk), $WALK_ROUNDS rounds"
-printf '%-34s %12s %12s %8s\n' "levels below the tree grant" "none (ns)" "inside (ns)" "ratio"
-for depth in 3 100 1000; do
-    dir=/tmp/bench/project/walk$depth
-    level=1
-    while [ "$level" -lt "$depth" ]; do dir="$dir/d"; level=$((level + 1)); done
-    mkdir -p "$dir"
-    i=0
-    while [ "$i" -lt "$FIRSTS" ]; do : > "$dir/$i"; i=$((i + 1)); done
-    : > /tmp/bench/walk-none; : > /tmp/bench/walk-inside
-    pincer-bench open-each "$dir" "$FIRSTS" > /dev/null   # warm the dentry cache
-    round=1
-    while [ "$round" -le "$WALK_ROUNDS" ]; do
-        pincer-bench open-each "$dir" "$FIRSTS" >> /tmp/bench/walk-none
-        pincer run --mission /tmp/bench/mission.toml --audit /tmp/bench/audit.jsonl -- pincer-bench open-each "$dir" "$FIRSTS" >> /tmp/bench/walk-inside
-        round=$((round + 1))
+walk() {
+    FIRSTS=${FIRSTS:-3000}
+    WALK_ROUNDS=${WALK_ROUNDS:-7}
+    echo
+    echo "first open of $FIRSTS distinct files (grant cache miss: the tree walk), $WALK_ROUNDS rounds"
+    printf '%-34s %12s %12s %8s\n' "levels below the tree grant" "none (ns)" "inside (ns)" "ratio"
+    for depth in 3 100 1000; do
+        dir=/tmp/bench/project/walk$depth
+        level=1
+        while [ "$level" -lt "$depth" ]; do dir="$dir/d"; level=$((level + 1)); done
+        mkdir -p "$dir"
+        i=0
+        while [ "$i" -lt "$FIRSTS" ]; do : > "$dir/$i"; i=$((i + 1)); done
+        : > /tmp/bench/walk-none; : > /tmp/bench/walk-inside
+        pincer-bench open-each "$dir" "$FIRSTS" > /dev/null   # warm the dentry cache
+        round=1
+        while [ "$round" -le "$WALK_ROUNDS" ]; do
+            pincer-bench open-each "$dir" "$FIRSTS" >> /tmp/bench/walk-none
+            pincer run --mission /tmp/bench/mission.toml --audit /tmp/bench/audit.jsonl -- pincer-bench open-each "$dir" "$FIRSTS" >> /tmp/bench/walk-inside
+            round=$((round + 1))
+        done
+        none=$(median /tmp/bench/walk-none)
+        inside=$(median /tmp/bench/walk-inside)
+        printf '%-34s %12s %12s %8s\n' "$depth" "$none" "$inside" "$(awk "BEGIN { printf \"%.3f\", $inside / $none }")"
+        echo "raw none:    $(tr '\n' ' ' < /tmp/bench/walk-none)"
+        echo "raw inside:  $(tr '\n' ' ' < /tmp/bench/walk-inside)"
     done
-    none=$(median /tmp/bench/walk-none)
-    inside=$(median /tmp/bench/walk-inside)
-    printf '%-34s %12s %12s %8s\n' "$depth" "$none" "$inside" "$(awk "BEGIN { printf \"%.3f\", $inside / $none }")"
-    echo "raw none:    $(tr '\n' ' ' < /tmp/bench/walk-none)"
-    echo "raw inside:  $(tr '\n' ' ' < /tmp/bench/walk-inside)"
-done
+}
 
 # A parked request's round trip: the mission voter allows every read of the
 # secret once, so each open parks, is voted on and resumes. Next to it, in the
-# same run, a pipe ping-pong between two processes.
-mkdir -p /tmp/bench/secret
-echo key > /tmp/bench/secret/key
-cat > /tmp/bench/ask.toml <<MISSION
+# same run, a pipe ping-pong between two processes. Then where its time goes:
+# the twin times each request's stages into its verdict line; what is left of
+# the round trip is the task's (woken by SIGCONT, scheduled, its syscall
+# restarted and decided again on the verdict).
+round_trip() {
+    mkdir -p /tmp/bench/secret
+    echo key > /tmp/bench/secret/key
+    cat > /tmp/bench/ask.toml <<MISSION
 [mission]
 name = "bench-ask"
 [defaults]
@@ -108,30 +127,44 @@ path = "/tmp/bench/secret"
 extent = "tree"
 verdict = "allow"
 MISSION
-PARKS=${PARKS:-300}
-parked=$(pincer run --mission /tmp/bench/ask.toml --audit /tmp/bench/ask.jsonl -- pincer-bench open-latency /tmp/bench/secret/key "$PARKS")
-pingpong=$(pincer-bench pingpong "$PARKS")
-echo
-echo "parked request round trip (event -> vote -> verdict -> running), $PARKS requests"
-printf '%-34s %10s %10s\n' "" "p50 (us)" "p99 (us)"
-printf '%-34s %10s %10s\n' "parked open, mission voter" $parked
-printf '%-34s %10s %10s\n' "pipe ping-pong (baseline)" $pingpong
+    PARKS=${PARKS:-300}
+    : > /tmp/bench/ratios
+    run=1
+    while [ "$run" -le "$ROUND_TRIPS" ]; do
+        rm -f /tmp/bench/ask.jsonl
+        parked=$(pincer run --mission /tmp/bench/ask.toml --audit /tmp/bench/ask.jsonl -- pincer-bench open-latency /tmp/bench/secret/key "$PARKS")
+        pingpong=$(pincer-bench pingpong "$PARKS")
+        total=${parked%% *}
+        ratio=$(awk "BEGIN { printf \"%.2f\", $total / ${pingpong%% *} }")
+        echo "$ratio" >> /tmp/bench/ratios
+        echo
+        echo "parked request round trip (event -> vote -> verdict -> running), $PARKS requests, run $run of $ROUND_TRIPS"
+        printf '%-34s %10s %10s\n' "" "p50 (us)" "p99 (us)"
+        printf '%-34s %10s %10s\n' "parked open, mission voter" $parked
+        printf '%-34s %10s %10s\n' "pipe ping-pong (baseline)" $pingpong
+        printf '%-34s %10s\n' "p50 ratio, round trip / ping-pong" "$ratio"
 
-# Where the parked round trip's time goes: the twin times each request's
-# stages into its verdict line; what is left of the round trip is the
-# task's (woken by SIGCONT, scheduled, its syscall restarted and decided
-# again on the verdict).
+        kernel=$(stage kernel_to_twin_us)
+        sanitize=$(stage sanitize_us)
+        vote=$(stage vote_us)
+        answer=$(stage answer_us)
+        echo
+        echo "parked round trip by stage, median of $PARKS requests (us)"
+        printf '%-60s %8s\n' "kernel event -> the twin takes it off the ring buffer" "$kernel"
+        printf '%-60s %8s\n' "holding the task (pidfd) and sanitizing (its /proc reads)" "$sanitize"
+        printf '%-60s %8s\n' "votes (mission voter), until the outcome reaches the loop" "$vote"
+        printf '%-60s %8s\n' "writing the verdict and SIGCONT" "$answer"
+        printf '%-60s %8s\n' "the task: woken, scheduled, syscall restarted (the rest)" "$(awk "BEGIN { printf \"%.0f\", $total - $kernel - $sanitize - $vote - $answer }")"
+        printf '%-60s %8s\n' "round trip (p50)" "$total"
+        run=$((run + 1))
+    done
+    if [ "$ROUND_TRIPS" -gt 1 ]; then
+        echo
+        echo "p50 ratios of the $ROUND_TRIPS runs: $(tr '\n' ' ' < /tmp/bench/ratios)"
+    fi
+}
 stage() { sed -n "s/.*\"$1\":\([0-9][0-9]*\).*/\1/p" /tmp/bench/ask.jsonl > /tmp/bench/stage; median /tmp/bench/stage; }
-kernel=$(stage kernel_to_twin_us)
-sanitize=$(stage sanitize_us)
-vote=$(stage vote_us)
-answer=$(stage answer_us)
-total=${parked%% *}
-echo
-echo "parked round trip by stage, median of $PARKS requests (us)"
-printf '%-60s %8s\n' "kernel event -> the twin takes it off the ring buffer" "$kernel"
-printf '%-60s %8s\n' "holding the task (pidfd) and sanitizing (its /proc reads)" "$sanitize"
-printf '%-60s %8s\n' "votes (mission voter), until the outcome reaches the loop" "$vote"
-printf '%-60s %8s\n' "writing the verdict and SIGCONT" "$answer"
-printf '%-60s %8s\n' "the task: woken, scheduled, syscall restarted (the rest)" "$(awk "BEGIN { printf \"%.0f\", $total - $kernel - $sanitize - $vote - $answer }")"
-printf '%-60s %8s\n' "round trip (p50)" "$total"
+
+if wants open; then open_close; fi
+if wants walk; then walk; fi
+if wants round-trip; then round_trip; fi

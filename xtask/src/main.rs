@@ -149,6 +149,14 @@ enum Command {
         /// Rounds of the real-work benchmark.
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=50))]
         rounds: u32,
+        /// Only a parked request's round trip, in the guest (no open costs,
+        /// tree walk or real work).
+        #[arg(long, conflicts_with_all = ["host", "real"])]
+        round_trip: bool,
+        /// Runs of the parked round trip in one boot, each next to its own
+        /// pipe ping-pong.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=50))]
+        round_trips: u32,
     },
 }
 
@@ -237,7 +245,7 @@ fn run(cli: Cli) -> Result<u8> {
         }
         Command::Fuzz { target, seconds } => fuzz::command(target.as_deref(), seconds),
         Command::Demo { kernel, timeout } => {
-            scenario::command(Scenario::Demo, kernel, Duration::from_secs(timeout))
+            scenario::command(Scenario::Demo, kernel, Duration::from_secs(timeout), "")
         }
         Command::Bench {
             kernel,
@@ -246,10 +254,18 @@ fn run(cli: Cli) -> Result<u8> {
             guest,
             real,
             rounds,
+            round_trip,
+            round_trips,
         } => {
             let timeout = Duration::from_secs(timeout);
             if real {
                 return bench::real_work(kernel, rounds, timeout);
+            }
+            let mut variables = format!("ROUND_TRIPS={round_trips}\n");
+            if round_trip {
+                variables.push_str("BENCH_PARTS=round-trip\n");
+                let code = scenario::command(Scenario::Bench, kernel, timeout, &variables)?;
+                return Ok(code);
             }
             if !guest {
                 say!("decisions per second in the twin (host, one core)");
@@ -265,7 +281,7 @@ fn run(cli: Cli) -> Result<u8> {
             if host {
                 return Ok(0);
             }
-            let code = scenario::command(Scenario::Bench, kernel, timeout)?;
+            let code = scenario::command(Scenario::Bench, kernel, timeout, &variables)?;
             if code != 0 {
                 return Ok(code);
             }

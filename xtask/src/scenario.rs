@@ -14,7 +14,8 @@ pub enum Scenario {
     /// An agent confined by `pincer run`, one access parked and approved,
     /// an injected one parked and denied (the README's main job).
     Demo,
-    /// The cost of a granted open, with and without the programs.
+    /// The cost of a granted open, with and without the programs, the tree
+    /// walk and a parked request's round trip.
     Bench,
 }
 
@@ -34,13 +35,19 @@ impl Scenario {
     }
 }
 
-/// Runs a scenario and returns the guest script's exit status.
-pub fn command(scenario: Scenario, kernel: Kernel, timeout: Duration) -> Result<u8> {
+/// Runs a scenario, its script after `variables` (shell assignments, one a
+/// line), and returns the guest script's exit status.
+pub fn command(
+    scenario: Scenario,
+    kernel: Kernel,
+    timeout: Duration,
+    variables: &str,
+) -> Result<u8> {
     say!("{scenario:?} on Linux {kernel}");
     let code = vm::run_vm(
         kernel,
         scenario.rootfs(),
-        scenario.script(),
+        &format!("{variables}{}", scenario.script()),
         timeout,
         &|line| {
             println!("{line}");
