@@ -375,6 +375,43 @@ fn a_file_moved_out_of_the_tree_is_no_longer_granted() {
 }
 
 #[test]
+fn a_file_linked_out_of_the_tree_is_no_longer_granted_once_its_name_there_is_gone() {
+    // A hard link keeps the cached walk (the name it went up from is still
+    // there); removing that name, which leaves the object only its name
+    // outside the tree, must invalidate it.
+    let s = Scratch::with_project_grant("linked-out", READ_WRITE_CREATE);
+    let script = format!(
+        "{probe} read {a}; {probe} read {a}; touch {ready}; \
+         while [ ! -e {moved} ]; do sleep 0.05; done; {probe} read {b}; exit 0",
+        probe = probe_bin().display(),
+        a = s.p("project/a.txt"),
+        b = s.p("secret/a.txt"),
+        ready = s.p("project/ready"),
+        moved = s.p("moved"),
+    );
+    let mut agent = Reaped(
+        s.command(&[], &["sh", "-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(wait_for(Duration::from_secs(120), || s
+        .path("project/ready")
+        .exists()));
+    fs::hard_link(s.path("project/a.txt"), s.path("secret/a.txt")).unwrap();
+    fs::remove_file(s.path("project/a.txt")).unwrap();
+    fs::write(s.path("moved"), "").unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut agent.0.stdout.take().unwrap(), &mut out).unwrap();
+    assert_eq!(agent.0.wait().unwrap().code(), Some(0));
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        ["ok read 6", "ok read 6", "err 13"],
+        "{out}"
+    );
+}
+
+#[test]
 fn a_tree_grant_reaches_far_below_its_directory() {
     let s = Scratch::with_project_grant("deep-tree", READ_WRITE_CREATE);
     // Deeper than the 32 levels the walk once stopped at: node_modules,

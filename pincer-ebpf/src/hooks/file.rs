@@ -213,6 +213,14 @@ pub fn object<const HOOK: u32>(ctx: &LsmContext, ops: u32) -> Result<i32, i32> {
 /// | both granted    | allow    | allow                           | allow                |
 /// | one granted     | `EACCES` | allow + report the other        | park the other       |
 /// | neither granted | `EACCES` | allow + report the object's end | `EACCES` (both ends) |
+///
+/// Cached walks stay valid: a link adds a name and takes none away. The
+/// name a cached walk went up from is still there, below the same
+/// directories, and no other object gains ancestors (a directory cannot be
+/// linked). What makes a cached allow stale is an object losing the name
+/// that gave it, which only a rename and an unlink do, and both invalidate.
+/// Through its new name the object gets what its other names give, as any
+/// object with several names does: the grant cache is by object.
 #[inline(always)]
 pub fn inode_link<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
     two_ends::<HOOK>(ctx, |ctx| {
@@ -283,8 +291,12 @@ pub fn inode_setattr<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
 /// | both granted    | allow    | allow                           | allow                |
 /// | one granted     | `EACCES` | allow + report the other        | park the other       |
 /// | neither granted | `EACCES` | allow + report the object's end | `EACCES` (both ends) |
+///
+/// Whoever renames, agent or not: the object (and, for a directory,
+/// everything below it) changes ancestors, so cached walks become stale.
 #[inline(always)]
 pub fn inode_rename<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    maps::bump_epoch();
     two_ends::<HOOK>(ctx, |ctx| {
         (
             Access::existing(HOOK, ops::RENAME, ctx.arg(1)),
@@ -388,14 +400,12 @@ fn decide_existing(agent: &Agent, access: Result<Access, Failure>, proc_global: 
 
 /// Decides an operation with two ends, the object and its new name, which
 /// `ends` reads from the context (a hard link, a rename; see
-/// [`decide::decide_pair`]). Either changes which trees an object is below:
-/// cached walks become stale, whoever makes the change.
+/// [`decide::decide_pair`]).
 #[inline(always)]
 fn two_ends<const HOOK: u32>(
     ctx: &LsmContext,
     ends: impl FnOnce(&LsmContext) -> (Result<Access, Failure>, Result<Access, Failure>),
 ) -> Result<i32, i32> {
-    maps::bump_epoch();
     let agent = agent::<HOOK>(ctx)?;
     let (object, name) = ends(ctx);
     Ok(decide::decide_pair(&agent, object, name))
