@@ -235,7 +235,7 @@ fn deny_reason(flags: u32, missing: u32) -> String {
 /// Sanitizes a parked event into the request voters see. `root` is the
 /// agent's first process, where the parent chain stops.
 pub fn request(event: &AccessEvent, mounts: &Mounts, mission: &str, root: Option<u32>) -> Request {
-    let exe = procfs::facts(event.tgid).exe;
+    let exe = procfs::exe(event.tgid);
     sanitize(
         event,
         mounts,

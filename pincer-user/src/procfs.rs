@@ -1,56 +1,74 @@
 //! Process facts from `/proc`, for requests: who is asking, and on whose
 //! behalf. Everything read here is escaped before anyone sees it.
 
-use std::fs;
+use std::{fs, io::Read};
 
 use crate::{escape::escape, request::ProcessFacts};
 
 /// Longest parent chain reported.
 pub const MAX_PARENTS: usize = 8;
 
-/// `comm` and executable of a process (best effort: it may be gone).
-pub fn facts(pid: u32) -> ProcessFacts {
-    let comm = fs::read(format!("/proc/{pid}/comm")).unwrap_or_default();
-    let comm = escape(comm.strip_suffix(b"\n").unwrap_or(&comm));
-    let exe = fs::read_link(format!("/proc/{pid}/exe"))
+/// Bytes read of a `stat` line: what comes before the parent's pid is a pid,
+/// a `comm` of at most 64 bytes (a kernel thread's full name) and a state.
+const STAT_PREFIX: usize = 512;
+
+/// The escaped path of a process's executable, when it can be read.
+pub fn exe(pid: u32) -> Option<String> {
+    fs::read_link(format!("/proc/{pid}/exe"))
         .ok()
-        .map(|p| escape(p.as_os_str().as_encoded_bytes()));
-    ProcessFacts { pid, comm, exe }
+        .map(|p| escape(p.as_os_str().as_encoded_bytes()))
 }
 
-/// The parent of a process, from `/proc/<pid>/stat`.
-pub fn parent(pid: u32) -> Option<u32> {
-    parse_stat_ppid(&fs::read(format!("/proc/{pid}/stat")).ok()?)
+/// A process's `comm` and parent, from one read of `/proc/<pid>/stat` (the
+/// same `comm` `/proc/<pid>/comm` shows), when it can be read.
+fn stat(pid: u32) -> Option<(String, u32)> {
+    let mut file = fs::File::open(format!("/proc/{pid}/stat")).ok()?;
+    // One read: the kernel hands out the start of the line whole.
+    let mut line = [0; STAT_PREFIX];
+    let len = file.read(&mut line).ok()?;
+    let (comm, ppid) = parse_stat(&line[..len])?;
+    Some((escape(comm), ppid))
 }
 
-/// The parent pid field of a `stat` line. `comm` is the process's to choose
-/// (any bytes but NUL, not always UTF-8, with spaces and parentheses), so
-/// the line is read as bytes and the fields are counted from the last `)`.
-pub fn parse_stat_ppid(stat: &[u8]) -> Option<u32> {
+/// The `comm` and parent pid fields of a `stat` line. `comm` is the
+/// process's to choose (any bytes but NUL, not always UTF-8, with spaces and
+/// parentheses), so the line is read as bytes: `comm` ends at the last `)`,
+/// and the fields are counted from there.
+pub fn parse_stat(stat: &[u8]) -> Option<(&[u8], u32)> {
+    let open = stat.iter().position(|&b| b == b'(')?;
     let close = stat.iter().rposition(|&b| b == b')')?;
+    let comm = stat.get(open + 1..close)?;
     let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
     let mut fields = rest.split_whitespace();
     let _state = fields.next()?;
-    fields.next()?.parse().ok()
+    Some((comm, fields.next()?.parse().ok()?))
 }
 
 /// The parents of `pid`, nearest first, stopping after `root` (the agent's
-/// first process) or [`MAX_PARENTS`].
+/// first process) or [`MAX_PARENTS`]. Each parent costs one read of its
+/// `stat` (its `comm` and its own parent) and of its executable.
 pub fn parents(pid: u32, root: Option<u32>) -> Vec<ProcessFacts> {
     let mut chain = Vec::new();
-    let mut current = pid;
     if Some(pid) == root {
         return chain;
     }
-    while chain.len() < MAX_PARENTS {
-        let Some(parent) = parent(current).filter(|&p| p > 0) else {
-            break;
-        };
-        chain.push(facts(parent));
-        if Some(parent) == root {
-            break;
+    let Some((_, mut parent)) = stat(pid) else {
+        return chain;
+    };
+    while chain.len() < MAX_PARENTS && parent > 0 {
+        let read = stat(parent);
+        chain.push(ProcessFacts {
+            pid: parent,
+            comm: read
+                .as_ref()
+                .map(|(comm, _)| comm.clone())
+                .unwrap_or_default(),
+            exe: exe(parent),
+        });
+        match read {
+            Some((_, grandparent)) if Some(parent) != root => parent = grandparent,
+            _ => break,
         }
-        current = parent;
     }
     chain
 }
@@ -60,23 +78,44 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ppid_survives_hostile_comm() {
-        assert_eq!(parse_stat_ppid(b"42 (a) b) (c) S 7 42 42 0"), Some(7));
-        assert_eq!(parse_stat_ppid(b"1 (init) S 0 1 1"), Some(0));
-        assert_eq!(parse_stat_ppid(b"garbage"), None);
+    fn comm_and_ppid_survive_hostile_comm() {
+        assert_eq!(
+            parse_stat(b"42 (a) b) (c) S 7 42 42 0"),
+            Some((&b"a) b) (c"[..], 7))
+        );
+        assert_eq!(parse_stat(b"1 (init) S 0 1 1"), Some((&b"init"[..], 0)));
+        assert_eq!(parse_stat(b"garbage"), None);
+        assert_eq!(parse_stat(b"1 )init( S 0 1 1"), None);
         // A name that is not UTF-8 does not hide the parent.
-        assert_eq!(parse_stat_ppid(b"42 (\xff\xfe) S 7 42 42 0"), Some(7));
+        assert_eq!(
+            parse_stat(b"42 (\xff\xfe) S 7 42 42 0"),
+            Some((&b"\xff\xfe"[..], 7))
+        );
     }
 
     #[test]
-    fn own_facts_and_parents() {
+    fn the_comm_in_stat_is_the_comm_file() {
         let me = std::process::id();
-        let facts = facts(me);
-        assert_eq!(facts.pid, me);
-        assert!(!facts.comm.is_empty());
+        let comm = fs::read(format!("/proc/{me}/comm")).unwrap();
+        let (from_stat, ppid) = stat(me).unwrap();
+        assert_eq!(from_stat, escape(comm.strip_suffix(b"\n").unwrap()));
+        assert_eq!(ppid, std::os::unix::process::parent_id());
+    }
+
+    #[test]
+    fn own_parents() {
+        let me = std::process::id();
         let chain = parents(me, None);
         assert!(!chain.is_empty(), "a test runs under some parent");
-        assert_eq!(chain[0].pid, std::os::unix::process::parent_id());
+        let parent = std::os::unix::process::parent_id();
+        assert_eq!(chain[0].pid, parent);
+        let comm = fs::read(format!("/proc/{parent}/comm")).unwrap();
+        assert_eq!(chain[0].comm, escape(comm.strip_suffix(b"\n").unwrap()));
+        assert_eq!(chain[0].exe, exe(parent));
+        assert!(chain[0].exe.is_some());
+        // The chain stops after the root, and is empty from the root itself.
+        assert_eq!(parents(me, Some(parent)).len(), 1);
+        assert!(parents(me, Some(me)).is_empty());
     }
 
     #[test]
