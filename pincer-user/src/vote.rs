@@ -6,6 +6,11 @@
 //! mission's default applies (deny unless configured). An allow is clamped to
 //! the mission's caps: no voter can grant more than the request asked for and
 //! the mission permits.
+//!
+//! Voters that know their answer at once (the mission's rules) are asked
+//! first, synchronously ([`begin`]): when their answers decide the request (a
+//! deny, or nobody else to ask) the verdict needs no task, timer or channel.
+//! The others are waited for ([`PendingVote::finish`]) under the same rules.
 
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
@@ -148,6 +153,15 @@ pub trait Voter: Send + Sync {
     /// `webhook`).
     fn name(&self) -> &'static str;
 
+    /// The vote on a request when the voter has it at once, without waiting
+    /// for anything (rules it holds); `None` when it must be waited for
+    /// through [`Voter::vote`]. A voter that answers here answers the same
+    /// through [`Voter::vote`].
+    fn vote_now(&self, request: &Request) -> Option<Vote> {
+        let _ = request;
+        None
+    }
+
     /// Votes on a request. The caller enforces the deadline; a voter may also
     /// give up earlier by abstaining.
     fn vote(&self, request: Arc<Request>) -> VoteFuture;
@@ -217,43 +231,101 @@ pub struct Outcome {
 /// narrowest of them, then are capped by the policy. When nobody allowed or
 /// denied (all abstained), the mission's default applies.
 pub async fn collect(voters: &[Arc<dyn Voter>], request: Arc<Request>, policy: &Policy) -> Outcome {
-    let deadline = tokio::time::Instant::now() + policy.timeout;
-    let mut running = tokio::task::JoinSet::new();
-    for voter in voters {
-        let name = voter.name();
-        let vote = voter.vote(Arc::clone(&request));
-        running.spawn(async move { (name, vote.await) });
+    match begin(voters, &request, policy) {
+        Ok(outcome) => outcome,
+        Err(pending) => pending.finish(request, policy).await,
     }
+}
+
+/// Starts the vote on a request with the voters that answer at once
+/// ([`Voter::vote_now`]), in their order. Returns the verdict when their
+/// answers decide it: one of them denied (a deny overrides whatever the
+/// others would say), or every voter answered. Otherwise returns the vote
+/// to finish with the voters that must be waited for.
+///
+/// An answer given at once is in before any deadline (a deadline is longer
+/// than zero), so the verdict is the one waiting for it would reach.
+pub fn begin(
+    voters: &[Arc<dyn Voter>],
+    request: &Request,
+    policy: &Policy,
+) -> Result<Outcome, PendingVote> {
     let mut ballots = Vec::new();
-    let mut timed_out = Vec::new();
-    loop {
-        tokio::select! {
-            next = running.join_next() => match next {
-                Some(Ok((voter, vote))) => {
-                    let deny = matches!(vote, Vote::Deny { .. });
-                    ballots.push(Ballot { voter, vote });
-                    if deny {
-                        break;
-                    }
+    let mut waiting = Vec::new();
+    for voter in voters {
+        match voter.vote_now(request) {
+            Some(vote) => {
+                let deny = matches!(vote, Vote::Deny { .. });
+                ballots.push(Ballot {
+                    voter: voter.name(),
+                    vote,
+                });
+                if deny {
+                    return Ok(combine(ballots, &[], policy));
                 }
-                Some(Err(join)) => ballots.push(Ballot {
-                    voter: "unknown",
-                    vote: Vote::Abstain { reason: format!("voter failed: {join}") },
-                }),
-                None => break,
-            },
-            () = tokio::time::sleep_until(deadline) => {
-                for voter in voters {
-                    if !ballots.iter().any(|b| b.voter == voter.name()) {
-                        timed_out.push(voter.name());
-                    }
-                }
-                break;
             }
+            None => waiting.push(Arc::clone(voter)),
         }
     }
-    running.abort_all();
-    combine(ballots, &timed_out, policy)
+    if waiting.is_empty() {
+        return Ok(combine(ballots, &[], policy));
+    }
+    Err(PendingVote { ballots, waiting })
+}
+
+/// A vote [`begin`] could not decide: the ballots of the voters that
+/// answered at once, and the voters still to hear from.
+pub struct PendingVote {
+    ballots: Vec<Ballot>,
+    waiting: Vec<Arc<dyn Voter>>,
+}
+
+impl PendingVote {
+    /// Waits for the remaining voters until every one has answered, one
+    /// denies, or the deadline (the policy's timeout from now) passes; then
+    /// combines their ballots with those given at once.
+    pub async fn finish(self, request: Arc<Request>, policy: &Policy) -> Outcome {
+        let PendingVote {
+            mut ballots,
+            waiting,
+        } = self;
+        let deadline = tokio::time::Instant::now() + policy.timeout;
+        let mut running = tokio::task::JoinSet::new();
+        for voter in &waiting {
+            let name = voter.name();
+            let vote = voter.vote(Arc::clone(&request));
+            running.spawn(async move { (name, vote.await) });
+        }
+        let mut timed_out = Vec::new();
+        loop {
+            tokio::select! {
+                next = running.join_next() => match next {
+                    Some(Ok((voter, vote))) => {
+                        let deny = matches!(vote, Vote::Deny { .. });
+                        ballots.push(Ballot { voter, vote });
+                        if deny {
+                            break;
+                        }
+                    }
+                    Some(Err(join)) => ballots.push(Ballot {
+                        voter: "unknown",
+                        vote: Vote::Abstain { reason: format!("voter failed: {join}") },
+                    }),
+                    None => break,
+                },
+                () = tokio::time::sleep_until(deadline) => {
+                    for voter in &waiting {
+                        if !ballots.iter().any(|b| b.voter == voter.name()) {
+                            timed_out.push(voter.name());
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+        running.abort_all();
+        combine(ballots, &timed_out, policy)
+    }
 }
 
 /// Combines ballots (and the voters that timed out) into a verdict.
@@ -504,5 +576,143 @@ mod tests {
         let out = collect(&voters, request(), &policy()).await;
         assert_eq!(out.allow, Some((Lifetime::Session, Extent::File)));
         assert_eq!(out.decided_by, "prompt");
+    }
+
+    /// A voter that answers at once, and would answer the same when waited
+    /// for; it counts how often it was waited for.
+    struct Now(&'static str, Vote, std::sync::atomic::AtomicUsize);
+
+    impl Now {
+        fn new(name: &'static str, vote: Vote) -> Arc<Now> {
+            Arc::new(Now(name, vote, std::sync::atomic::AtomicUsize::new(0)))
+        }
+    }
+
+    impl Voter for Now {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+
+        fn vote_now(&self, _: &Request) -> Option<Vote> {
+            Some(self.1.clone())
+        }
+
+        fn vote(&self, _: Arc<Request>) -> VoteFuture {
+            self.2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let vote = self.1.clone();
+            Box::pin(async move { vote })
+        }
+    }
+
+    /// A voter that must be waited for and must never be: asking it fails
+    /// the test.
+    struct NeverAsked;
+
+    impl Voter for NeverAsked {
+        fn name(&self) -> &'static str {
+            "prompt"
+        }
+
+        fn vote(&self, _: Arc<Request>) -> VoteFuture {
+            panic!("a voter was asked about a request decided already")
+        }
+    }
+
+    fn decided(voters: &[Arc<dyn Voter>], policy: &Policy) -> Outcome {
+        match begin(voters, &request(), policy) {
+            Ok(outcome) => outcome,
+            Err(_) => panic!("the voters that answer at once should decide"),
+        }
+    }
+
+    #[test]
+    fn voters_that_answer_at_once_decide_without_waiting() {
+        let voters: Vec<Arc<dyn Voter>> = vec![
+            Now::new("mission", abstain("no rule")),
+            Now::new("webhook", allow(Lifetime::Session, Extent::File)),
+        ];
+        let out = decided(&voters, &policy());
+        assert_eq!(out.allow, Some((Lifetime::Session, Extent::File)));
+        assert_eq!(out.decided_by, "webhook");
+        assert_eq!(out.ballots.len(), 2);
+        // Only abstentions: the default applies, as when waited for.
+        let voters: Vec<Arc<dyn Voter>> = vec![Now::new("mission", abstain("no rule"))];
+        let out = decided(&voters, &policy());
+        assert_eq!((out.allow, out.decided_by.as_str()), (None, "default"));
+        let mut p = policy();
+        p.default = DefaultVerdict::AllowOnce;
+        assert_eq!(
+            decided(&voters, &p).allow,
+            Some((Lifetime::Once, Extent::File))
+        );
+    }
+
+    #[test]
+    fn a_deny_at_once_overrides_every_allow_and_asks_nobody_else() {
+        let voters: Vec<Arc<dyn Voter>> = vec![
+            Now::new("webhook", allow(Lifetime::Session, Extent::Tree)),
+            Arc::new(NeverAsked),
+            Now::new("mission", deny("credentials")),
+        ];
+        let out = decided(&voters, &policy());
+        assert_eq!(out.allow, None);
+        assert_eq!(out.decided_by, "mission");
+        assert_eq!(out.reason, "credentials");
+        assert_eq!(out.ballots.len(), 2);
+    }
+
+    #[test]
+    fn an_allow_at_once_is_capped_by_the_mission() {
+        let voters: Vec<Arc<dyn Voter>> = vec![Now::new(
+            "mission",
+            allow(Lifetime::Ttl(Duration::from_secs(3600)), Extent::Tree),
+        )];
+        let mut p = policy();
+        p.max_lifetime = Lifetime::Ttl(Duration::from_secs(60));
+        let out = decided(&voters, &p);
+        assert_eq!(
+            out.allow,
+            Some((Lifetime::Ttl(Duration::from_secs(60)), Extent::File))
+        );
+        assert!(out.reason.ends_with("(capped by the mission)"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_vote_begun_at_once_finishes_with_the_others_under_the_deadline() {
+        let mission = Now::new("mission", allow(Lifetime::Session, Extent::File));
+        let voters: Vec<Arc<dyn Voter>> = vec![mission.clone(), Arc::new(Fixed("prompt", None))];
+        let Err(pending) = begin(&voters, &request(), &policy()) else {
+            panic!("the prompt has not answered");
+        };
+        let start = tokio::time::Instant::now();
+        let out = pending.finish(request(), &policy()).await;
+        // The silent prompt counts as the default (deny) at the deadline,
+        // which overrides the allow given at once; the voter that answered
+        // at once was not asked again.
+        assert_eq!(start.elapsed(), Duration::from_millis(200));
+        assert_eq!(out.allow, None);
+        assert_eq!(out.decided_by, "timeout");
+        assert_eq!(out.reason, "prompt did not answer before the deadline");
+        assert_eq!(out.ballots.len(), 2);
+        assert_eq!(out.ballots[0].voter, "mission");
+        assert_eq!(mission.2.load(std::sync::atomic::Ordering::Relaxed), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_vote_begun_at_once_takes_a_later_deny_over_its_allow() {
+        let voters: Vec<Arc<dyn Voter>> = vec![
+            Now::new("mission", allow(Lifetime::Session, Extent::File)),
+            Arc::new(Fixed("webhook", Some(deny("no")))),
+        ];
+        let out = collect(&voters, request(), &policy()).await;
+        assert_eq!(out.allow, None);
+        assert_eq!(out.decided_by, "webhook");
+        let voters: Vec<Arc<dyn Voter>> = vec![
+            Now::new("mission", allow(Lifetime::Session, Extent::File)),
+            Arc::new(Fixed("webhook", Some(allow(Lifetime::Once, Extent::File)))),
+        ];
+        let out = collect(&voters, request(), &policy()).await;
+        assert_eq!(out.allow, Some((Lifetime::Once, Extent::File)));
+        assert_eq!(out.ballots.len(), 2);
     }
 }

@@ -389,7 +389,7 @@ fn holds(actual: &serde_json::Value, expected: &serde_json::Value) -> bool {
 }
 
 /// A string field of an audit line (empty when it is none).
-fn text(value: &serde_json::Value) -> String {
+pub fn text(value: &serde_json::Value) -> String {
     value.as_str().unwrap_or_default().to_owned()
 }
 

@@ -19,7 +19,7 @@ use pincer::paths::{DEFAULT_SOCKET, RUN_DIR};
 use pincer_tests::{
     EACCES, EPERM, Reaped, Scratch, Terminal, agent_cgroups, answer, asking_mission,
     drop_idle_sets, leftovers_after_exit, pending, pincer_bin, probe_bin, process_state,
-    read_stdout, wait_for, wait_pending,
+    read_stdout, text, wait_for, wait_pending,
 };
 use serde_json::json;
 
@@ -127,6 +127,77 @@ fn approved_once_then_the_next_identical_read_parks_again() {
         json!({"verdict": "allow", "decided_by": "prompt", "lifetime": {"kind": "once"}}),
         json!({"verdict": "deny", "reason": "once was enough"}),
     ]);
+}
+
+/// The voters a verdict line lists, with their votes.
+fn ballots(verdict: &serde_json::Value) -> Vec<(String, String)> {
+    verdict["votes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (text(&b["voter"]), text(&b["vote"])))
+        .collect()
+}
+
+#[test]
+fn the_mission_s_rules_answer_at_once_and_a_deny_asks_nobody_else() {
+    let s = Scratch::new("park-rules");
+    fs::write(s.path("secret/other"), "other\n").unwrap();
+    fs::write(s.path("secret/third"), "third\n").unwrap();
+    let (key, other, third) = (s.p("secret/key"), s.p("secret/other"), s.p("secret/third"));
+    let mission = |voters: &str| {
+        s.asking_mission(&format!(
+            "voters = {voters}\ntimeout = \"10m\"\n\n\
+             [[vote.rule]]\npath = \"{key}\"\nverdict = \"allow\"\n\n\
+             [[vote.rule]]\npath = \"{other}\"\nverdict = \"deny\"\nreason = \"not this task's\"\n"
+        ));
+    };
+    let probe = probe_bin().display().to_string();
+    let script = format!("{probe} read {key}; {probe} read {other}; {probe} read {third}; exit 0");
+
+    // The rules alone: every request is decided as it parks, the one no
+    // rule covers by the mission's default.
+    mission("[\"mission\"]");
+    let (status, lines) = finish(&mut spawn_agent(&s, &script));
+    assert_eq!(status, Some(0));
+    let denied = format!("err {EACCES}");
+    assert_eq!(lines, ["ok read 11", &denied, &denied]);
+
+    // With a person too: an allow by the rules still waits for the person,
+    // a deny decides at once without asking.
+    mission("[\"mission\", \"prompt\"]");
+    let mut agent = spawn_agent(&s, &script);
+    let asked = wait_pending(1).remove(0);
+    assert_eq!(asked["path"], key);
+    answered(&["approve", &id_of(&asked)]);
+    let asked = wait_new_request(&id_of(&asked));
+    assert_eq!(asked["path"], third, "the denied read was not asked about");
+    answered(&["approve", &id_of(&asked)]);
+    let (status, lines) = finish(&mut agent);
+    assert_eq!(status, Some(0));
+    assert_eq!(lines, ["ok read 11", &denied, "ok read 6"]);
+
+    s.assert_verdicts(&[
+        json!({"verdict": "allow", "decided_by": "mission", "lifetime": {"kind": "once"}}),
+        json!({"verdict": "deny", "decided_by": "mission", "reason": "not this task's"}),
+        json!({"verdict": "deny", "decided_by": "default"}),
+        json!({"verdict": "allow", "decided_by": "mission"}),
+        json!({"verdict": "deny", "decided_by": "mission", "reason": "not this task's"}),
+        json!({"verdict": "allow", "decided_by": "prompt"}),
+    ]);
+    let ballot = |voter: &str, vote: &str| (voter.to_owned(), vote.to_owned());
+    let verdicts = s.audit_events("verdict");
+    assert_eq!(
+        verdicts.iter().map(ballots).collect::<Vec<_>>(),
+        [
+            vec![ballot("mission", "allow")],
+            vec![ballot("mission", "deny")],
+            vec![ballot("mission", "abstain")],
+            vec![ballot("mission", "allow"), ballot("prompt", "allow")],
+            vec![ballot("mission", "deny")],
+            vec![ballot("mission", "abstain"), ballot("prompt", "allow")],
+        ]
+    );
 }
 
 #[test]

@@ -30,7 +30,9 @@ impl Daemon {
                 .or_else(|| rebuild_event(tid, &parked));
             match event {
                 Some(event) => {
-                    twin.on_parked(event);
+                    if let Err(error) = twin.on_parked(event) {
+                        tracing::warn!(%error, tid, "answering a request parked before this daemon started");
+                    }
                     replayed += 1;
                 }
                 // Its cgroup cannot be read: it is exiting.

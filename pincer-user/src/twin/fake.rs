@@ -25,6 +25,8 @@ pub(super) struct FakeKernel {
     /// Thread ids continued, in order.
     pub resumed: Vec<u32>,
     pub counters: BTreeMap<&'static str, u64>,
+    /// Inode grants cannot be written (a full map, say).
+    pub fail_grants: bool,
 }
 
 impl Kernel for FakeKernel {
@@ -67,6 +69,12 @@ impl Kernel for FakeKernel {
     }
 
     fn set_grant(&mut self, key: GrantKey, value: GrantValue) -> Result<(), LoadError> {
+        if self.fail_grants {
+            return Err(LoadError::Map {
+                name: pincer_common::names::GRANTS,
+                source: aya::maps::MapError::KeyNotFound,
+            });
+        }
         set_or_remove(&mut self.grants, key, value);
         Ok(())
     }

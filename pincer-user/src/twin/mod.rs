@@ -8,7 +8,9 @@
 //! For every record the kernel sends it either audits a decision the kernel
 //! made, or handles a parked request: sanitizes it ([`events::request`]),
 //! merges it with an identical request already waiting, runs the votes
-//! ([`vote::collect`]), writes the verdict into the kernel (a one-shot
+//! ([`vote::begin`]: at once when the voters that know their answer decide
+//! it, otherwise in a task of their own that reports back through a
+//! channel), writes the verdict into the kernel (a one-shot
 //! verdict, or a session / TTL grant), continues the stopped task, which
 //! restarts its syscall and meets the verdict, and audits the verdict. A new
 //! grant also releases every other waiting request it covers.
@@ -114,6 +116,19 @@ impl SameAccess {
 /// The result of one vote, for [`Twin::on_outcome`].
 pub type VoteResult = (SameAccess, Outcome);
 
+/// What [`Twin::handle_record`] did with a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handled {
+    /// A decision of the kernel was audited (or a short record dropped).
+    Audited,
+    /// A parked request waits for its votes (a new one, or one that joined
+    /// an identical request).
+    Waiting,
+    /// A parked request was answered at once: its voters decided without
+    /// waiting (a grant may have been made), or its agent is gone.
+    Answered,
+}
+
 /// A stopped thread waiting for a verdict.
 struct Waiter {
     task: Held,
@@ -130,7 +145,9 @@ struct Waiting {
     request: Arc<Request>,
     event: AccessEvent,
     waiters: Vec<Waiter>,
-    vote: JoinHandle<()>,
+    /// The task waiting for the voters that do not answer at once; none
+    /// when the votes were in at once.
+    vote: Option<JoinHandle<()>>,
 }
 
 /// An agent cgroup to confine: its mission's grants, what becomes of what
@@ -395,25 +412,27 @@ impl<K: Kernel> Twin<K> {
     }
 
     /// Handles one record from the ring buffer: audits a decision, or
-    /// starts (or joins) the vote on a parked request.
-    pub fn handle_record(&mut self, bytes: &[u8]) -> Result<(), TwinError> {
+    /// decides, starts or joins the vote on a parked request.
+    pub fn handle_record(&mut self, bytes: &[u8]) -> Result<Handled, TwinError> {
         let Some(event) = events::parse(bytes) else {
             tracing::warn!(len = bytes.len(), "dropped a short event record");
-            return Ok(());
+            return Ok(Handled::Audited);
         };
         if event.verdict == verdict::PARKED {
-            self.on_parked(event);
-            Ok(())
+            self.on_parked(event)
         } else {
             let decision = events::decision(&event, &self.mounts);
-            self.audit(&Record::Decision(&decision))
+            self.audit(&Record::Decision(&decision))?;
+            Ok(Handled::Audited)
         }
     }
 
-    /// A task was parked: join an identical waiting request, or start a vote.
-    /// A task of a cgroup the twin does not serve (released meanwhile) is
-    /// refused at once.
-    pub fn on_parked(&mut self, event: AccessEvent) {
+    /// A task was parked: join an identical waiting request, or vote on it;
+    /// when the voters that answer at once decide it, the verdict is
+    /// written and the task continued before this returns. A task of a
+    /// cgroup the twin does not serve (released meanwhile) is refused at
+    /// once.
+    pub fn on_parked(&mut self, event: AccessEvent) -> Result<Handled, TwinError> {
         let received_ns = boottime_ns();
         let key = SameAccess::of(&event);
         let waiter = Waiter {
@@ -430,7 +449,7 @@ impl<K: Kernel> Twin<K> {
                 metrics.parked(&agent.name, 1);
             }
             waiting.waiters.push(waiter);
-            return;
+            return Ok(Handled::Waiting);
         }
         let Some(agent) = self.agents.get(&event.cgroup_id) else {
             tracing::warn!(
@@ -439,7 +458,7 @@ impl<K: Kernel> Twin<K> {
                 "a parked task of no agent: refused"
             );
             let _ = self.answer(&waiter, false);
-            return;
+            return Ok(Handled::Answered);
         };
         if let Some(metrics) = &self.metrics {
             metrics.request(&agent.name, events::hook_name(event.hook));
@@ -453,41 +472,58 @@ impl<K: Kernel> Twin<K> {
         ));
         let sanitized_ns = boottime_ns();
         tracing::info!(id = request.id, agent = %agent.name, path = %request.path, ops = ?request.operation, "parked");
-        let voters = Arc::clone(&agent.voters);
-        let policy = agent.policy.clone();
-        let outcomes = self.outcomes.clone();
-        let for_vote = Arc::clone(&request);
-        let vote = tokio::spawn(async move {
-            let outcome = vote::collect(&voters, for_vote, &policy).await;
-            let _ = outcomes.send((key, outcome));
-        });
-        self.waiting.insert(
-            key,
-            Waiting {
-                received_ns,
-                sanitized_ns,
-                request,
-                event,
-                waiters: vec![waiter],
-                vote,
-            },
-        );
+        let mut waiting = Waiting {
+            received_ns,
+            sanitized_ns,
+            request,
+            event,
+            waiters: vec![waiter],
+            vote: None,
+        };
+        match vote::begin(&agent.voters, &waiting.request, &agent.policy) {
+            Ok(outcome) => {
+                // Decided here: no task, timer or channel between the vote
+                // and the waiting task.
+                self.conclude(waiting, outcome)?;
+                Ok(Handled::Answered)
+            }
+            Err(pending) => {
+                let policy = agent.policy.clone();
+                let outcomes = self.outcomes.clone();
+                let request = Arc::clone(&waiting.request);
+                waiting.vote = Some(tokio::spawn(async move {
+                    let outcome = pending.finish(request, &policy).await;
+                    let _ = outcomes.send((key, outcome));
+                }));
+                self.waiting.insert(key, waiting);
+                Ok(Handled::Waiting)
+            }
+        }
     }
 
     /// A vote ended: write the verdict, continue the tasks, audit.
     pub fn on_outcome(&mut self, key: SameAccess, outcome: Outcome) -> Result<(), TwinError> {
-        let voted_ns = boottime_ns();
         let Some(waiting) = self.waiting.remove(&key) else {
             return Ok(());
         };
-        let granted = match outcome.allow {
+        self.conclude(waiting, outcome)
+    }
+
+    /// Writes the verdict on requests that waited together, continues their
+    /// tasks and audits it. Every task is continued whatever fails on the
+    /// way, and the failure is returned after: when a grant cannot be
+    /// written, an allow is answered once.
+    fn conclude(&mut self, waiting: Waiting, outcome: Outcome) -> Result<(), TwinError> {
+        let voted_ns = boottime_ns();
+        let (granted, mut answered) = match outcome.allow {
             Some((lifetime @ (Lifetime::Session | Lifetime::Ttl(_)), extent)) => {
-                self.grant(&waiting, lifetime, extent)?
+                match self.grant(&waiting, lifetime, extent) {
+                    Ok(granted) => (granted, Ok(())),
+                    Err(error) => (None, Err(error)),
+                }
             }
-            _ => None,
+            _ => (None, Ok(())),
         };
-        // Every task is continued, even past a failed map write.
-        let mut answered = Ok(());
         for waiter in &waiting.waiters {
             let written = if granted.is_some() {
                 // The restarted syscall finds the grant.
@@ -643,7 +679,11 @@ impl<K: Kernel> Twin<K> {
             .collect();
         keys.iter()
             .filter_map(|key| self.waiting.remove(key))
-            .inspect(|waiting| waiting.vote.abort())
+            .inspect(|waiting| {
+                if let Some(vote) = &waiting.vote {
+                    vote.abort();
+                }
+            })
             .collect()
     }
 

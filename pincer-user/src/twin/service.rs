@@ -17,7 +17,7 @@
 use aya::maps::{MapData, RingBuf};
 use tokio::{io::unix::AsyncFd, sync::mpsc, time::Interval};
 
-use super::{HEARTBEAT_EVERY, Twin, TwinError, VoteResult};
+use super::{HEARTBEAT_EVERY, Handled, Twin, TwinError, VoteResult};
 use crate::{
     audit::AuditLog,
     loader::{Enforcer, Kernel},
@@ -42,9 +42,12 @@ impl Prepared {
 /// What one [`Service::step`] handled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
-    /// Records from the ring buffer (decisions audited, requests parked).
+    /// Records from the ring buffer (decisions audited, requests parked),
+    /// none of them answered yet.
     Records,
-    /// A vote's verdict was written.
+    /// A vote's verdict was written: a vote that was waited for, or
+    /// records from the ring buffer of which at least one was answered at
+    /// once.
     Verdict,
     /// The heartbeat was sent.
     Heartbeat,
@@ -133,8 +136,7 @@ impl Service {
                 let mut guard = ready.map_err(TwinError::Ring)?;
                 let drained = drain(&mut self.twin, guard.get_inner_mut());
                 guard.clear_ready();
-                drained?;
-                Ok(Step::Records)
+                Ok(if drained? { Step::Verdict } else { Step::Records })
             }
             Some((key, outcome)) = self.outcomes.recv() => {
                 self.twin.on_outcome(key, outcome)?;
@@ -154,7 +156,7 @@ impl Service {
     /// Handles every record waiting in the ring buffer now, without waiting
     /// (the last decisions of an agent that just exited).
     pub fn drain(&mut self) -> Result<(), TwinError> {
-        drain(&mut self.twin, self.events.get_mut())
+        drain(&mut self.twin, self.events.get_mut()).map(|_| ())
     }
 
     /// Stops serving: no heartbeat from now on (an ungranted access is
@@ -185,12 +187,20 @@ impl Service {
     }
 }
 
-/// Handles every record in the ring buffer.
-fn drain(twin: &mut Twin<Enforcer>, ring: &mut RingBuf<MapData>) -> Result<(), TwinError> {
+/// Handles every record in the ring buffer; returns whether one was
+/// answered. A record that fails does not keep the others from being
+/// handled (each parked task behind it waits for its answer): the first
+/// error is returned at the end.
+fn drain(twin: &mut Twin<Enforcer>, ring: &mut RingBuf<MapData>) -> Result<bool, TwinError> {
+    let mut answered = false;
+    let mut result = Ok(());
     while let Some(item) = ring.next() {
-        twin.handle_record(&item)?;
+        match twin.handle_record(&item) {
+            Ok(handled) => answered |= handled == Handled::Answered,
+            Err(error) => result = result.and(Err(error)),
+        }
     }
-    Ok(())
+    result.map(|()| answered)
 }
 
 /// Sleeps until `at`, or forever.

@@ -12,7 +12,10 @@ use crate::{
     control::HumanAnswer,
     mission::Reason,
     vote::{Vote, VoteFuture},
-    voters::prompt::{PromptBoard, PromptVoter},
+    voters::{
+        mission::{MissionVoter, Rule, RuleVerdict},
+        prompt::{PromptBoard, PromptVoter},
+    },
 };
 
 const CGROUP: u64 = 7000;
@@ -55,6 +58,48 @@ impl<F: Fn(&Request) -> Option<Vote> + Send + Sync> Voter for Scripted<F> {
             }
         })
     }
+}
+
+/// A voter that answers at once as its function says, or (`None`) must be
+/// waited for and never answers.
+struct AtOnce<F>(F);
+
+impl<F: Fn(&Request) -> Option<Vote> + Send + Sync> Voter for AtOnce<F> {
+    fn name(&self) -> &'static str {
+        "mission"
+    }
+
+    fn vote_now(&self, request: &Request) -> Option<Vote> {
+        (self.0)(request)
+    }
+
+    fn vote(&self, request: Arc<Request>) -> VoteFuture {
+        let vote = (self.0)(&request);
+        Box::pin(async move {
+            match vote {
+                Some(vote) => vote,
+                None => std::future::pending().await,
+            }
+        })
+    }
+}
+
+/// The mission voter with one rule on the tree of the secret (the path the
+/// twin shows for `parked(.., &["key", "secret"])`).
+fn mission_rule(verdict: RuleVerdict) -> Arc<dyn Voter> {
+    Arc::new(MissionVoter::new(vec![Rule {
+        path: "…/secret".into(),
+        extent: Extent::Tree,
+        ops: ops::ALL,
+        verdict,
+        reason: Some("the rule on the secret".into()),
+        line: 9,
+    }]))
+}
+
+/// The prompt voter on a board nobody answers unless the test does.
+fn prompt(board: &Arc<PromptBoard>) -> Arc<dyn Voter> {
+    Arc::new(PromptVoter::new(Arc::clone(board)))
 }
 
 fn allow(lifetime: Lifetime, extent: Extent) -> Vote {
@@ -549,4 +594,143 @@ fn journal_entries_follow_parked_tasks_until_their_verdict() {
         h.twin.on_outcome(key, outcome).unwrap();
         assert!(!dir.path().join("41").exists());
     });
+}
+
+#[tokio::test]
+async fn a_vote_the_voters_have_at_once_is_answered_while_the_record_is_handled() {
+    let mut h = Harness::new(vec![mission_rule(RuleVerdict::Allow(Lifetime::Once))]);
+    let handled = h
+        .twin
+        .handle_record(bytes(&parked(41, SECRET, ops::READ, &["key", "secret"])))
+        .unwrap();
+    assert_eq!(handled, Handled::Answered);
+    // Written and continued before the record was done with: no vote task,
+    // nothing waiting, nothing coming through the channel.
+    assert_eq!(
+        h.kernel().verdicts[&41],
+        Verdict {
+            id: 410,
+            allow: 1,
+            _pad: 0
+        }
+    );
+    assert_eq!(h.kernel().resumed, [41]);
+    assert_eq!(h.twin.waiting().count(), 0);
+    assert!(h.results.try_recv().is_err());
+    // The same verdict line as a vote that was waited for: the sanitized
+    // request, the ballots, the stages.
+    let records = h.records();
+    assert_eq!(records.len(), 1);
+    let record = &records[0];
+    assert_eq!(record["verdict"], "allow");
+    assert_eq!(record["lifetime"]["kind"], "once");
+    assert_eq!(record["decided_by"], "mission");
+    assert_eq!(record["request"]["path"], "…/secret/key");
+    assert_eq!(record["request"]["pid"], 41);
+    assert_eq!(record["request"]["tid"], 41);
+    assert_eq!(record["request"]["comm"], "cat");
+    assert_eq!(record["votes"][0]["voter"], "mission");
+    assert_eq!(record["votes"][0]["vote"], "allow");
+    for stage in ["sanitize_us", "vote_us", "answer_us"] {
+        assert!(record["stages"][stage].is_u64(), "{record}");
+    }
+}
+
+#[tokio::test]
+async fn a_deny_at_once_decides_without_asking_the_voters_that_would_be_waited_for() {
+    let board = PromptBoard::new(None);
+    let mut h = Harness::new(vec![prompt(&board), mission_rule(RuleVerdict::Deny)]);
+    let handled = h
+        .twin
+        .handle_record(bytes(&parked(41, SECRET, ops::READ, &["key", "secret"])))
+        .unwrap();
+    assert_eq!(handled, Handled::Answered);
+    assert_eq!(h.kernel().verdicts[&41].allow, 0);
+    assert_eq!(h.kernel().resumed, [41]);
+    // Nobody was asked.
+    tokio::task::yield_now().await;
+    assert!(crate::control::ControlHandler::pending(&*board).is_empty());
+    let record = &h.records()[0];
+    assert_eq!(record["verdict"], "deny");
+    assert_eq!(record["decided_by"], "mission");
+    assert_eq!(record["reason"], "the rule on the secret");
+}
+
+#[tokio::test]
+async fn an_allow_at_once_still_waits_for_the_other_voters_and_a_later_deny_overrides_it() {
+    let board = PromptBoard::new(None);
+    let mut h = Harness::new(vec![
+        mission_rule(RuleVerdict::Allow(Lifetime::Session)),
+        prompt(&board),
+    ]);
+    let handled = h
+        .twin
+        .handle_record(bytes(&parked(41, SECRET, ops::READ, &["key", "secret"])))
+        .unwrap();
+    assert_eq!(handled, Handled::Waiting);
+    assert!(h.kernel().resumed.is_empty());
+    let mut asked = Vec::new();
+    for _ in 0..100 {
+        asked = crate::control::ControlHandler::pending(&*board);
+        if !asked.is_empty() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(asked.len(), 1);
+    crate::control::ControlHandler::answer(&*board, asked[0].id, HumanAnswer::Deny(None)).unwrap();
+    let (key, outcome) = h.results.recv().await.unwrap();
+    h.twin.on_outcome(key, outcome).unwrap();
+    assert_eq!(h.kernel().verdicts[&41].allow, 0);
+    assert!(!h.kernel().grants.contains_key(&key_of(SECRET)));
+    let record = &h.records()[0];
+    assert_eq!(record["decided_by"], "prompt");
+    // Both ballots, the one given at once first.
+    assert_eq!(record["votes"][0]["voter"], "mission");
+    assert_eq!(record["votes"][0]["vote"], "allow");
+    assert_eq!(record["votes"][1]["voter"], "prompt");
+    assert_eq!(record["votes"][1]["vote"], "deny");
+}
+
+#[tokio::test]
+async fn a_grant_made_at_once_releases_the_waiting_requests_it_covers() {
+    // Allows 41's read for its whole directory at once; others wait for an
+    // answer that never comes.
+    let mut h = Harness::new(vec![Arc::new(AtOnce(|request: &Request| {
+        (request.tid == 41).then(|| allow(Lifetime::Session, Extent::Tree))
+    }))]);
+    let waits = parked(42, 902, ops::READ, &["b", "docs", "project"]);
+    assert_eq!(
+        h.twin.handle_record(bytes(&waits)).unwrap(),
+        Handled::Waiting
+    );
+    let answered = parked(41, 901, ops::READ, &["a", "docs", "project"]);
+    assert_eq!(
+        h.twin.handle_record(bytes(&answered)).unwrap(),
+        Handled::Answered
+    );
+    assert_eq!(h.kernel().grants[&key_of(PROJECT)].tree_ops, ops::READ);
+    assert_eq!(h.kernel().resumed, [41, 42]);
+    assert_eq!(h.twin.waiting().count(), 0);
+    let records = h.records();
+    assert_eq!(records[0]["tids"], serde_json::json!([41]));
+    assert_eq!(records[0]["extent"], "tree");
+    assert_eq!(records[1]["decided_by"], "grant");
+    assert_eq!(records[1]["tids"], serde_json::json!([42]));
+}
+
+#[tokio::test]
+async fn a_grant_that_cannot_be_written_still_answers_and_continues_the_task() {
+    let mut h = Harness::new(vec![mission_rule(RuleVerdict::Allow(Lifetime::Session))]);
+    h.kernel().fail_grants = true;
+    let handled = h
+        .twin
+        .handle_record(bytes(&parked(41, SECRET, ops::READ, &["key", "secret"])));
+    assert!(matches!(handled, Err(TwinError::Load(_))), "{handled:?}");
+    // The voters allowed: this access is, once; the task is not left stopped.
+    assert_eq!(h.kernel().verdicts[&41].allow, 1);
+    assert_eq!(h.kernel().resumed, [41]);
+    let record = &h.records()[0];
+    assert_eq!(record["verdict"], "allow");
+    assert_eq!(record["lifetime"]["kind"], "once");
 }

@@ -95,6 +95,11 @@ impl Voter for MissionVoter {
         "mission"
     }
 
+    /// Always at once: the rules are the mission's own.
+    fn vote_now(&self, request: &Request) -> Option<Vote> {
+        Some(self.decide(request))
+    }
+
     fn vote(&self, request: Arc<Request>) -> VoteFuture {
         let vote = self.decide(&request);
         Box::pin(async move { vote })
