@@ -28,6 +28,10 @@ fn escape_with(bytes: &[u8], double_backslash: bool) -> String {
         for c in chunk.valid().chars() {
             match c {
                 '\\' if double_backslash => out.push_str("\\\\"),
+                // Most of what is escaped is printable ASCII, which shows as
+                // itself: no table lookup (a parked request escapes every
+                // name of its path while its task waits).
+                ' '..='~' => out.push(c),
                 c if hides(c) => {
                     let mut buf = [0; 4];
                     for b in c.encode_utf8(&mut buf).bytes() {
@@ -87,6 +91,25 @@ mod tests {
         assert_eq!(escape(b"bad\xff\xfeutf8"), "bad\\xff\\xfeutf8");
         assert_eq!(escape("caf\u{e9}".as_bytes()), "caf\u{e9}");
         assert_eq!(escape("\u{65e5}\u{672c}".as_bytes()), "\u{65e5}\u{672c}");
+    }
+
+    #[test]
+    fn printable_ascii_shows_as_itself_and_nothing_else_in_ascii_does() {
+        // The fast path agrees with the rule for every ASCII character.
+        for c in '\0'..='\x7f' {
+            let shown = escape(c.to_string().as_bytes());
+            match c {
+                '\\' => assert_eq!(shown, "\\\\"),
+                ' '..='~' => {
+                    assert!(!hides(c), "{c:?}");
+                    assert_eq!(shown, c.to_string());
+                }
+                _ => {
+                    assert!(hides(c), "{c:?}");
+                    assert_eq!(shown, format!("\\x{:02x}", c as u32));
+                }
+            }
+        }
     }
 
     #[test]
