@@ -14,6 +14,10 @@ pub enum Args {
     /// as a program reading a shifted argument would decide on the wrong
     /// object. The verdict of earlier programs on the hook follows them.
     Exactly(usize),
+    /// Exactly this many, for a hook that returns nothing: the kernel
+    /// ignores what the program answers, and there is no verdict of earlier
+    /// programs to read.
+    Void(usize),
     /// The signature differs between the kernels pincer runs on: the program
     /// finds its arguments itself (`inode_setattr`) or reads none (`bpf`),
     /// and reads no verdict, whose position moves with them.
@@ -54,7 +58,7 @@ impl Hook {
     pub const fn verdict_slot(&self) -> Option<usize> {
         match self.args {
             Args::Exactly(count) => Some(count),
-            Args::Varies => None,
+            Args::Void(_) | Args::Varies => None,
         }
     }
 }
@@ -83,7 +87,7 @@ macro_rules! hooks {
     };
 }
 
-use Args::{Exactly, Varies};
+use Args::{Exactly, Varies, Void};
 use Attach::{Always, WhenPresent};
 
 hooks! {
@@ -184,6 +188,10 @@ hooks! {
     /// `security_file_ioctl_compat` (6.8, and the stable kernels it was
     /// backported to): an `ioctl(2)` of a 32-bit process.
     FILE_IOCTL_COMPAT = 41, "file_ioctl_compat", Exactly(3), WhenPresent;
+    /// `security_d_instantiate`: a name is bound to its inode, as a new
+    /// object is made (and as an existing one is looked up): where an
+    /// agent's new object is labelled.
+    D_INSTANTIATE = 42, "d_instantiate", Void(2), Always;
 }
 
 /// The hook with this id, if there is one.
@@ -282,6 +290,7 @@ mod tests {
         assert_eq!(get(PTRACE).btf_function, "bpf_lsm_ptrace_access_check");
         assert_eq!(get(INODE_CREATE).verdict_slot(), Some(3));
         assert_eq!(get(INODE_SETATTR).verdict_slot(), None);
+        assert_eq!(get(D_INSTANTIATE).verdict_slot(), None);
         assert_eq!(find(0), None);
         assert_eq!(find(ALL.len() as u32 + 1), None);
         assert_eq!(name(0), "unknown");

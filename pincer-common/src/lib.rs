@@ -11,10 +11,12 @@
 //!   [`counter`] (the kernel's counters), [`names`] (map names), [`caps`]
 //!   (capabilities: the default set and those never given), and
 //!   [`hook`], the one table of hooks (id, name, BTF function, argument
-//!   count) the programs, the loader's BTF check and the event decoder read.
+//!   count) the programs, the loader's BTF check and the event decoder read;
+//!   labels: [`authority`] levels, [`label_flags`], [`policy_rule`].
 //! - Map keys and values: [`Agent`], [`GrantKey`], [`GrantValue`],
 //!   [`CachedGrant`], [`NameGrantKey`], [`Pending`], [`Verdict`], [`Twin`],
-//!   [`KernelOffsets`]; the ring-buffer record [`AccessEvent`].
+//!   [`KernelOffsets`], [`ObjectKey`], [`Label`], [`PolicyName`],
+//!   [`Making`]; the ring-buffer record [`AccessEvent`].
 //! - Limits: path components, tree depth, map sizes, the ring buffer.
 #![no_std]
 
@@ -157,6 +159,10 @@ pub mod event_flags {
     /// agent's cgroup. The path is empty and `ino` holds the object's id (the
     /// IPC identifier, the key's serial number).
     pub const NOT_OWNED: u32 = 1 << 16;
+    /// The access changes a policy object (an agent's instructions or
+    /// settings, a git hook, a shell start-up file, ...): only the owner
+    /// may allow it, and only once ([`label_flags`], [`policy_rule`]).
+    pub const POLICY: u32 = 1 << 17;
 }
 
 /// Indices of the per-CPU counters in [`names::COUNTERS`].
@@ -193,8 +199,13 @@ pub mod counter {
     pub const REPARKED: u32 = 14;
     /// Denied by a self-protection hook (see `event_flags::GUARD`).
     pub const GUARDED: u32 = 15;
+    /// Labels that could not be written (the labels map full): the access
+    /// that would have made them was refused where it still could be.
+    pub const LABEL_FAILED: u32 = 16;
+    /// Changes to policy objects refused or parked for the owner.
+    pub const POLICY: u32 = 17;
     /// Number of counters.
-    pub const COUNT: u32 = 16;
+    pub const COUNT: u32 = 18;
 
     /// Names for metrics and `pincer` output, by index.
     pub const NAMES: [&str; COUNT as usize] = [
@@ -214,6 +225,8 @@ pub mod counter {
         "verdict_deny",
         "reparked",
         "guarded",
+        "label_failed",
+        "policy",
     ];
 }
 
@@ -262,6 +275,170 @@ pub mod names {
     pub const OWNERS: &str = "PINCER_OWNERS";
     /// The [`crate::KernelOffsets`] global.
     pub const OFFSETS: &str = "PINCER_OFFSETS";
+    /// [`crate::ObjectKey`] → [`crate::Label`]: what pincer knows of an
+    /// object's content (who made it, its authority). One map for every
+    /// pincer on the host, pinned at a fixed path.
+    pub const LABELS: &str = "PINCER_LABELS";
+    /// [`crate::PolicyName`] → bits of [`crate::policy_rule`]: the names of
+    /// policy objects.
+    pub const POLICY_NAMES: &str = "PINCER_PNAMES";
+    /// Thread id → [`crate::Making`]: the object a thread is creating, to
+    /// be labelled when the kernel binds its name to it.
+    pub const MAKING: &str = "PINCER_MAKING";
+}
+
+/// Authority levels of content (see [`Label`]), lowest first: what it may
+/// justify. Zero is "not labelled": content pincer knows nothing of counts
+/// as [`authority::USER`]'s (the host's own files).
+pub mod authority {
+    /// Read, never acted on: fetched pages, tool output, and everything an
+    /// agent wrote (the model is a lowest-authority input).
+    pub const EVIDENCE: u32 = 1;
+    /// The user's own content and what the owner raised to it.
+    pub const USER: u32 = 2;
+    /// What the owner approved: instructions and settings agents obey.
+    pub const POLICY: u32 = 3;
+
+    /// Names in missions, audit lines and `pincer label`, by level.
+    pub const NAMES: [(u32, &str); 3] =
+        [(EVIDENCE, "evidence"), (USER, "user"), (POLICY, "policy")];
+
+    /// The name of a level (`unlabelled` for zero or an unknown value).
+    pub const fn name(level: u32) -> &'static str {
+        match level {
+            EVIDENCE => "evidence",
+            USER => "user",
+            POLICY => "policy",
+            _ => "unlabelled",
+        }
+    }
+}
+
+/// Bits of [`Label::flags`].
+pub mod label_flags {
+    /// An agent created it, or last changed its content: it is evidence,
+    /// and a name under it is never a policy object by its name alone (a
+    /// repository the agent made is the agent's, hooks and all).
+    pub const AGENT_MADE: u32 = 1 << 0;
+    /// A policy object: only the owner changes it.
+    pub const POLICY: u32 = 1 << 1;
+    /// With [`POLICY`]: everything below the directory is policy too.
+    pub const TREE: u32 = 1 << 2;
+}
+
+/// Bits of a [`names::POLICY_NAMES`] value: what a policy name protects.
+pub mod policy_rule {
+    /// An existing object of that name: changing, renaming, removing or
+    /// linking it needs the owner.
+    pub const OBJECT: u32 = 1 << 0;
+    /// Making an object of that name needs the owner.
+    pub const NEW: u32 = 1 << 1;
+    /// Everything below a directory of that name needs the owner to be
+    /// changed or made.
+    pub const TREE: u32 = 1 << 2;
+}
+
+/// Operations that change an object or make one, which policy objects take
+/// only from the owner (everything but `read` and `exec`).
+pub const CHANGE_OPS: u32 =
+    ops::WRITE | ops::CREATE | ops::DELETE | ops::RENAME | ops::LINK | ops::SETATTR | ops::MKDIR;
+
+/// The longest name a policy rule can match, with room for its NUL: names
+/// are compared by a hash of their first bytes ([`policy_name_hash`]).
+pub const POLICY_NAME_BUF: usize = 40;
+/// The longest name a policy rule may have (a longer name in a path never
+/// matches one).
+pub const MAX_POLICY_NAME: usize = 31;
+
+/// The hash a policy name is looked up by: FNV-1a over the first 32 bytes
+/// of the name, zero-padded, by little-endian words, never zero (zero
+/// means "no name" in a [`PolicyName`]). The programs read a name with its
+/// NUL into a zeroed buffer, which pads it the same way.
+#[inline(always)]
+pub fn policy_name_hash(padded: &[u8; POLICY_NAME_BUF]) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    let mut i = 0;
+    while i < 4 {
+        let mut word = [0u8; 8];
+        let mut j = 0;
+        while j < 8 {
+            word[j] = padded[i * 8 + j];
+            j += 1;
+        }
+        hash ^= u64::from_le_bytes(word);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    hash | 1
+}
+
+/// The [`policy_name_hash`] of a name as userspace writes it; `None` for a
+/// name longer than [`MAX_POLICY_NAME`] bytes or holding a NUL.
+pub fn policy_name_hash_of(name: &[u8]) -> Option<u64> {
+    if name.is_empty() || name.len() > MAX_POLICY_NAME || name.contains(&0) {
+        return None;
+    }
+    let mut padded = [0u8; POLICY_NAME_BUF];
+    padded[..name.len()].copy_from_slice(name);
+    Some(policy_name_hash(&padded))
+}
+
+/// Key of [`names::POLICY_NAMES`]: a name, alone (`parent` zero: in any
+/// directory) or in a directory of a given name (`.git` / `hooks`), both
+/// as [`policy_name_hash`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PolicyName {
+    /// The directory's name hash, or zero for any directory.
+    pub parent: u64,
+    /// The name's hash.
+    pub name: u64,
+}
+
+/// An object by identity, for [`names::LABELS`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    /// Device (kernel encoding).
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+}
+
+/// What pincer knows of an object's content: the value of
+/// [`names::LABELS`]. The full descriptor (owner, scope, origins, their
+/// revocation counters) is the twin's; the kernel keeps what it decides on.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Label {
+    /// One of [`authority`] (zero: none given, the object's own).
+    pub authority: u32,
+    /// Bits of [`label_flags`].
+    pub flags: u32,
+    /// The inode's generation when it was labelled: a label whose object
+    /// was deleted and whose inode number was reused does not carry over
+    /// (zero matches any generation, for file systems that keep none).
+    pub generation: u32,
+    /// Explicit padding; always zero.
+    pub _pad: u32,
+    /// The cgroup id of the agent that made or last changed it (zero: no
+    /// agent).
+    pub agent: u64,
+}
+
+/// An object a thread is making: the value of [`names::MAKING`], set when
+/// the creation is allowed and spent when the kernel binds the new name to
+/// its inode (`d_instantiate`), where the new object is labelled.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Making {
+    /// The new (still negative) dentry.
+    pub dentry: u64,
+    /// The label's [`label_flags`]: `AGENT_MADE` for the agent's own
+    /// object, none for one the owner let it make in a policy place.
+    pub flags: u32,
+    /// Explicit padding; always zero.
+    pub _pad: u32,
 }
 
 /// Longest path component copied into an event (with its NUL).
@@ -278,6 +455,12 @@ pub const MAX_TREE_DEPTH: u32 = 4096;
 pub const NAME_LEN: usize = 256;
 /// The longest prefix a prefix grant may have ([`PrefixName`]).
 pub const MAX_PREFIX_LEN: usize = 63;
+
+/// Labelled objects at once (the map is not preallocated: memory follows
+/// use). A label that does not fit is counted ([`counter::LABEL_FAILED`]).
+pub const MAX_LABELS: u32 = 1 << 20;
+/// Creations in flight at once, over all agents.
+pub const MAX_MAKING: u32 = 4096;
 
 /// Maximum number of agent cgroups.
 pub const MAX_AGENTS: u32 = 4096;
@@ -617,6 +800,10 @@ pub struct KernelOffsets {
     pub key_serial: u32,
     /// `task_struct.real_cred`.
     pub task_struct_real_cred: u32,
+    /// `inode.i_generation`.
+    pub inode_i_generation: u32,
+    /// Explicit padding; always zero.
+    pub _pad: u32,
 }
 
 impl KernelOffsets {
@@ -657,6 +844,8 @@ impl KernelOffsets {
             kern_ipc_perm_id: 0,
             key_serial: 0,
             task_struct_real_cred: 0,
+            inode_i_generation: 0,
+            _pad: 0,
         }
     }
 }
@@ -858,6 +1047,8 @@ pub mod file_type {
     pub const CHAR: u32 = 0o020000;
     /// `S_IFBLK`.
     pub const BLOCK: u32 = 0o060000;
+    /// `S_IFREG`.
+    pub const REGULAR: u32 = 0o100000;
 }
 
 /// `super_block.s_magic` of the file systems agents never open.
@@ -888,7 +1079,11 @@ const _: () = {
     assert!(core::mem::size_of::<CachedGrant>() == 16);
     assert!(core::mem::size_of::<NameGrantKey>() == 24 + NAME_LEN);
     assert!(core::mem::size_of::<AccessEvent>() == 112 + COMPONENT_LEN * MAX_COMPONENTS);
-    assert!(core::mem::size_of::<KernelOffsets>() == 136);
+    assert!(core::mem::size_of::<KernelOffsets>() == 144);
+    assert!(core::mem::size_of::<ObjectKey>() == 16);
+    assert!(core::mem::size_of::<Label>() == 24);
+    assert!(core::mem::size_of::<PolicyName>() == 16);
+    assert!(core::mem::size_of::<Making>() == 16);
     assert!(core::mem::size_of::<Pending>() == 40);
     assert!(core::mem::size_of::<Verdict>() == 16);
     assert!(core::mem::size_of::<Twin>() == 16);
@@ -911,6 +1106,9 @@ const _: () = {
         names::GUARDED,
         names::OWNERS,
         names::OFFSETS,
+        names::LABELS,
+        names::POLICY_NAMES,
+        names::MAKING,
     ];
     let mut i = 0;
     while i < maps.len() {
@@ -934,6 +1132,10 @@ mod pod {
     unsafe impl aya::Pod for super::Pending {}
     unsafe impl aya::Pod for super::Verdict {}
     unsafe impl aya::Pod for super::Twin {}
+    unsafe impl aya::Pod for super::ObjectKey {}
+    unsafe impl aya::Pod for super::Label {}
+    unsafe impl aya::Pod for super::PolicyName {}
+    unsafe impl aya::Pod for super::Making {}
 }
 
 /// Converts a userspace device number (`stat.st_dev`, glibc's encoding) to the

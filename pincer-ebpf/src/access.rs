@@ -16,6 +16,7 @@ use crate::{
 };
 
 /// An access to decide.
+#[derive(Clone, Copy)]
 pub struct Access {
     /// One of `pincer_common::hook`.
     pub hook: u32,

@@ -12,141 +12,243 @@
 //! | two ends, neither granted                                          | `EACCES` | allow + report | `EACCES`        |
 //! | not identified (no offsets, a read failed)                         | `EACCES` | allow + report | `EACCES`        |
 //!
+//! A change to a **policy object** (an agent's instructions or settings, a
+//! git hook, a shell start-up file: named by the policy names, or labelled
+//! so) takes no change operation from a grant above the object's policy
+//! place: only a grant that names the object, or a tree inside the policy
+//! place, gives one (an owner's approval, a mission's explicit grant). An
+//! ungranted change there is reported with `event_flags::POLICY`, for the
+//! owner alone to answer. A place an agent made (its label says so) holds
+//! no policy object by name: a repository it made is its own.
+//!
 //! A granted access is reported only for agents with `REPORT_ALLOWED`.
 //! Every path ends in [`settle`], the one place that counts, parks and
-//! reports. A full ring buffer is counted and changes nothing, except that
+//! reports; it and the lookup run as callbacks over a per-CPU entry (see
+//! [`decide_entry`] for why). A full ring buffer is counted and changes nothing, except that
 //! a request nobody would hear of is denied rather than parked.
 
 use pincer_common::{
-    Agent, CachedGrant, EACCES, ERESTARTNOINTR, GrantKey, MAX_PREFIX_LEN, MAX_TREE_DEPTH,
-    PrefixName, agent_flags, counter, event_flags, mode, verdict,
+    Agent, CHANGE_OPS, CachedGrant, EACCES, ERESTARTNOINTR, GrantKey, Label, MAX_PREFIX_LEN,
+    MAX_TREE_DEPTH, PolicyName, PrefixName, agent_flags, counter, event_flags, label_flags, mode,
+    policy_rule, verdict,
 };
 
-use aya_ebpf::{cty::c_void, helpers::bpf_loop};
+use aya_ebpf::{cty::c_void, helpers::bpf_loop, macros::map, maps::PerCpuArray};
 
 use crate::{
     access::Access,
     kernel::{self, Failure, ReadFailed},
-    maps::{GRANT_CACHE, GRANTS, NAME_GRANTS, PREFIX_SCRATCH, PREFIXES, count, epoch},
+    labels,
+    maps::{
+        GRANT_CACHE, GRANTS, NAME_GRANTS, POLICY_NAMES, PREFIX_SCRATCH, PREFIXES, count, epoch,
+    },
     park, report,
 };
 
-/// An access with what the grants give on it.
+/// Room for the checks of one program run: the access (both ends of a link
+/// or rename) and what the grants and labels say of it. Per CPU rather than
+/// on the 512-byte BPF stack, which the walks' callbacks share; one program
+/// runs at a time on a CPU.
+#[map(name = "PINCER_CHECKS")]
+static CHECKS: PerCpuArray<Checked> = PerCpuArray::with_max_entries(2, 0);
+
+/// The [`CHECKS`] entry of a single access, or of a link's or rename's
+/// object.
+const FIRST: u32 = 0;
+/// The [`CHECKS`] entry of a link's or rename's new name.
+const SECOND: u32 = 1;
+
+/// An access, the rules beside the grants, and what the grants and labels
+/// say of it: the entry both callbacks ([`check_step`], [`decide_step`])
+/// work on.
+#[repr(C)]
 pub struct Checked {
+    /// The agent.
+    agent: Agent,
     /// Operations the grants gave.
     granted: u32,
-    /// Whether the access was identified; when not, `access` is
+    /// The walk met a policy place.
+    barrier: u32,
+    /// The object's label (`labels::none()` for a new name).
+    label: Label,
+    /// Non-zero when the access is to an object labels are for: not a pipe
+    /// or socket, not one a rule beside the grants gave (`/proc`, pidfs).
+    labelled: u32,
+    /// Its own number in [`CHECKS`].
+    which: u32,
+    /// Operations a rule gives whatever the grants.
+    also: u32,
+    /// Non-zero when a rule refuses the access whatever the grants: the
+    /// event flag of its reason (nothing is looked up).
+    forced: u32,
+    /// The event flag of the reason an ungranted access cannot be parked
+    /// (zero when it can be).
+    no_park: u32,
+    /// The hook's verdict, as [`decide_step`] leaves it.
+    ret: i32,
+    /// Non-zero when the access was identified; when not, `access` is
     /// [`Access::unidentified`] and the access is denied.
-    identified: bool,
+    identified: u32,
     /// The access.
     access: Access,
 }
 
-impl Checked {
-    /// Whether the grants cover every operation the access needs.
-    #[inline(always)]
-    fn covered(&self) -> bool {
-        self.identified && self.granted & self.access.ops == self.access.ops
-    }
+// SAFETY: a `Checked` lives only in the per-CPU `CHECKS`, where one program
+// at a time on its CPU reads and writes it; its kernel pointers are only
+// handed to the kernel's probe reads.
+unsafe impl Sync for Checked {}
 
-    /// The access, when it was identified.
-    #[inline(always)]
-    fn access(&self) -> Option<&Access> {
-        if self.identified {
-            Some(&self.access)
-        } else {
-            None
-        }
-    }
+/// What decides an access besides the grants: operations a rule gives
+/// (`also`), a rule's refusal whatever the grants (`forced`, the event
+/// flag of its reason), and why it could not be parked (`no_park`).
+#[derive(Clone, Copy, Default)]
+pub struct Rules {
+    also: u32,
+    forced: u32,
+    no_park: u32,
 }
 
-/// Looks up what the agent's grants give on an access.
+/// This CPU's entry `which` of [`CHECKS`].
 #[inline(always)]
-pub fn check(agent: &Agent, access: Result<Access, Failure>) -> Checked {
-    check_also(agent, access, 0)
+fn entry(which: u32) -> Option<&'static mut Checked> {
+    let checked = CHECKS.get_ptr_mut(which)?;
+    // SAFETY: per-CPU room, used by one program at a time on this CPU.
+    Some(unsafe { &mut *checked })
 }
 
-/// Looks up what the agent's grants give on an access, and adds `also`
-/// (operations a rule gives whatever the grants); the grants are not looked
-/// up when `also` covers the access.
+/// Fills the [`CHECKS`] entry `which` with an access as its hook built it,
+/// and the rules beside the grants: not looked up yet.
 #[inline(always)]
-fn check_also(agent: &Agent, access: Result<Access, Failure>, also: u32) -> Checked {
-    let (identified, access) = match access {
-        Ok(access) => (true, access),
-        Err(Failure::NoOffsets) => {
-            count(counter::NO_OFFSETS);
-            (false, Access::unidentified())
+fn prepare(
+    which: u32,
+    agent: &Agent,
+    access: Result<Access, Failure>,
+    rules: Rules,
+) -> Option<&'static mut Checked> {
+    let checked = entry(which)?;
+    match access {
+        Ok(access) => {
+            checked.identified = 1;
+            checked.access = access;
         }
-        Err(Failure::Read) => {
-            count(counter::READ_FAILED);
-            (false, Access::unidentified())
+        Err(failure) => {
+            count(match failure {
+                Failure::NoOffsets => counter::NO_OFFSETS,
+                Failure::Read => counter::READ_FAILED,
+            });
+            checked.identified = 0;
+            checked.access = Access::unidentified();
         }
+    }
+    checked.agent = *agent;
+    checked.granted = 0;
+    checked.barrier = 0;
+    checked.label = labels::none();
+    checked.labelled = 0;
+    checked.which = which;
+    checked.also = rules.also;
+    checked.forced = rules.forced;
+    checked.no_park = rules.no_park;
+    checked.ret = -EACCES;
+    Some(checked)
+}
+
+/// Runs `callback` as a one-step `bpf_loop` on the entry `which`: false
+/// when it could not run.
+#[inline(always)]
+fn run(callback: extern "C" fn(u64, *mut c_void) -> i64, which: u32) -> bool {
+    let mut which = which;
+    let ran = unsafe { bpf_loop(1, callback as *mut c_void, (&raw mut which).cast(), 0) };
+    ran >= 0
+}
+
+/// Checks an access and decides it: fills the entry `which`, looks up
+/// what the grants and labels say ([`check_step`]), decides and reports
+/// ([`decide_step`]); returns the hook's verdict.
+///
+/// Both run as callbacks of one-step `bpf_loop`s, on the entry rather than
+/// on the program's stack: the verifier checks a callback's instructions
+/// once and prunes a later call whose state it has seen, and does not
+/// follow values in a map, so the many ways through a hook (its rules, its
+/// two ends, the few constants its operations can be) meet again at each
+/// callback instead of each being checked down to the report. The 512-byte
+/// BPF stack is left to the callbacks and the walks they run.
+#[inline(always)]
+fn decide_entry(which: u32, agent: &Agent, access: Result<Access, Failure>, rules: Rules) -> i32 {
+    let Some(checked) = prepare(which, agent, access, rules) else {
+        return unroomed();
     };
-    let granted = if !identified {
+    if !run(check_step, which) {
+        count(counter::READ_FAILED);
+        checked.granted = 0;
+        checked.labelled = 0;
+    }
+    finish(which)
+}
+
+/// Decides the entry `which`, looked up already ([`decide_step`]).
+#[inline(always)]
+fn finish(which: u32) -> i32 {
+    if !run(decide_step, which) {
+        return unroomed();
+    }
+    let Some(checked) = entry(which) else {
+        return unroomed();
+    };
+    // SAFETY: a plain value in this CPU's entry.
+    let ret = unsafe { core::ptr::read_volatile(&checked.ret) };
+    // Back to the constants the decision returns: read from a map, the
+    // verdict is any value to the verifier, which (6.x) wants an LSM
+    // program's return to be a known errno or zero.
+    if ret == 0 {
         0
-    } else if kernel::is_pipe_or_socket(kernel::off(), access.dev) {
-        access.ops
-    } else if also & access.ops == access.ops {
-        also
+    } else if ret == -ERESTARTNOINTR {
+        -ERESTARTNOINTR
     } else {
-        match granted_ops(agent.slot, &access) {
-            Ok(granted) => granted | also,
-            Err(ReadFailed) => {
-                count(counter::READ_FAILED);
-                also
-            }
-        }
-    };
-    Checked {
-        granted,
-        identified,
-        access,
+        -EACCES
     }
+}
+
+/// The verdict when the entry cannot be had or its callback not run
+/// (never): denied, counted.
+#[inline(always)]
+fn unroomed() -> i32 {
+    count(counter::READ_FAILED);
+    count(counter::DENIED);
+    -EACCES
 }
 
 /// Decides an agent's access and reports it; returns the hook's verdict.
 #[inline(always)]
 pub fn decide(agent: &Agent, access: Result<Access, Failure>) -> i32 {
-    settle(agent, check(agent, access), 0, 0)
+    decide_entry(FIRST, agent, access, Rules::default())
 }
 
 /// Decides an access by a rule beside the grants (see [`crate::objects`]):
 /// `also` is given besides them, and a non-zero `forced` refuses whatever
-/// they give, for the reason of that event flag. One call of [`settle`]
-/// for every outcome, so the program holds one copy of it.
+/// they give, for the reason of that event flag.
 #[inline(always)]
 pub fn decide_with(agent: &Agent, access: Result<Access, Failure>, also: u32, forced: u32) -> i32 {
-    let checked = if forced == 0 {
-        check_also(agent, access, also)
-    } else {
-        unchecked(agent, access, forced)
+    if forced == event_flags::GUARD && agent.mode != mode::AUDIT {
+        count(counter::GUARDED);
+    }
+    let rules = Rules {
+        also,
+        forced,
+        no_park: forced,
     };
-    settle(agent, checked, forced, forced)
+    decide_entry(FIRST, agent, access, rules)
 }
 
 /// Like [`decide`] for a hook whose system call cannot be restarted: an
 /// ungranted access is denied in ask mode too.
 #[inline(always)]
 pub fn decide_unrestartable(agent: &Agent, access: Result<Access, Failure>) -> i32 {
-    settle(agent, check(agent, access), event_flags::NOT_RESTARTABLE, 0)
-}
-
-/// An access refused whatever the grants, for the reason of event flag
-/// `why`: nothing is looked up.
-#[inline(always)]
-fn unchecked(agent: &Agent, access: Result<Access, Failure>, why: u32) -> Checked {
-    if why == event_flags::GUARD && agent.mode != mode::AUDIT {
-        count(counter::GUARDED);
-    }
-    let (identified, access) = match access {
-        Ok(access) => (true, access),
-        Err(_) => (false, Access::unidentified()),
+    let rules = Rules {
+        no_park: event_flags::NOT_RESTARTABLE,
+        ..Rules::default()
     };
-    Checked {
-        granted: 0,
-        identified,
-        access,
-    }
+    decide_entry(FIRST, agent, access, rules)
 }
 
 /// Decides an operation with two ends (a hard link, a rename), allowed only
@@ -159,31 +261,152 @@ fn unchecked(agent: &Agent, access: Result<Access, Failure>, why: u32) -> Checke
 pub fn decide_pair(
     agent: &Agent,
     first: Result<Access, Failure>,
-    second: Result<Access, Failure>,
+    second: impl FnOnce() -> Result<Access, Failure>,
 ) -> i32 {
-    let first = check(agent, first);
-    let second = check(agent, second);
-    let (subject, no_park) = match (first.covered(), second.covered()) {
-        (true, false) => (second, 0),
-        (false, false) => (first, event_flags::BOTH_ENDS),
-        _ => (first, 0),
+    // Each end is copied into its entry as it is checked: two accesses
+    // never hold the stack at once.
+    let Some(object) = prepare(FIRST, agent, first, Rules::default()) else {
+        return unroomed();
     };
-    settle(agent, subject, no_park, 0)
+    if !run(check_step, FIRST) {
+        count(counter::READ_FAILED);
+        object.granted = 0;
+        object.labelled = 0;
+    }
+    let Some(name) = prepare(SECOND, agent, second(), Rules::default()) else {
+        return unroomed();
+    };
+    if !run(check_step, SECOND) {
+        count(counter::READ_FAILED);
+        name.granted = 0;
+        name.labelled = 0;
+    }
+    let object_covered = object.covered();
+    let name_covered = name.covered();
+    // The object placed in a policy place (the owner allowed it) is no
+    // longer the agent's own there.
+    let placed = name.barrier != 0 && object.identified != 0;
+    let which = match (object_covered, name_covered) {
+        (true, false) => SECOND,
+        (false, false) => {
+            object.no_park = event_flags::BOTH_ENDS;
+            FIRST
+        }
+        _ => FIRST,
+    };
+    let ret = finish(which);
+    if ret == 0 && placed && labels::Placed::of(&object.access).in_policy().is_err() {
+        return -EACCES;
+    }
+    ret
+}
+
+impl Checked {
+    /// Whether the grants cover every operation the access needs.
+    #[inline(always)]
+    fn covered(&self) -> bool {
+        self.identified != 0 && self.granted & self.access.ops == self.access.ops
+    }
+}
+
+/// The callback that looks up what the grants and labels say of the entry
+/// whose number its context holds (nothing for an unidentified access or
+/// one a rule refused).
+extern "C" fn check_step(_index: u64, ctx: *mut c_void) -> i64 {
+    // SAFETY: `ctx` is the entry number on the caller's stack, for the
+    // duration of `bpf_loop`.
+    let which = unsafe { *ctx.cast::<u32>() };
+    let Some(checked) = entry(which) else {
+        return 1;
+    };
+    if checked.identified == 0 || checked.forced != 0 {
+        return 1;
+    }
+    let also = checked.also;
+    let access = &checked.access;
+    if kernel::is_pipe_or_socket(kernel::off(), access.dev) {
+        checked.granted = access.ops;
+        return 1;
+    }
+    if also & access.ops == access.ops {
+        checked.granted = also;
+        return 1;
+    }
+    let found = labels::own(access).and_then(|label| {
+        let found = granted_ops(checked.agent.slot, access, &label)?;
+        Ok((label, found))
+    });
+    checked.labelled = 1;
+    match found {
+        Ok((label, found)) => {
+            checked.label = label;
+            checked.granted = found.granted | also;
+            checked.barrier = u32::from(found.barrier);
+        }
+        Err(ReadFailed) => {
+            count(counter::READ_FAILED);
+            checked.granted = also;
+        }
+    }
+    1
+}
+
+/// The callback that decides the entry whose number its context holds
+/// ([`settle`]) and leaves the hook's verdict in it.
+extern "C" fn decide_step(_index: u64, ctx: *mut c_void) -> i64 {
+    // SAFETY: `ctx` is the entry number on the caller's stack, for the
+    // duration of `bpf_loop`.
+    let which = unsafe { *ctx.cast::<u32>() };
+    let Some(checked) = entry(which) else {
+        return 1;
+    };
+    checked.ret = settle(checked);
+    1
 }
 
 /// Applies the agent's mode to a checked access and reports the result.
 ///
-/// `no_park` is the event flag of the reason an ungranted access cannot be
-/// parked in ask mode (zero when it can be); `forced` makes the access
-/// ungranted whatever the grants, with that flag. Every path reaches the one
-/// reporting call at the end: each call site of `report::fill` is a copy of
-/// the path walk the verifier checks again, and the programs load faster
-/// with one.
+/// The entry's `no_park` is the event flag of the reason an ungranted
+/// access cannot be parked in ask mode (zero when it can be); its `forced`
+/// makes the access ungranted whatever the grants, with that flag. Every
+/// path reaches the one reporting call at the end: each call site of
+/// `report::fill` is a copy of the path walk the verifier checks again,
+/// and the programs load faster with one.
+///
+/// What the access makes or changes is labelled before it goes on, on the
+/// two ways an access is allowed: granted (or audit mode, which allows
+/// everything), and a verdict that allows a parked one.
 #[inline(always)]
-fn settle(agent: &Agent, checked: Checked, no_park: u32, forced: u32) -> i32 {
-    let covered = checked.covered();
-    let granted = checked.granted;
-    let access = checked.access();
+fn settle(checked: &Checked) -> i32 {
+    let agent = &checked.agent;
+    // Each field the decision branches on is read once: the verifier does
+    // not follow values in a map, so two reads of one field are two values
+    // to it, and a choice the compiler makes from one read and relies on
+    // at another would not hold for it.
+    // SAFETY: plain values in this CPU's entry.
+    let (identified, granted, barrier, ops, forced, no_park) = unsafe {
+        (
+            core::ptr::read_volatile(&checked.identified) != 0,
+            core::ptr::read_volatile(&checked.granted),
+            core::ptr::read_volatile(&checked.barrier) != 0,
+            core::ptr::read_volatile(&checked.access.ops),
+            core::ptr::read_volatile(&checked.forced),
+            core::ptr::read_volatile(&checked.no_park),
+        )
+    };
+    let covered = identified && granted & ops == ops;
+    let allowed = (forced == 0 && covered) || agent.mode == mode::AUDIT;
+    if allowed && label_allowed(checked).is_err() {
+        count(counter::DENIED);
+        return -EACCES;
+    }
+    let policy = if forced == 0 && barrier && ops & CHANGE_OPS & !granted != 0 {
+        count(counter::POLICY);
+        event_flags::POLICY
+    } else {
+        0
+    };
+    let access = &checked.access;
     let mut parked: Option<(u32, u64, u64)> = None;
     let (ret, verdict, flags) = if forced == 0 && covered {
         count(counter::ALLOWED);
@@ -193,21 +416,25 @@ fn settle(agent: &Agent, checked: Checked, no_park: u32, forced: u32) -> i32 {
         (0, verdict::ALLOWED, 0)
     } else if agent.mode == mode::AUDIT {
         count(counter::AUDITED);
-        (0, verdict::AUDITED, forced)
-    } else if agent.mode == mode::ASK && no_park == 0 && access.is_some() {
-        match access.map(park::prepare) {
-            Some(park::Prepared::Done(ret)) => return ret,
-            Some(park::Prepared::New { tid, id, name_hash }) => {
+        (0, verdict::AUDITED, forced | policy)
+    } else if agent.mode == mode::ASK && no_park == 0 && identified {
+        match park::prepare(access) {
+            park::Prepared::Done(0) => {
+                // A verdict allowed it.
+                if label_allowed(checked).is_err() {
+                    count(counter::DENIED);
+                    return -EACCES;
+                }
+                return 0;
+            }
+            park::Prepared::Done(ret) => return ret,
+            park::Prepared::New { tid, id, name_hash } => {
                 parked = Some((tid, id, name_hash));
-                (-ERESTARTNOINTR, verdict::PARKED, 0)
+                (-ERESTARTNOINTR, verdict::PARKED, policy)
             }
-            Some(park::Prepared::Deny(why)) => {
+            park::Prepared::Deny(why) => {
                 count(counter::DENIED);
-                (-EACCES, verdict::DENIED, why)
-            }
-            None => {
-                count(counter::DENIED);
-                (-EACCES, verdict::DENIED, 0)
+                (-EACCES, verdict::DENIED, why | policy)
             }
         }
     } else {
@@ -217,7 +444,7 @@ fn settle(agent: &Agent, checked: Checked, no_park: u32, forced: u32) -> i32 {
         } else {
             forced
         };
-        (-EACCES, verdict::DENIED, why | forced)
+        (-EACCES, verdict::DENIED, why | forced | policy)
     };
 
     let Some(mut event) = report::reserve() else {
@@ -238,7 +465,7 @@ fn settle(agent: &Agent, checked: Checked, no_park: u32, forced: u32) -> i32 {
         request_id,
         name_hash,
     };
-    report::fill(&mut event, agent, access, outcome);
+    report::fill(&mut event, agent, access, identified, outcome);
     if let Some((tid, _, _)) = parked {
         // Stop before the event is visible, so the twin never answers a
         // request whose task is still running.
@@ -256,10 +483,52 @@ fn settle(agent: &Agent, checked: Checked, no_park: u32, forced: u32) -> i32 {
     ret
 }
 
-/// The operations the agent's grants give on the accessed object, from the
-/// grant cache when an earlier walk already found them.
+/// Labels what an allowed access makes or changes ([`labels::allowed`]).
 #[inline(always)]
-fn granted_ops(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
+fn label_allowed(checked: &Checked) -> Result<(), ()> {
+    if checked.labelled == 0 {
+        return Ok(());
+    }
+    labels::allowed(&checked.access, &checked.label, checked.barrier != 0)
+}
+
+/// What the grants give on an access.
+struct Found {
+    /// The operations.
+    granted: u32,
+    /// Whether a policy place was met before they covered the access.
+    barrier: bool,
+}
+
+/// Where the search for a policy place stands in a walk.
+mod search {
+    /// Not searched: the access changes nothing, or changes an object an
+    /// agent made (the agent's own place).
+    pub const NONE: u32 = 0;
+    /// Looking at each ancestor's name and label.
+    pub const ON: u32 = 1;
+    /// Met: changes are taken from no grant further up.
+    pub const MET: u32 = 2;
+}
+
+/// The operations the agent's grants give on the accessed object, from the
+/// grant cache when an earlier walk already found them. `label` is the
+/// object's own.
+///
+/// A walk for an access that changes nothing does not look for policy
+/// places, so what it caches leaves out the change operations; a walk for a
+/// change looks, and caches what it found. A policy object by its own label
+/// is never answered from the cache (its entry may predate the label).
+#[inline(always)]
+fn granted_ops(slot: u32, access: &Access, label: &Label) -> Result<Found, ReadFailed> {
+    let change = access.ops & CHANGE_OPS != 0;
+    let search = if !change || labels::is_agent_made(label) {
+        search::NONE
+    } else if labels::is_policy(label) {
+        search::MET
+    } else {
+        search::ON
+    };
     let key = GrantKey {
         slot,
         _pad: 0,
@@ -271,16 +540,24 @@ fn granted_ops(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
     // New names are not cached: their key is their directory's.
     let epoch = epoch();
     let cached = match unsafe { GRANT_CACHE.get(key) } {
-        Some(entry) if access.exists && entry.epoch == epoch => entry.ops,
+        Some(entry) if access.exists && entry.epoch == epoch && search != search::MET => entry.ops,
         _ => 0,
     };
     if access.exists && cached & access.ops == access.ops {
-        return Ok(cached);
+        return Ok(Found {
+            granted: cached,
+            barrier: false,
+        });
     }
-    let granted = walk_grants(slot, access)?;
-    if access.exists && granted != 0 {
+    let found = walk_grants(slot, access, search)?;
+    if access.exists && found.granted != 0 {
+        let ops = if change {
+            found.granted
+        } else {
+            found.granted & !CHANGE_OPS
+        };
         let entry = CachedGrant {
-            ops: granted | cached,
+            ops: ops | cached,
             _pad: 0,
             epoch,
         };
@@ -288,14 +565,20 @@ fn granted_ops(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
         // only costs a walk next time.
         let _ = GRANT_CACHE.insert(key, entry, 0);
     }
-    Ok(granted | cached)
+    Ok(Found {
+        granted: found.granted | cached,
+        barrier: found.barrier,
+    })
 }
 
 /// The operations the agent's grants give on the accessed object: its own
 /// inode grant, tree grants on its ancestors, and a name grant on its name in
 /// its directory. Stops looking as soon as every needed operation is covered.
+///
+/// With `search` on, it first finds the object's policy place
+/// ([`policy_place`]): tree grants from there up give no change operation.
 #[inline(always)]
-fn walk_grants(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
+fn walk_grants(slot: u32, access: &Access, search: u32) -> Result<Found, ReadFailed> {
     let needed = access.ops;
     let key = GrantKey {
         slot,
@@ -303,54 +586,72 @@ fn walk_grants(slot: u32, access: &Access) -> Result<u32, ReadFailed> {
         dev: access.dev,
         ino: access.ino,
     };
+    let dentry = access.dentry()?;
+    let mask_from = match search {
+        search::ON => policy_place(dentry, access.exists)?,
+        search::MET => 1,
+        _ => 0,
+    };
+    let barrier = mask_from != 0;
     let mut granted = 0;
-    if access.exists {
-        if let Some(grant) = unsafe { GRANTS.get(key) } {
-            granted |= grant.file_ops | grant.tree_ops;
-        }
-    } else if let Some(grant) = unsafe { GRANTS.get(key) } {
-        // A creation: the directory it happens in is the first ancestor.
-        granted |= grant.tree_ops;
+    if access.exists
+        && let Some(grant) = unsafe { GRANTS.get(key) }
+    {
+        granted |= grant.file_ops | grant.tree_ops;
     }
     if granted & needed == needed {
-        return Ok(granted);
+        return Ok(Found { granted, barrier });
     }
 
-    // Tree grants above the object. Walking dentries keeps to one filesystem,
-    // so the device stays the same; a tree grant does not reach across mount
-    // points and bind mounts do not alias into a granted tree.
-    let off = kernel::off();
-    let mut dentry = access.dentry()?;
-    if !access.exists {
-        // The directory was looked up above already.
-        match kernel::parent(off, dentry)? {
-            Some(parent) => dentry = parent,
-            None => return name_granted(slot, access, granted),
-        }
-    }
-    let mut walk = TreeWalk {
+    // Tree grants above the object (for a creation, from the directory it
+    // happens in). Walking dentries keeps to one filesystem, so the device
+    // stays the same; a tree grant does not reach across mount points and
+    // bind mounts do not alias into a granted tree.
+    let walk = walks()?;
+    let walk = &mut walk.tree;
+    *walk = TreeWalk {
         key,
         dentry: dentry as u64,
         granted,
         needed,
         state: WALKING,
+        mask_from,
     };
     let ran = unsafe {
         bpf_loop(
             MAX_TREE_DEPTH,
             tree_step as *mut c_void,
-            (&raw mut walk).cast(),
+            core::ptr::null_mut(),
             0,
         )
     };
     match walk.state {
         _ if ran < 0 => return Err(ReadFailed),
-        COVERED => return Ok(walk.granted),
+        COVERED => {
+            return Ok(Found {
+                granted: walk.granted,
+                barrier,
+            });
+        }
         READ_FAILED => return Err(ReadFailed),
         WALKING => count(counter::WALK_LIMIT),
         _ => {}
     }
-    name_granted(slot, access, walk.granted)
+    Ok(Found {
+        granted: name_granted(slot, access, walk.granted)?,
+        barrier,
+    })
+}
+
+/// The rule of a policy name (`parent` zero: the name alone), or zero.
+#[inline(always)]
+fn policy_rule(parent: u64, name: u64) -> u32 {
+    if name == 0 {
+        return 0;
+    }
+    unsafe { POLICY_NAMES.get(PolicyName { parent, name }) }
+        .copied()
+        .unwrap_or(0)
 }
 
 /// Where a tree walk stands.
@@ -362,7 +663,30 @@ const ROOT: u32 = 2;
 /// A kernel read failed.
 const READ_FAILED: u32 = 3;
 
-/// The state of a tree walk, on the program's stack while `bpf_loop` runs
+/// Room for the walks of one check, per CPU rather than on the BPF stack
+/// (which the program and its nested callbacks share): the grants' walk and
+/// the search for a policy place. Checks run one after the other.
+#[map(name = "PINCER_WALKS")]
+static WALKS: PerCpuArray<Walks> = PerCpuArray::with_max_entries(1, 0);
+
+/// The walks of one check.
+#[repr(C)]
+struct Walks {
+    /// The grants' walk ([`tree_step`]).
+    tree: TreeWalk,
+    /// The search for a policy place ([`policy_step`]).
+    place: PolicyWalk,
+}
+
+/// This CPU's [`Walks`].
+#[inline(always)]
+fn walks() -> Result<&'static mut Walks, ReadFailed> {
+    let walks = WALKS.get_ptr_mut(0).ok_or(ReadFailed)?;
+    // SAFETY: per-CPU room, used by one program at a time on this CPU.
+    Ok(unsafe { &mut *walks })
+}
+
+/// The state of a tree walk, in [`WALKS`] while `bpf_loop` runs
 /// [`tree_step`].
 #[repr(C)]
 struct TreeWalk {
@@ -376,6 +700,10 @@ struct TreeWalk {
     needed: u32,
     /// [`WALKING`], [`COVERED`], [`ROOT`] or [`READ_FAILED`].
     state: u32,
+    /// The step from which tree grants give no change operation (the
+    /// object's policy place; step 1 looks at the object's parent); zero
+    /// when it has none.
+    mask_from: u32,
 }
 
 /// One step of the tree walk: looks up a tree grant on the parent of
@@ -386,10 +714,11 @@ struct TreeWalk {
 /// ([`MAX_TREE_DEPTH`]) without making the programs slower to load; each
 /// step costs two kernel reads and a hash lookup, and only the first access
 /// to an object walks (the grant cache answers the next).
-extern "C" fn tree_step(_index: u64, ctx: *mut c_void) -> i64 {
-    // SAFETY: `ctx` is the `TreeWalk` on the caller's stack, for the
-    // duration of `bpf_loop`.
-    let walk = unsafe { &mut *ctx.cast::<TreeWalk>() };
+extern "C" fn tree_step(index: u64, _ctx: *mut c_void) -> i64 {
+    let Ok(walks) = walks() else {
+        return 1;
+    };
+    let walk = &mut walks.tree;
     let off = kernel::off();
     let parent = match kernel::parent(off, walk.dentry as *const u8) {
         Ok(Some(parent)) => parent,
@@ -408,7 +737,16 @@ extern "C" fn tree_step(_index: u64, ctx: *mut c_void) -> i64 {
     };
     walk.key.ino = ino;
     if let Some(grant) = unsafe { GRANTS.get(walk.key) } {
-        walk.granted |= grant.tree_ops;
+        // The step from the loop's index, not a counter in `walk`: a
+        // counter the verifier sees as a new constant at each call would
+        // have it check the callback again for every step.
+        let step = index + 1;
+        let masked = if walk.mask_from != 0 && step >= u64::from(walk.mask_from) {
+            CHANGE_OPS
+        } else {
+            0
+        };
+        walk.granted |= grant.tree_ops & !masked;
         if walk.granted & walk.needed == walk.needed {
             walk.state = COVERED;
             return 1;
@@ -416,6 +754,135 @@ extern "C" fn tree_step(_index: u64, ctx: *mut c_void) -> i64 {
     }
     walk.dentry = parent as u64;
     0
+}
+
+/// Finds the policy place of an object (or of a new name) about to be
+/// changed: the step of the tree walk from which tree grants give no change
+/// operation, zero when it has none. Looked for from the object up to the
+/// first directory an agent made (a place an agent made holds no policy
+/// object by name):
+///
+/// - the object's own name (`CLAUDE.md`, `.claude`): its parent's grants on;
+/// - its name in its parent's (`.git` / `config`), or for anything below, a
+///   directory's name in its parent's (`.git` / `hooks`): that parent's
+///   grants on;
+/// - a directory that roots a policy tree by name (`.claude`) or by label:
+///   the grants above it (a grant on it, or below it, is inside: the
+///   owner's explicit grant, such as a profile's of its state).
+///
+/// A loop of its own, apart from the grants' walk: its callback has more
+/// branches, and the verifier checks a callback again for each state it is
+/// entered with; only changes look for their policy place.
+#[inline(always)]
+fn policy_place(dentry: *const u8, exists: bool) -> Result<u32, ReadFailed> {
+    let place = &mut walks()?.place;
+    *place = PolicyWalk {
+        dentry: dentry as u64,
+        child: 0,
+        own: if exists {
+            policy_rule::OBJECT
+        } else {
+            policy_rule::NEW
+        },
+        mask_from: 0,
+        state: WALKING,
+        name: [0; pincer_common::POLICY_NAME_BUF],
+    };
+    let ran = unsafe {
+        bpf_loop(
+            MAX_TREE_DEPTH,
+            policy_step as *mut c_void,
+            core::ptr::null_mut(),
+            0,
+        )
+    };
+    if ran < 0 || place.state == READ_FAILED {
+        return Err(ReadFailed);
+    }
+    Ok(place.mask_from)
+}
+
+/// The state of the search for a policy place, in [`WALKS`] while
+/// `bpf_loop` runs [`policy_step`].
+#[repr(C)]
+struct PolicyWalk {
+    /// The dentry whose parent the next step looks at.
+    dentry: u64,
+    /// The name hash of that dentry.
+    child: u64,
+    /// What of the object itself a name rule must protect: `OBJECT` for an
+    /// existing one, `NEW` for a new name.
+    own: u32,
+    /// The step from which grants give no change; zero while none.
+    mask_from: u32,
+    /// [`WALKING`], [`ROOT`] (done) or [`READ_FAILED`].
+    state: u32,
+    /// Room to read a name into.
+    name: [u8; pincer_common::POLICY_NAME_BUF],
+}
+
+/// One step of the search for a policy place. Returns 1 to stop.
+extern "C" fn policy_step(index: u64, _ctx: *mut c_void) -> i64 {
+    let Ok(walks) = walks() else {
+        return 1;
+    };
+    let place = &mut walks.place;
+    match policy_step_at(place, index + 1) {
+        Ok(true) => 0,
+        Ok(false) => {
+            place.state = ROOT;
+            1
+        }
+        Err(ReadFailed) => {
+            place.state = READ_FAILED;
+            1
+        }
+    }
+}
+
+/// [`policy_step`] at `step` (1 looks at the object's parent): whether to
+/// go on.
+#[inline(always)]
+fn policy_step_at(place: &mut PolicyWalk, step: u64) -> Result<bool, ReadFailed> {
+    let off = kernel::off();
+    let dentry = place.dentry as *const u8;
+    let Some(parent) = kernel::parent(off, dentry)? else {
+        return Ok(false);
+    };
+    let inode = kernel::dentry_inode(off, parent)?;
+    let (dev, ino) = kernel::identity(off, inode)?;
+    let label = labels::of_inode(dev, ino, inode)?;
+    if label.flags & label_flags::AGENT_MADE != 0 {
+        // A place an agent made: its names are the agent's.
+        return Ok(false);
+    }
+    let first = step == 1;
+    if first {
+        let name = kernel::name_hash(off, dentry, &mut place.name)?;
+        if policy_rule(0, name) & (place.own | policy_rule::TREE) != 0 {
+            place.mask_from = 1;
+            return Ok(false);
+        }
+        place.child = name;
+    }
+    let name = kernel::name_hash(off, parent, &mut place.name)?;
+    let for_child = if first {
+        place.own | policy_rule::TREE
+    } else {
+        policy_rule::TREE
+    };
+    if policy_rule(name, place.child) & for_child != 0 {
+        place.mask_from = step as u32;
+        return Ok(false);
+    }
+    let tree = label_flags::POLICY | label_flags::TREE;
+    if policy_rule(0, name) & policy_rule::TREE != 0 || label.flags & tree == tree {
+        place.mask_from = step as u32 + 1;
+        return Ok(false);
+    }
+    place.child = name;
+    place.dentry = parent as u64;
+    Ok(true)
 }
 
 /// Adds the ops of a name grant on (directory, name) of the object, and of

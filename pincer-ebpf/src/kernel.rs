@@ -152,3 +152,37 @@ pub fn pid_task(off: &KernelOffsets, pid: *const u8) -> Result<*const u8, ReadFa
     }
     Ok(link.wrapping_sub(off.task_struct_pid_links as usize))
 }
+
+/// The inode's generation (`i_generation`), which tells a reused inode
+/// number from the object that had it before.
+#[inline(always)]
+pub fn generation(off: &KernelOffsets, inode: *const u8) -> Result<u32, ReadFailed> {
+    read(inode, off.inode_i_generation)
+}
+
+/// The file type bits of an inode's mode (`i_mode & S_IFMT`).
+#[inline(always)]
+pub fn file_kind(off: &KernelOffsets, inode: *const u8) -> Result<u32, ReadFailed> {
+    let mode: u16 = read(inode, off.inode_i_mode)?;
+    Ok(u32::from(mode) & pincer_common::file_type::MASK)
+}
+
+/// The [`pincer_common::policy_name_hash`] of a dentry's name, or zero
+/// for a name too long to be a policy name (which then matches none).
+/// `buf` is room to read the name into (out of the BPF stack).
+#[inline(always)]
+pub fn name_hash(
+    off: &KernelOffsets,
+    dentry: *const u8,
+    buf: &mut [u8; pincer_common::POLICY_NAME_BUF],
+) -> Result<u64, ReadFailed> {
+    let name = self::name(off, dentry)?;
+    *buf = [0; pincer_common::POLICY_NAME_BUF];
+    let len = unsafe { aya_ebpf::helpers::bpf_probe_read_kernel_str_bytes(name, buf) }
+        .map_err(|_| ReadFailed)?
+        .len();
+    if len > pincer_common::MAX_POLICY_NAME {
+        return Ok(0);
+    }
+    Ok(pincer_common::policy_name_hash(buf))
+}

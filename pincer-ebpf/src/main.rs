@@ -30,6 +30,7 @@ mod access;
 mod decide;
 mod hooks;
 mod kernel;
+mod labels;
 mod maps;
 mod objects;
 mod park;
@@ -80,6 +81,7 @@ programs! {
     inode_get_acl => file::acl_read(),
     file_ioctl => file::file_ioctl(),
     file_ioctl_compat => file::file_ioctl(),
+    d_instantiate => file::d_instantiate(),
 }
 
 #[cfg(target_arch = "bpf")]

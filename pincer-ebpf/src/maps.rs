@@ -6,10 +6,14 @@ use aya_ebpf::{
     maps::{Array, HashMap, LpmTrie, LruHashMap, PerCpuArray, RingBuf, lpm_trie::Key},
 };
 use pincer_common::{
-    Agent, COMPONENT_LEN, CachedGrant, EVENTS_BYTES, GrantKey, GrantValue, MAX_AGENTS,
-    MAX_CACHED_GRANTS, MAX_COMPONENTS, MAX_GRANTS, MAX_GUARDED, MAX_NAME_GRANTS, MAX_OWNED,
-    MAX_PENDING, NameGrantKey, Pending, PrefixName, Twin, Verdict, counter,
+    Agent, COMPONENT_LEN, CachedGrant, EVENTS_BYTES, GrantKey, GrantValue, Label, MAX_AGENTS,
+    MAX_CACHED_GRANTS, MAX_COMPONENTS, MAX_GRANTS, MAX_GUARDED, MAX_LABELS, MAX_MAKING,
+    MAX_NAME_GRANTS, MAX_OWNED, MAX_PENDING, Making, NameGrantKey, ObjectKey, Pending, PolicyName,
+    PrefixName, Twin, Verdict, counter,
 };
+
+/// `BPF_F_NO_PREALLOC`: entries are allocated as they are inserted.
+const NO_PREALLOC: u32 = 1;
 
 /// Agent cgroups: cgroup id → slot and mode.
 #[map(name = "PINCER_AGENTS")]
@@ -86,6 +90,22 @@ pub static GUARDED: HashMap<u32, u32> = HashMap::with_max_entries(MAX_GUARDED, 0
 /// their objects become nobody's.
 #[map(name = "PINCER_OWNERS")]
 pub static OWNERS: LruHashMap<u64, u64> = LruHashMap::with_max_entries(MAX_OWNED, 0);
+
+/// What pincer knows of objects' content (see `pincer_common::Label`),
+/// shared by every pincer on the host. Not preallocated: a million labels
+/// would otherwise hold their memory from the start.
+#[map(name = "PINCER_LABELS")]
+pub static LABELS: HashMap<ObjectKey, Label> = HashMap::with_max_entries(MAX_LABELS, NO_PREALLOC);
+
+/// The names of policy objects (see `pincer_common::policy_rule`).
+#[map(name = "PINCER_PNAMES")]
+pub static POLICY_NAMES: HashMap<PolicyName, u32> = HashMap::with_max_entries(4096, 0);
+
+/// Creations allowed and not yet bound to their inode, by thread id. A
+/// creation that fails after its hook leaves its entry behind until the
+/// thread makes another or the entry is evicted.
+#[map(name = "PINCER_MAKING")]
+pub static MAKING: LruHashMap<u32, Making> = LruHashMap::with_max_entries(MAX_MAKING, 0);
 
 /// The agent the current task belongs to, if any: the one lookup every task
 /// outside agent cgroups pays.

@@ -174,10 +174,14 @@ fn new_name_hash(access: &Access) -> Result<u64, kernel::ReadFailed> {
     // FNV-1a over the zero-padded name in 8-byte words, with no exit that
     // depends on the data: the verifier then walks the loop once per
     // iteration instead of once per possible name length.
+    // Each word is read from the map in place: a plain read lets the
+    // compiler copy the whole name onto the small BPF stack first.
     let words = key.name.as_ptr().cast::<u64>();
     let mut hash = 0xcbf2_9ce4_8422_2325u64;
     for i in 0..NAME_LEN / 8 {
-        hash ^= unsafe { words.add(i).read_unaligned() };
+        // SAFETY: the name is 8-aligned in its key (after three 8-byte
+        // fields) and `NAME_LEN` bytes long.
+        hash ^= unsafe { core::ptr::read_volatile(words.add(i)) };
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
     Ok(hash)

@@ -43,9 +43,19 @@ pub fn reserve() -> Option<Reserved> {
     EVENTS.reserve::<AccessEvent>(0)
 }
 
-/// Fills a reserved event.
+/// Fills a reserved event with an access, `identified` or not (then only
+/// the flag `READ_FAILED` says anything of it). A flag beside the access
+/// rather than an `Option`: the compiler may tell an `Option` apart by
+/// another value it knows goes with it, a link between two values the
+/// verifier does not follow.
 #[inline(always)]
-pub fn fill(entry: &mut Reserved, agent: &Agent, access: Option<&Access>, outcome: Outcome) {
+pub fn fill(
+    entry: &mut Reserved,
+    agent: &Agent,
+    access: &Access,
+    identified: bool,
+    outcome: Outcome,
+) {
     let event = entry.as_mut_ptr();
     let pid_tgid = bpf_get_current_pid_tgid();
     // SAFETY: `event` points to a reserved, exclusively owned record of the
@@ -65,24 +75,21 @@ pub fn fill(entry: &mut Reserved, agent: &Agent, access: Option<&Access>, outcom
         (*event).comm = bpf_get_current_comm().unwrap_or([0; 16]);
         (*event).depth = 0;
         (*event).flags = outcome.flags;
-        match access {
-            Some(access) => {
-                (*event).dev = access.dev;
-                (*event).ino = access.ino;
-                (*event).ops = access.ops;
-                (*event).hook = access.hook;
-                if !access.exists {
-                    (*event).flags |= event_flags::NEW_NAME;
-                }
-                fill_path(&mut *event, access);
+        if identified {
+            (*event).dev = access.dev;
+            (*event).ino = access.ino;
+            (*event).ops = access.ops;
+            (*event).hook = access.hook;
+            if !access.exists {
+                (*event).flags |= event_flags::NEW_NAME;
             }
-            None => {
-                (*event).dev = 0;
-                (*event).ino = 0;
-                (*event).ops = 0;
-                (*event).hook = 0;
-                (*event).flags |= event_flags::READ_FAILED;
-            }
+            fill_path(&mut *event, access);
+        } else {
+            (*event).dev = 0;
+            (*event).ino = 0;
+            (*event).ops = 0;
+            (*event).hook = 0;
+            (*event).flags |= event_flags::READ_FAILED;
         }
     }
 }

@@ -98,7 +98,7 @@ impl KernelBtf {
         let btf = Resolver { btf: &self.btf };
         for hook in hooks {
             let found = btf.hook_params(hook)?.len();
-            if let Args::Exactly(expected) = hook.args
+            if let Args::Exactly(expected) | Args::Void(expected) = hook.args
                 && found != expected
             {
                 return Err(BtfError::HookSignature {
@@ -162,6 +162,8 @@ fn offsets(btf: &Resolver<'_>) -> Result<KernelOffsets, BtfError> {
         kern_ipc_perm_id: btf.offset("kern_ipc_perm", "id")?,
         key_serial: btf.offset("key", "serial")?,
         task_struct_real_cred: btf.offset("task_struct", "real_cred")?,
+        inode_i_generation: btf.offset("inode", "i_generation")?,
+        _pad: 0,
     })
 }
 

@@ -225,10 +225,23 @@ fn deny_reason(flags: u32, missing: u32) -> String {
     if let Some(why) = refused_always(flags) {
         return why.to_owned();
     }
-    let not_granted = format!("no grant covers {}", op_names(missing).join(", "));
+    let not_granted = not_granted(flags, missing);
     match DENIED_AT_ONCE.iter().find(|(flag, _)| flags & flag != 0) {
         Some((_, why)) => format!("{not_granted}; {why}: denied at once"),
         None => not_granted,
+    }
+}
+
+/// What the grants left out: a change to a policy object, which no grant
+/// above it gives, or operations no grant covers.
+fn not_granted(flags: u32, missing: u32) -> String {
+    if flags & event_flags::POLICY != 0 {
+        format!(
+            "{} of a policy object: only the owner may allow it",
+            op_names(missing).join(", ")
+        )
+    } else {
+        format!("no grant covers {}", op_names(missing).join(", "))
     }
 }
 
@@ -273,10 +286,16 @@ pub fn sanitize(
         hook: Cow::Borrowed(hook_name(event.hook)),
         dev: event.dev,
         ino: event.ino,
-        why: format!(
-            "no grant of the mission covers {}",
-            op_names(missing).join(", ")
-        ),
+        why: if event.flags & event_flags::POLICY != 0 {
+            not_granted(event.flags, missing)
+        } else {
+            format!(
+                "no grant of the mission covers {}",
+                op_names(missing).join(", ")
+            )
+        },
+        owner_only: (event.flags & event_flags::POLICY != 0)
+            .then(|| crate::request::OWNER_ONLY_POLICY.to_owned()),
     }
 }
 
@@ -402,13 +421,13 @@ pub fn decision(event: &AccessEvent, mounts: &Mounts) -> Decision {
         verdict::AUDITED => (
             "audit",
             format!(
-                "audit mode: would be denied, no grant covers {}",
-                op_names(missing).join(", ")
+                "audit mode: would be denied, {}",
+                not_granted(event.flags, missing)
             ),
         ),
         verdict::PARKED => (
             "park",
-            format!("no grant covers {}: asking", op_names(missing).join(", ")),
+            format!("{}: asking", not_granted(event.flags, missing)),
         ),
         _ if event.flags & event_flags::GUARD != 0 => ("deny", guard_reason(event)),
         _ if event.flags & event_flags::READ_FAILED != 0 && event.ops == 0 => (

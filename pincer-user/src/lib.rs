@@ -6,6 +6,7 @@
 //! "Architecture"):
 //!
 //! - what the agent may do: [`mission`] (the mission file and its grants);
+//!   what content may justify: [`labels`] (policy objects, labels);
 //! - the kernel: [`btf`] (struct offsets), [`loader`] (the programs and their
 //!   maps), [`cgroup`] (agent cgroups), [`watchdog`] (what enforces when the
 //!   twin dies);
@@ -28,11 +29,14 @@ pub mod doctor;
 pub mod escape;
 pub mod events;
 pub mod files;
+pub mod labels;
 pub mod loader;
 pub mod metrics;
 pub mod mission;
 pub mod paths;
 pub mod procfs;
+#[cfg(test)]
+pub mod readme;
 pub mod request;
 pub mod run;
 pub mod toml_file;

@@ -36,6 +36,11 @@ pub const DEFAULT_AUDIT: &str = "/var/log/pincer/audit.jsonl";
 /// The map of pincer's processes, guarded from every agent on the host: each
 /// `pincer run` and the daemon load it from this pin (or create it there).
 pub const GUARDED_PIN: &str = "/sys/fs/bpf/pincer-guarded";
+/// The map of objects' labels, one for every pincer on the host (each
+/// `pincer run` and the daemon load it from this pin, or create it there):
+/// what one agent made is evidence to every other. The suffix is the
+/// layout's version: a build with another layout of `Label` makes its own.
+pub const LABELS_PIN: &str = "/sys/fs/bpf/pincer-labels-v1";
 /// Where each `pincer run` pins its programs and maps, in a directory named
 /// after its process id, so its agent stays confined whatever happens to
 /// its processes.

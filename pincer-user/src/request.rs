@@ -61,7 +61,15 @@ pub struct Request {
     pub ino: u64,
     /// Why the mission did not grant it.
     pub why: String,
+    /// Why only the owner may allow it, when so (a change to a policy
+    /// object): other voters' allows do not count, silence denies, and an
+    /// allow covers the object itself only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_only: Option<String>,
 }
+
+/// Why a change to a policy object is the owner's alone to allow.
+pub const OWNER_ONLY_POLICY: &str = "a change to a policy object (instructions, settings or hooks something obeys later): only the owner may allow it";
 
 impl fmt::Display for Request {
     /// One line for `pincer pending`: id, mission, operations, path, task and
@@ -77,7 +85,11 @@ impl fmt::Display for Request {
             self.comm,
             self.pid,
             self.why
-        )
+        )?;
+        match &self.owner_only {
+            Some(why) => write!(f, "; {why}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -120,6 +132,7 @@ impl Request {
             dev: 1,
             ino: 2,
             why: "no grant covers it".into(),
+            owner_only: None,
         }
     }
 }
@@ -148,5 +161,14 @@ mod tests {
             request.to_string(),
             "7 [docs] read,write /home/u/.ssh/id_ed25519 by cat (pid 100): no grant covers it"
         );
+        request.owner_only = Some(OWNER_ONLY_POLICY.into());
+        assert!(
+            request
+                .to_string()
+                .ends_with(&format!("it; {OWNER_ONLY_POLICY}"))
+        );
+        let back: Request =
+            serde_json::from_str(&serde_json::to_string(&request).unwrap()).unwrap();
+        assert_eq!(back.owner_only.as_deref(), Some(OWNER_ONLY_POLICY));
     }
 }

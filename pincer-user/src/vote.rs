@@ -165,6 +165,14 @@ pub trait Voter: Send + Sync {
     /// Votes on a request. The caller enforces the deadline; a voter may also
     /// give up earlier by abstaining.
     fn vote(&self, request: Arc<Request>) -> VoteFuture;
+
+    /// Whether the voter speaks for the owner (a person at the prompt or
+    /// the control socket, a webhook the configuration marks as the
+    /// owner's): only such a voter allows a request that is the owner's
+    /// alone ([`Request::owner_only`]).
+    fn owner(&self) -> bool {
+        false
+    }
 }
 
 /// What no voter may exceed, and what silence means: the mission's `[vote]`
@@ -230,10 +238,43 @@ pub struct Outcome {
 /// the deadline counts as the mission's default. Allows combine to the
 /// narrowest of them, then are capped by the policy. When nobody allowed or
 /// denied (all abstained), the mission's default applies.
+///
+/// A request that is the owner's alone ([`Request::owner_only`]) counts
+/// only the owner's voters' allows (the others' become abstentions, their
+/// denials still deny), is denied when nobody allows in time whatever the
+/// mission's default, and an allow covers the object itself; with no
+/// owner's voter at all it is denied at once.
 pub async fn collect(voters: &[Arc<dyn Voter>], request: Arc<Request>, policy: &Policy) -> Outcome {
     match begin(voters, &request, policy) {
         Ok(outcome) => outcome,
         Err(pending) => pending.finish(request, policy).await,
+    }
+}
+
+/// The policy a request is decided under: a request that is the owner's
+/// alone is denied when nobody allows in time, whatever the mission's
+/// default, and its allow covers the object itself.
+fn policy_for(request: &Request, policy: &Policy) -> Policy {
+    if request.owner_only.is_some() {
+        Policy {
+            default: DefaultVerdict::Deny,
+            max_extent: Extent::File,
+            ..policy.clone()
+        }
+    } else {
+        policy.clone()
+    }
+}
+
+/// A voter's vote as counted: on a request that is the owner's alone, an
+/// allow from a voter that does not speak for the owner is an abstention
+/// (its denial still denies).
+fn counted(owner_only: bool, owner: bool, vote: Vote) -> Vote {
+    match vote {
+        Vote::Allow { .. } if owner_only && !owner => Vote::Abstain {
+            reason: "only the owner may allow this".to_owned(),
+        },
+        vote => vote,
     }
 }
 
@@ -250,11 +291,22 @@ pub fn begin(
     request: &Request,
     policy: &Policy,
 ) -> Result<Outcome, PendingVote> {
+    let owner_only = request.owner_only.is_some();
+    let policy = &policy_for(request, policy);
+    if owner_only && !voters.iter().any(|voter| voter.owner()) {
+        return Ok(Outcome {
+            allow: None,
+            decided_by: "owner".to_owned(),
+            reason: "only the owner may allow this, and no voter speaks for the owner".to_owned(),
+            ballots: Vec::new(),
+        });
+    }
     let mut ballots = Vec::new();
     let mut waiting = Vec::new();
     for voter in voters {
         match voter.vote_now(request) {
             Some(vote) => {
+                let vote = counted(owner_only, voter.owner(), vote);
                 let deny = matches!(vote, Vote::Deny { .. });
                 ballots.push(Ballot {
                     voter: voter.name(),
@@ -289,12 +341,15 @@ impl PendingVote {
             mut ballots,
             waiting,
         } = self;
+        let owner_only = request.owner_only.is_some();
+        let policy = &policy_for(&request, policy);
         let deadline = tokio::time::Instant::now() + policy.timeout;
         let mut running = tokio::task::JoinSet::new();
         for voter in &waiting {
             let name = voter.name();
+            let owner = voter.owner();
             let vote = voter.vote(Arc::clone(&request));
-            running.spawn(async move { (name, vote.await) });
+            running.spawn(async move { (name, counted(owner_only, owner, vote.await)) });
         }
         let mut timed_out = Vec::new();
         loop {
@@ -526,6 +581,10 @@ mod tests {
             self.0
         }
 
+        fn owner(&self) -> bool {
+            self.0 == "prompt"
+        }
+
         fn vote(&self, _: Arc<Request>) -> VoteFuture {
             let vote = self.1.clone();
             Box::pin(async move {
@@ -568,6 +627,57 @@ mod tests {
         let out = collect(&voters, request(), &policy()).await;
         assert!(start.elapsed() < Duration::from_millis(200));
         assert_eq!(out.decided_by, "mission");
+    }
+
+    fn owners_request() -> Arc<Request> {
+        let mut request = Request::example(2, "/p/CLAUDE.md");
+        request.owner_only = Some(crate::request::OWNER_ONLY_POLICY.into());
+        Arc::new(request)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_the_owner_allows_what_is_the_owners_alone() {
+        let session = allow(Lifetime::Session, Extent::Tree);
+        // The mission's rule and a webhook that is not the owner's allow:
+        // that counts for nothing, and silence denies.
+        let mut lenient = policy();
+        lenient.default = DefaultVerdict::AllowOnce;
+        lenient.max_extent = Extent::Tree;
+        let others: Vec<Arc<dyn Voter>> = vec![
+            Arc::new(Fixed("mission", Some(session.clone()))),
+            Arc::new(Fixed("webhook", Some(session.clone()))),
+            Arc::new(Fixed("prompt", None)),
+        ];
+        let out = collect(&others, owners_request(), &lenient).await;
+        assert_eq!(out.allow, None);
+        assert_eq!(out.decided_by, "timeout");
+        assert!(out.ballots.iter().any(|b| b.voter == "mission"
+            && b.vote
+                == Vote::Abstain {
+                    reason: "only the owner may allow this".into()
+                }));
+        // The owner allows: for the object itself.
+        let owner: Vec<Arc<dyn Voter>> = vec![
+            Arc::new(Fixed("mission", Some(abstain("no rule")))),
+            Arc::new(Fixed("prompt", Some(session.clone()))),
+        ];
+        let out = collect(&owner, owners_request(), &lenient).await;
+        assert_eq!(out.allow, Some((Lifetime::Session, Extent::File)));
+        // Another voter's deny still denies.
+        let denied: Vec<Arc<dyn Voter>> = vec![
+            Arc::new(Fixed("mission", Some(deny("never")))),
+            Arc::new(Fixed("prompt", Some(session.clone()))),
+        ];
+        assert_eq!(
+            collect(&denied, owners_request(), &lenient).await.allow,
+            None
+        );
+        // Nobody speaks for the owner: denied at once.
+        let start = tokio::time::Instant::now();
+        let nobody: Vec<Arc<dyn Voter>> = vec![Arc::new(Fixed("mission", Some(session)))];
+        let out = collect(&nobody, owners_request(), &lenient).await;
+        assert_eq!((out.allow, out.decided_by.as_str()), (None, "owner"));
+        assert_eq!(start.elapsed(), Duration::ZERO);
     }
 
     #[tokio::test(start_paused = true)]

@@ -377,6 +377,21 @@ fn cases() -> Vec<Case> {
             "[mission]\nname = \"m\"\nprofiles = [\"vim\"]\n",
         ),
         Case::mission(
+            "labels-policy-three-names",
+            "a policy pattern of three names (the programs compare two)",
+            "[mission]\nname = \"m\"\n\n[labels]\npolicy = [\"a/b/c\"]\n",
+        ),
+        Case::mission(
+            "labels-policy-other-home",
+            "a policy pattern in another user's home",
+            "[mission]\nname = \"m\"\n\n[labels]\npolicy = [\"~bob/.bashrc\"]\n",
+        ),
+        Case::mission(
+            "labels-policy-not-a-list",
+            "`policy` as a string, not a list",
+            "[mission]\nname = \"m\"\n\n[labels]\npolicy = \"CLAUDE.md\"\n",
+        ),
+        Case::mission(
             "defaults-unknown-tmp",
             "unknown `tmp`",
             "[mission]\nname = \"m\"\n\n[defaults]\ntmp = \"shared\"\n",

@@ -5,6 +5,8 @@
 //! fresh directory and removes it on drop; none returns early on a missing
 //! prerequisite: a guest that cannot enforce fails the tests.
 
+pub mod webhook;
+
 use std::{
     fs,
     path::{Path, PathBuf},
@@ -448,9 +450,13 @@ pub fn pincer_kernel_objects() -> Vec<String> {
     }
     for map in aya::maps::loaded_maps().flatten() {
         let name = map.name_as_str().unwrap_or_default().to_owned();
-        // The guard map is shared by every pincer on the host and pinned:
-        // it outlives runs by design. What it holds is checked instead.
-        if name.starts_with("PINCER_") && name != pincer_common::names::GUARDED {
+        // The guard and label maps are shared by every pincer on the host
+        // and pinned: they outlive runs by design. What the guard map holds
+        // is checked instead; labels are facts about objects, which stay.
+        if name.starts_with("PINCER_")
+            && name != pincer_common::names::GUARDED
+            && name != pincer_common::names::LABELS
+        {
             found.push(format!("map {name}"));
         }
     }
@@ -582,10 +588,12 @@ pub fn pending() -> Vec<serde_json::Value> {
     serde_json::from_slice(&out.stdout).unwrap_or_default()
 }
 
-/// Waits for exactly `n` waiting requests and returns them.
+/// Waits for exactly `n` waiting requests and returns them. Generous: a run
+/// that loads its programs verifies them first, which under emulation on a
+/// busy machine (6.1 checks about two million instructions) takes a while.
 pub fn wait_pending(n: usize) -> Vec<serde_json::Value> {
     let mut found = Vec::new();
-    let ok = wait_for(Duration::from_secs(60), || {
+    let ok = wait_for(Duration::from_secs(150), || {
         found = pending();
         found.len() == n
     });

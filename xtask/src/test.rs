@@ -441,7 +441,7 @@ fn print_real_tools_table(label: &str, rows: &[String]) {
         clean_ok += usize::from(clean == "done");
         let got_there = outcome == "reached";
         reached += usize::from(got_there);
-        if place == "inside the tree" {
+        if place == "a policy object in the tree" {
             inside += 1;
             reached_inside += usize::from(got_there);
         }
@@ -458,7 +458,7 @@ fn print_real_tools_table(label: &str, rows: &[String]) {
     println!();
     println!(
         "clean utility {:.0} % ({clean_ok} of {}); injected goal success {:.0} % ({reached} of {}): \
-         outside the mission {:.0} % ({} of {outside}), inside the granted tree {:.0} % ({reached_inside} of {inside})",
+         outside the mission {:.0} % ({} of {outside}), policy objects inside the granted tree {:.0} % ({reached_inside} of {inside})",
         percent(clean_ok, rows.len()),
         rows.len(),
         percent(reached, rows.len()),

@@ -102,12 +102,12 @@ pub fn inode_readlink<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
 pub fn path_notify<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
     let agent = agent::<HOOK>(ctx)?;
     let path: *const u8 = ctx.arg(0);
-    let dentry = kernel::loaded()
-        .and_then(|()| Ok(kernel::read::<*const u8>(path, kernel::off().path_dentry)?));
-    Ok(match dentry {
-        Ok(dentry) => read_object::<HOOK>(&agent, dentry, 0),
-        Err(failure) => decide(&agent, Err(failure)),
-    })
+    // One way to the decision, whether the path could be read or not.
+    let access = kernel::loaded().and_then(|()| {
+        let dentry: *const u8 = kernel::read(path, kernel::off().path_dentry)?;
+        Access::existing(HOOK, ops::READ, dentry)
+    });
+    Ok(decide_existing(&agent, access, 0))
 }
 
 /// The hooks that make a new name, needing `ops` for it (the programs'
@@ -223,12 +223,11 @@ pub fn object<const HOOK: u32>(ctx: &LsmContext, ops: u32) -> Result<i32, i32> {
 /// object with several names does: the grant cache is by object.
 #[inline(always)]
 pub fn inode_link<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
-    two_ends::<HOOK>(ctx, |ctx| {
-        (
-            Access::existing(HOOK, ops::LINK, ctx.arg(0)),
-            Access::new_name(HOOK, ops::CREATE, ctx.arg(1), ctx.arg(2)),
-        )
-    })
+    two_ends::<HOOK>(
+        ctx,
+        |ctx| Access::existing(HOOK, ops::LINK, ctx.arg(0)),
+        |ctx| Access::new_name(HOOK, ops::CREATE, ctx.arg(1), ctx.arg(2)),
+    )
 }
 
 /// `security_inode_setattr([struct mnt_idmap *idmap,] struct dentry *dentry, struct iattr *attr)`:
@@ -297,12 +296,11 @@ pub fn inode_setattr<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
 #[inline(always)]
 pub fn inode_rename<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
     maps::bump_epoch();
-    two_ends::<HOOK>(ctx, |ctx| {
-        (
-            Access::existing(HOOK, ops::RENAME, ctx.arg(1)),
-            Access::rename_target(HOOK, ctx.arg(2), ctx.arg(3)),
-        )
-    })
+    two_ends::<HOOK>(
+        ctx,
+        |ctx| Access::existing(HOOK, ops::RENAME, ctx.arg(1)),
+        |ctx| Access::rename_target(HOOK, ctx.arg(2), ctx.arg(3)),
+    )
 }
 
 /// `security_file_ioctl(struct file *file, unsigned int cmd, unsigned long arg)`,
@@ -371,6 +369,20 @@ pub fn file_receive<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
     Ok(decide::decide_unrestartable(&agent, access))
 }
 
+/// `security_d_instantiate(struct dentry *dentry, struct inode *inode)`:
+/// the kernel binds a name to its inode, as a new object is made (and as an
+/// existing one is looked up). Decides nothing (the hook returns nothing):
+/// when the current thread of an agent was allowed to make that name, the
+/// new object gets its label ([`crate::labels`]).
+#[inline(always)]
+pub fn d_instantiate<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    agent::<HOOK>(ctx)?;
+    if kernel::loaded().is_ok() {
+        crate::labels::instantiated(ctx.arg(0), ctx.arg(1));
+    }
+    Ok(0)
+}
+
 /// Decides `read` on the existing object of `dentry`; `proc_global` as in
 /// [`objects::rule`].
 #[inline(always)]
@@ -399,14 +411,18 @@ fn decide_existing(agent: &Agent, access: Result<Access, Failure>, proc_global: 
 }
 
 /// Decides an operation with two ends, the object and its new name, which
-/// `ends` reads from the context (a hard link, a rename; see
+/// `object` and `name` read from the context (a hard link, a rename; see
 /// [`decide::decide_pair`]).
+///
+/// Each end is read as it is checked (see [`decide::decide_pair`]): two
+/// `Result`s alive at once let the compiler spill the unset payload of an
+/// error, which the verifier refuses to read.
 #[inline(always)]
 fn two_ends<const HOOK: u32>(
     ctx: &LsmContext,
-    ends: impl FnOnce(&LsmContext) -> (Result<Access, Failure>, Result<Access, Failure>),
+    object: impl FnOnce(&LsmContext) -> Result<Access, Failure>,
+    name: impl FnOnce(&LsmContext) -> Result<Access, Failure>,
 ) -> Result<i32, i32> {
     let agent = agent::<HOOK>(ctx)?;
-    let (object, name) = ends(ctx);
-    Ok(decide::decide_pair(&agent, object, name))
+    Ok(decide::decide_pair(&agent, object(ctx), || name(ctx)))
 }

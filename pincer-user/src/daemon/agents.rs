@@ -172,6 +172,7 @@ impl Daemon {
                 grants,
                 voters: voters::for_mission(&mission.vote, &self.board)?,
                 policy: mission.vote.policy.clone(),
+                policy_set: self.config.policy_set(mission),
             },
         )?;
         let confined = Confined {

@@ -16,7 +16,8 @@ use aya::maps::{
 };
 use nix::errno::Errno;
 use pincer_common::{
-    Agent, GrantKey, GrantValue, NameGrantKey, Pending, PrefixName, Twin, Verdict, counter, names,
+    Agent, GrantKey, GrantValue, Label, Making, NameGrantKey, ObjectKey, Pending, PolicyName,
+    PrefixName, Twin, Verdict, counter, names,
 };
 
 use super::{Enforcer, LoadError};
@@ -130,6 +131,12 @@ pub trait Kernel {
     /// [`pincer_common::counter::NAMES`] (the reserved slot left out), as
     /// audit lines, metrics and `pincer status` show them.
     fn counters(&mut self) -> Result<BTreeMap<&'static str, u64>, LoadError>;
+    /// Adds name rules of policy objects (merged with the rules already
+    /// there for the same names).
+    fn add_policy_rules(&mut self, rules: &[(PolicyName, u32)]) -> Result<(), LoadError>;
+    /// Labels objects by identity (for every agent on the host); cached
+    /// walks become stale, since a label can make an object or a tree policy.
+    fn set_labels(&mut self, labels: &[(ObjectKey, Label)]) -> Result<(), LoadError>;
     /// Takes hold of a stopped task.
     fn hold(&mut self, pid: u32, tid: u32) -> Held;
     /// Continues a held task; `false` when it is gone.
@@ -227,6 +234,10 @@ impl Enforcer {
         self.clear::<u32, Pending>(names::PENDING)?;
         self.clear::<u32, Verdict>(names::VERDICTS)?;
         self.clear::<u64, u64>(names::OWNERS)?;
+        // The labels are every pincer's and stay; the name rules are the
+        // next run's to write.
+        self.clear::<PolicyName, u32>(names::POLICY_NAMES)?;
+        self.clear::<u32, Making>(names::MAKING)?;
         self.heartbeat(0, 0)?;
         self.bump_epoch()?;
         let name = names::COUNTERS;
@@ -412,6 +423,34 @@ impl Kernel for Enforcer {
             }
         }
         Ok(named)
+    }
+
+    fn add_policy_rules(&mut self, rules: &[(PolicyName, u32)]) -> Result<(), LoadError> {
+        let name = names::POLICY_NAMES;
+        let mut map = self.hash_map::<PolicyName, u32>(name)?;
+        let mut changed = false;
+        for (key, bits) in rules {
+            let before = map.get(key, 0).unwrap_or(0);
+            if before | bits != before {
+                map.insert(key, before | bits, 0)
+                    .map_err(|source| LoadError::Map { name, source })?;
+                changed = true;
+            }
+        }
+        if changed {
+            self.bump_epoch()?;
+        }
+        Ok(())
+    }
+
+    fn set_labels(&mut self, labels: &[(ObjectKey, Label)]) -> Result<(), LoadError> {
+        for (key, label) in labels {
+            self.insert(names::LABELS, *key, *label)?;
+        }
+        if !labels.is_empty() {
+            self.bump_epoch()?;
+        }
+        Ok(())
     }
 
     fn hold(&mut self, pid: u32, tid: u32) -> Held {

@@ -217,17 +217,20 @@ impl Enforcer {
             .override_global(names::OFFSETS, &offsets, true)
             .map_max_entries(names::EVENTS, ring_bytes);
         // One guard map for every pincer on the host, so that no agent can
-        // signal or trace any pincer process, whichever run confines it.
+        // signal or trace any pincer process, whichever run confines it; one
+        // label map, so that what one agent made is evidence to every other.
         if on_bpffs(
             Path::new(paths::GUARDED_PIN)
                 .parent()
                 .unwrap_or(Path::new("/")),
         ) {
             loader.map_pin_path(names::GUARDED, Path::new(paths::GUARDED_PIN));
+            loader.map_pin_path(names::LABELS, Path::new(paths::LABELS_PIN));
         } else {
             tracing::warn!(
                 pin = paths::GUARDED_PIN,
-                "no BPF file system there: this pincer guards only its own processes"
+                "no BPF file system there: this pincer guards only its own processes, \
+                 and its labels are its own"
             );
         }
         let mut ebpf = loader.load(OBJECT).map_err(LoadError::Object)?;
@@ -388,6 +391,9 @@ impl Enforcer {
             names::GUARDED,
             names::OWNERS,
             names::PREFIXES,
+            names::LABELS,
+            names::POLICY_NAMES,
+            names::MAKING,
         ] {
             if !maps.contains_key(name) {
                 return Err(pins(&maps_dir.join(name), "missing map".into()));

@@ -275,25 +275,7 @@ mod tests {
 
     #[test]
     fn the_readme_table_is_the_baseline() {
-        const BEGIN: &str = "<!-- baseline-table: start -->\n";
-        const END: &str = "<!-- baseline-table: end -->";
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
-        let readme = std::fs::read_to_string(&path).unwrap();
-        let (Some(begin), Some(end)) = (readme.find(BEGIN), readme.find(END)) else {
-            panic!("README.md has no `{BEGIN}` ... `{END}`");
-        };
-        let start = begin + BEGIN.len();
-        let table = super::readme_table();
-        if std::env::var_os("PINCER_WRITE_README").is_some() {
-            let mut updated = readme.clone();
-            updated.replace_range(start..end, &table);
-            std::fs::write(&path, updated).unwrap();
-            return;
-        }
-        assert!(
-            readme[start..end] == table,
-            "README.md's baseline table differs from the baseline: run `cargo xtask readme-tables`"
-        );
+        crate::readme::check_table("baseline-table", &super::readme_table());
     }
 
     #[test]

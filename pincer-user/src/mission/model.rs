@@ -111,6 +111,8 @@ pub struct Mission {
     pub vote: Voting,
     /// The profiles of `[mission].profiles` and of `pincer run --profile`.
     pub profiles: Vec<Profile>,
+    /// `[labels] policy`: patterns the mission adds to the policy set.
+    pub policy: Vec<crate::labels::PolicyPattern>,
 }
 
 /// One `[[grant]]` entry as written.
@@ -274,6 +276,23 @@ impl Mode {
 /// Longest `vote.timeout`: the agent's access waits that long, and a
 /// request nobody decides within an hour is better settled by the default.
 pub const MAX_VOTE_TIMEOUT: Duration = Duration::from_secs(3600);
+
+impl Mission {
+    /// The objects only the owner changes while this mission runs: the
+    /// default policy set, what `[labels] policy` adds, and the mission file
+    /// itself.
+    pub fn policy_set(&self) -> crate::labels::PolicySet {
+        use crate::labels::policy::{Place, PolicyPattern, Protects};
+        let mut extra = self.policy.clone();
+        if let Ok(path) = std::fs::canonicalize(&self.source) {
+            extra.push(PolicyPattern {
+                place: Place::Path(path),
+                protects: Protects::NAMED,
+            });
+        }
+        crate::labels::PolicySet::with_defaults(&extra)
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,7 @@ use toml::Spanned;
 use super::model::{
     Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode, Profile, Tmp,
 };
+use crate::labels::PolicyPattern;
 use crate::toml_file::{self, Document, Named, TomlError, or_list};
 use crate::vote::{self, DefaultVerdict, Extent, Lifetime};
 use crate::voters::{
@@ -36,6 +37,14 @@ struct RawFile {
     // Not spanned: `[[vote.rule]]` or `[vote.webhook]` without `[vote]`
     // makes a table without a span, which `Spanned` refuses.
     vote: Option<RawVote>,
+    labels: Option<Spanned<RawLabels>>,
+}
+
+/// `[labels]`: what the mission adds to the policy set.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct RawLabels {
+    pub(crate) policy: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Deserialize)]
@@ -101,6 +110,7 @@ struct RawWebhook {
     url: Option<Spanned<String>>,
     secret_file: Option<Spanned<String>>,
     clock_skew: Option<Spanned<String>>,
+    owner: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize)]
@@ -175,6 +185,11 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
         None => Voting::default(),
     };
 
+    let policy = match &raw.labels {
+        Some(labels) => parse_policy(doc, labels.get_ref(), "labels", home)?,
+        None => Vec::new(),
+    };
+
     let mut profiles = Vec::new();
     if let Some(list) = &mission.get_ref().profiles {
         for (index, name) in list.get_ref().iter().enumerate() {
@@ -199,7 +214,34 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
         capabilities,
         vote,
         profiles,
+        policy,
     })
+}
+
+/// `[labels] policy`: patterns added to the policy set, each checked as
+/// [`PolicyPattern::parse`] reads it.
+pub(crate) fn parse_policy(
+    doc: &Document<'_>,
+    labels: &RawLabels,
+    table: &str,
+    home: Option<&Path>,
+) -> Result<Vec<PolicyPattern>, TomlError> {
+    let Some(list) = &labels.policy else {
+        return Ok(Vec::new());
+    };
+    list.get_ref()
+        .iter()
+        .enumerate()
+        .map(|(index, text)| {
+            PolicyPattern::parse(text.get_ref(), home).map_err(|message| {
+                doc.field_error(
+                    text.span().start,
+                    &format!("{table}.policy[{}]", index + 1),
+                    message,
+                )
+            })
+        })
+        .collect()
 }
 
 impl Profile {
@@ -697,6 +739,7 @@ fn parse_webhook(
         clock_skew,
         line: doc.line(webhook.span().start),
         secret_line: doc.line(secret_written.span().start),
+        owner: raw.owner.as_ref().is_some_and(|owner| *owner.get_ref()),
     })
 }
 
@@ -851,6 +894,7 @@ mod tests {
                 capabilities: caps::DEFAULT,
                 vote: Voting::default(),
                 profiles: Vec::new(),
+                policy: Vec::new(),
             }
         );
     }
@@ -1499,6 +1543,7 @@ ops = ["write", "raed"]
                     clock_skew: Duration::from_secs(10),
                     line: 13,
                     secret_line: 15,
+                    owner: false,
                 }),
                 rules: vec![
                     Rule {

@@ -284,6 +284,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
             grants,
             voters,
             policy: mission.vote.policy.clone(),
+            policy_set: mission.policy_set(),
         },
     );
     let confined = confined.and_then(|()| {

@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use pincer_common::{Agent, GrantKey, GrantValue, NameGrantKey, Pending, Verdict};
+use pincer_common::{
+    Agent, GrantKey, GrantValue, Label, NameGrantKey, ObjectKey, Pending, PolicyName, Verdict,
+};
 
 use crate::{
     loader::{Held, Kernel, LoadError},
@@ -27,6 +29,8 @@ pub(super) struct FakeKernel {
     pub counters: BTreeMap<&'static str, u64>,
     /// Inode grants cannot be written (a full map, say).
     pub fail_grants: bool,
+    pub policy_rules: HashMap<PolicyName, u32>,
+    pub labels: HashMap<ObjectKey, Label>,
 }
 
 impl Kernel for FakeKernel {
@@ -116,6 +120,18 @@ impl Kernel for FakeKernel {
 
     fn counters(&mut self) -> Result<BTreeMap<&'static str, u64>, LoadError> {
         Ok(self.counters.clone())
+    }
+
+    fn add_policy_rules(&mut self, rules: &[(PolicyName, u32)]) -> Result<(), LoadError> {
+        for (key, bits) in rules {
+            *self.policy_rules.entry(*key).or_default() |= bits;
+        }
+        Ok(())
+    }
+
+    fn set_labels(&mut self, labels: &[(ObjectKey, Label)]) -> Result<(), LoadError> {
+        self.labels.extend(labels.iter().copied());
+        Ok(())
     }
 
     fn hold(&mut self, pid: u32, tid: u32) -> Held {

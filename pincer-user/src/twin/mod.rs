@@ -45,6 +45,7 @@ use crate::{
     audit::{AuditError, AuditLog, Record, Stages, VerdictRecord},
     control::{ControlError, ListedGrant},
     events::{self, Mounts},
+    labels::{self, PolicySet},
     loader::{Held, Kernel, LoadError},
     metrics::Metrics,
     mission::{Mode, ResolvedGrants},
@@ -170,6 +171,9 @@ pub struct Confinement {
     pub voters: Vec<Arc<dyn Voter>>,
     /// The mission's vote policy.
     pub policy: Policy,
+    /// The objects only the owner changes (the default set, with what the
+    /// mission and the configuration add).
+    pub policy_set: PolicySet,
 }
 
 /// What the twin keeps per agent cgroup.
@@ -258,7 +262,11 @@ impl<K: Kernel> Twin<K> {
             grants,
             voters,
             policy,
+            policy_set,
         } = confinement;
+        self.kernel.add_policy_rules(&policy_set.kernel_rules())?;
+        self.kernel
+            .set_labels(&labels::policy_labels(&policy_set))?;
         self.kernel.add_grants(&grants)?;
         let entry = Agent {
             slot,

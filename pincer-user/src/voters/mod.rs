@@ -69,7 +69,9 @@ impl Default for Voting {
 }
 
 /// The voters a mission's `[vote]` names, in its order; its prompts go to
-/// `board`.
+/// `board`. Without the prompt among them, a prompt that asks only about
+/// what is the owner's alone (changes to policy objects) is added: the
+/// owner can always answer those, from outside the agent.
 pub fn for_mission(
     voting: &Voting,
     board: &Arc<PromptBoard>,
@@ -85,6 +87,9 @@ pub fn for_mission(
                 Arc::new(WebhookVoter::new(config, voting.policy.timeout)?)
             }
         });
+    }
+    if !voting.voters.contains(&VoterKind::Prompt) {
+        voters.push(Arc::new(PromptVoter::owner_only(Arc::clone(board))));
     }
     Ok(voters)
 }
@@ -113,5 +118,18 @@ mod tests {
             Err(WebhookError::NotConfigured)
         ));
         assert_eq!(for_mission(&Voting::default(), &board).unwrap().len(), 2);
+        // The owner is always asked about policy objects.
+        let mission_only = Voting {
+            voters: vec![VoterKind::Mission],
+            ..Voting::default()
+        };
+        let voters = for_mission(&mission_only, &board).unwrap();
+        assert_eq!(
+            voters
+                .iter()
+                .map(|v| (v.name(), v.owner()))
+                .collect::<Vec<_>>(),
+            [("mission", false), ("prompt", true)]
+        );
     }
 }

@@ -206,8 +206,12 @@ fn render(request: &Request, code: Option<&str>) -> String {
             id = request.id
         ),
     };
+    let owner = match &request.owner_only {
+        Some(why) => format!("\n        {why}"),
+        None => String::new(),
+    };
     format!(
-        "\npincer: request {id}: {comm} (pid {pid}) wants to {ops} {path}\n        {why}\n        {answer}",
+        "\npincer: request {id}: {comm} (pid {pid}) wants to {ops} {path}\n        {why}{owner}\n        {answer}",
         id = request.id,
         comm = request.comm,
         pid = request.pid,
@@ -240,12 +244,27 @@ impl ControlHandler for PromptBoard {
 /// The voter that waits for a person's answer.
 pub struct PromptVoter {
     board: Arc<PromptBoard>,
+    /// Asks only about what is the owner's alone: a mission that does not
+    /// list the prompt still has its owner answer those.
+    owner_only: bool,
 }
 
 impl PromptVoter {
     /// A voter posting on `board`.
     pub fn new(board: Arc<PromptBoard>) -> Self {
-        Self { board }
+        Self {
+            board,
+            owner_only: false,
+        }
+    }
+
+    /// A voter posting on `board` only the requests that are the owner's
+    /// alone ([`Request::owner_only`]), and abstaining on the rest.
+    pub fn owner_only(board: Arc<PromptBoard>) -> Self {
+        Self {
+            board,
+            owner_only: true,
+        }
     }
 }
 
@@ -267,7 +286,18 @@ impl Voter for PromptVoter {
         "prompt"
     }
 
+    fn owner(&self) -> bool {
+        true
+    }
+
     fn vote(&self, request: Arc<Request>) -> VoteFuture {
+        if self.owner_only && request.owner_only.is_none() {
+            return Box::pin(async {
+                Vote::Abstain {
+                    reason: "asks the owner only what is the owner's alone".to_owned(),
+                }
+            });
+        }
         let board = Arc::clone(&self.board);
         Box::pin(async move {
             let id = request.id;

@@ -168,6 +168,10 @@ pub struct WebhookConfig {
     /// 1-based line of `secret_file` in the mission file (0 when it comes
     /// from elsewhere), for messages about the secret.
     pub secret_line: usize,
+    /// `owner = true`: the endpoint speaks for the owner, so its allow
+    /// counts for a change to a policy object (its secret is the owner's
+    /// key: keep it apart from any other webhook's).
+    pub owner: bool,
 }
 
 impl WebhookConfig {
@@ -179,6 +183,7 @@ impl WebhookConfig {
             clock_skew: DEFAULT_CLOCK_SKEW,
             line: 0,
             secret_line: 0,
+            owner: false,
         }
     }
 }
@@ -199,6 +204,7 @@ struct Inner {
     clock_skew: Duration,
     timeout: Duration,
     accepted: Mutex<AcceptedNonces>,
+    owner: bool,
 }
 
 impl fmt::Debug for WebhookVoter {
@@ -246,6 +252,7 @@ impl WebhookVoter {
                 clock_skew: config.clock_skew,
                 timeout,
                 accepted: Mutex::new(AcceptedNonces::new(REMEMBERED_NONCES)),
+                owner: config.owner,
             }),
         })
     }
@@ -254,6 +261,10 @@ impl WebhookVoter {
 impl Voter for WebhookVoter {
     fn name(&self) -> &'static str {
         "webhook"
+    }
+
+    fn owner(&self) -> bool {
+        self.inner.owner
     }
 
     fn vote(&self, request: Arc<Request>) -> VoteFuture {

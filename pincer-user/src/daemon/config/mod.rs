@@ -21,6 +21,9 @@
 //! mission = "/etc/pincer/missions/claude.toml"
 //! mode = "ask"                             # "enforce", "audit" or "ask"; by default the
 //!                                          # mission's defaults.on_unknown
+//!
+//! [labels]
+//! policy = ["README.md", "/srv/site/config/"]  # added to every agent's policy set
 //! ```
 //!
 //! Every key of `[daemon]` is optional, and so is the table. A configuration
@@ -41,6 +44,12 @@
 //! - `scan_every` is a duration written like `"500ms"`, `"1s"` or `"1m"`,
 //!   from 100ms to 1h.
 //! - `ring_bytes` is a power of two of at least 4096 (and at most 2^31).
+//!
+//! `[labels]` (optional): `policy`, patterns every agent's policy set gets
+//! besides the default set and its mission's, written as in a mission
+//! (`crate::labels::policy`), except that `~` is not expanded. The
+//! configuration file itself and every agent's mission file are always
+//! policy objects.
 //!
 //! `[[agent]]` (`name`, `cgroup` and `mission` are required):
 //!
@@ -136,6 +145,9 @@ pub struct Config {
     /// The `[[agent]]` entries, in file order: the first whose pattern
     /// matches a cgroup confines it.
     pub agents: Vec<AgentConfig>,
+    /// `[labels] policy`: patterns every agent's policy set gets besides
+    /// the default set and its mission's (see [`crate::labels::policy`]).
+    pub policy: Vec<crate::labels::PolicyPattern>,
     /// The file the configuration was read from (or would have been).
     pub path: PathBuf,
 }
@@ -285,6 +297,7 @@ impl Config {
         Config {
             daemon: DaemonConfig::default(),
             agents: Vec::new(),
+            policy: Vec::new(),
             path: path.to_owned(),
         }
     }
@@ -351,9 +364,37 @@ impl Config {
                 },
             ]);
         }
+        if !self.policy.is_empty() {
+            let patterns: Vec<String> = self
+                .policy
+                .iter()
+                .map(|pattern| toml_string(&pattern.text()))
+                .collect();
+            lines.extend([
+                String::new(),
+                "[labels]".to_owned(),
+                setting("policy", &format!("[{}]", patterns.join(", "))),
+            ]);
+        }
         let mut text = lines.join("\n");
         text.push('\n');
         text
+    }
+
+    /// The policy set of an agent of this configuration running `mission`:
+    /// the default set, what the mission adds (and the mission file), what
+    /// `[labels]` adds, and this file.
+    pub fn policy_set(&self, mission: &crate::mission::Mission) -> crate::labels::PolicySet {
+        use crate::labels::policy::{Place, PolicyPattern, Protects};
+        let mut extra = mission.policy_set().patterns;
+        extra.extend(self.policy.iter().cloned());
+        if let Ok(path) = std::fs::canonicalize(&self.path) {
+            extra.push(PolicyPattern {
+                place: Place::Path(path),
+                protects: Protects::NAMED,
+            });
+        }
+        crate::labels::PolicySet::with_defaults(&extra)
     }
 }
 
@@ -374,7 +415,7 @@ fn path_string(path: &Path) -> String {
 fn parse(doc: &Document<'_>) -> Result<Config, TomlError> {
     let root: Node = doc.deserialize()?;
     let root = Field::root(&root);
-    let [daemon, agents] = doc.fields(&root, ["daemon", "agent"])?;
+    let [daemon, agents, labels] = doc.fields(&root, ["daemon", "agent", "labels"])?;
     let daemon = match daemon {
         Some(table) => parse_daemon(doc, &table)?,
         None => DaemonConfig::default(),
@@ -383,11 +424,38 @@ fn parse(doc: &Document<'_>) -> Result<Config, TomlError> {
         Some(list) => parse_agents(doc, &list)?,
         None => Vec::new(),
     };
+    let policy = match labels {
+        Some(table) => parse_labels(doc, &table)?,
+        None => Vec::new(),
+    };
     Ok(Config {
         daemon,
         agents,
+        policy,
         path: doc.path().to_owned(),
     })
+}
+
+/// `[labels]`: `policy`, patterns added to every agent's policy set. `~`
+/// is not expanded (whose home would it be?).
+fn parse_labels(
+    doc: &Document<'_>,
+    table: &Field<'_>,
+) -> Result<Vec<crate::labels::PolicyPattern>, TomlError> {
+    let [policy] = doc.fields(table, ["policy"])?;
+    let Some(policy) = policy else {
+        return Ok(Vec::new());
+    };
+    let Some(items) = policy.items() else {
+        return Err(doc.wrong_type(&policy, "an array of strings"));
+    };
+    items
+        .map(|item| {
+            let text = doc.string(&item)?;
+            crate::labels::PolicyPattern::parse(text, None)
+                .map_err(|message| doc.error(&item, message))
+        })
+        .collect()
 }
 
 fn parse_daemon(doc: &Document<'_>, table: &Field<'_>) -> Result<DaemonConfig, TomlError> {
@@ -749,6 +817,14 @@ mod tests {
             config.daemon.audit_key_path(),
             Path::new("/var/lib/p/audit.key")
         );
+        assert_eq!(
+            config
+                .policy
+                .iter()
+                .map(crate::labels::PolicyPattern::text)
+                .collect::<Vec<_>>(),
+            ["README.md", "docs/", "/srv/site/config/"]
+        );
         let [claude, codex] = config.agents.as_slice() else {
             panic!("expected two agents, got {:?}", config.agents);
         };
@@ -863,7 +939,7 @@ mod tests {
                 2,
                 2,
                 field("agents"),
-                "unknown field `agents`, expected `daemon` or `agent`".to_owned()
+                "unknown field `agents`, expected one of `daemon`, `agent`, `labels`".to_owned()
             )
         );
     }
