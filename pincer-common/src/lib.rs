@@ -163,6 +163,13 @@ pub mod event_flags {
     /// settings, a git hook, a shell start-up file, ...): only the owner
     /// may allow it, and only once ([`label_flags`], [`policy_rule`]).
     pub const POLICY: u32 = 1 << 17;
+    /// The access is an action the mission reserves for untainted agents
+    /// (`[[action]]`) and the agent's level is below the action's: only
+    /// the owner may allow it ([`Taint`]).
+    pub const ACTION: u32 = 1 << 18;
+    /// An allowed read that lowered the agent's level: the object is a
+    /// source, or was derived from one, of lower authority ([`Taint`]).
+    pub const TAINT: u32 = 1 << 19;
 }
 
 /// Indices of the per-CPU counters in [`names::COUNTERS`].
@@ -204,8 +211,13 @@ pub mod counter {
     pub const LABEL_FAILED: u32 = 16;
     /// Changes to policy objects refused or parked for the owner.
     pub const POLICY: u32 = 17;
+    /// Reads that lowered an agent's level ([`crate::Taint`]).
+    pub const TAINTED: u32 = 18;
+    /// Actions refused or parked for the owner because the agent's level
+    /// was below theirs.
+    pub const ACTION: u32 = 19;
     /// Number of counters.
-    pub const COUNT: u32 = 18;
+    pub const COUNT: u32 = 20;
 
     /// Names for metrics and `pincer` output, by index.
     pub const NAMES: [&str; COUNT as usize] = [
@@ -227,6 +239,8 @@ pub mod counter {
         "guarded",
         "label_failed",
         "policy",
+        "tainted",
+        "action",
     ];
 }
 
@@ -285,6 +299,12 @@ pub mod names {
     /// Thread id → [`crate::Making`]: the object a thread is creating, to
     /// be labelled when the kernel binds its name to it.
     pub const MAKING: &str = "PINCER_MAKING";
+    /// Agent cgroup id → [`crate::Taint`]: the level its reads brought it
+    /// to, and the read that did.
+    pub const TAINTS: &str = "PINCER_TAINTS";
+    /// [`crate::GrantKey`] → [`crate::Action`]: what the mission reserves
+    /// for agents at or above a level.
+    pub const ACTIONS: &str = "PINCER_ACTIONS";
 }
 
 /// Authority levels of content (see [`Label`]), lowest first: what it may
@@ -324,6 +344,10 @@ pub mod label_flags {
     pub const POLICY: u32 = 1 << 1;
     /// With [`POLICY`]: everything below the directory is policy too.
     pub const TREE: u32 = 1 << 2;
+    /// A declared source (`[[source]]`): its content has the label's
+    /// authority, and reading it lowers the reader to that level. With
+    /// [`TREE`], an object made in the directory is a source too.
+    pub const SOURCE: u32 = 1 << 3;
 }
 
 /// Bits of a [`names::POLICY_NAMES`] value: what a policy name protects.
@@ -419,11 +443,45 @@ pub struct Label {
     /// was deleted and whose inode number was reused does not carry over
     /// (zero matches any generation, for file systems that keep none).
     pub generation: u32,
-    /// Explicit padding; always zero.
-    pub _pad: u32,
+    /// The lowest authority of what the content was derived from (zero:
+    /// nothing below the reader's own): reading the object lowers the
+    /// reader's level to it. A source's is its authority; an agent's write
+    /// leaves the writer's level.
+    pub taint: u32,
     /// The cgroup id of the agent that made or last changed it (zero: no
     /// agent).
     pub agent: u64,
+}
+
+/// An agent's level: the value of [`names::TAINTS`]. An agent starts with
+/// none (zero: nothing it read was below the user's own content); each
+/// read of content of lower authority lowers it for the whole cgroup,
+/// children and programs it executes included (the low-water mark), and
+/// only a new run raises it again.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Taint {
+    /// One of [`authority`], or zero for none.
+    pub level: u32,
+    /// Explicit padding; always zero.
+    pub _pad: u32,
+    /// The object whose read brought the agent to `level`.
+    pub dev: u64,
+    /// Its inode number.
+    pub ino: u64,
+}
+
+/// What a mission reserves for agents at or above a level: the value of
+/// [`names::ACTIONS`], keyed like a grant.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Action {
+    /// The operations on the object that are the action (`exec` for a
+    /// program, `write`/`create` for a destination).
+    pub ops: u32,
+    /// The lowest level that may take it without the owner: one of
+    /// [`authority`].
+    pub authority: u32,
 }
 
 /// An object a thread is making: the value of [`names::MAKING`], set when
@@ -464,6 +522,8 @@ pub const MAX_MAKING: u32 = 4096;
 
 /// Maximum number of agent cgroups.
 pub const MAX_AGENTS: u32 = 4096;
+/// Capacity of [`names::ACTIONS`], for every agent together.
+pub const MAX_ACTIONS: u32 = 4096;
 /// Maximum number of inode grants over all agents.
 pub const MAX_GRANTS: u32 = 65536;
 /// Maximum number of name grants over all agents.
@@ -1084,6 +1144,8 @@ const _: () = {
     assert!(core::mem::size_of::<Label>() == 24);
     assert!(core::mem::size_of::<PolicyName>() == 16);
     assert!(core::mem::size_of::<Making>() == 16);
+    assert!(core::mem::size_of::<Taint>() == 24);
+    assert!(core::mem::size_of::<Action>() == 8);
     assert!(core::mem::size_of::<Pending>() == 40);
     assert!(core::mem::size_of::<Verdict>() == 16);
     assert!(core::mem::size_of::<Twin>() == 16);
@@ -1109,6 +1171,8 @@ const _: () = {
         names::LABELS,
         names::POLICY_NAMES,
         names::MAKING,
+        names::TAINTS,
+        names::ACTIONS,
     ];
     let mut i = 0;
     while i < maps.len() {
@@ -1136,6 +1200,8 @@ mod pod {
     unsafe impl aya::Pod for super::Label {}
     unsafe impl aya::Pod for super::PolicyName {}
     unsafe impl aya::Pod for super::Making {}
+    unsafe impl aya::Pod for super::Taint {}
+    unsafe impl aya::Pod for super::Action {}
 }
 
 /// Converts a userspace device number (`stat.st_dev`, glibc's encoding) to the

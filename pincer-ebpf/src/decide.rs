@@ -29,8 +29,8 @@
 
 use pincer_common::{
     Agent, CHANGE_OPS, CachedGrant, EACCES, ERESTARTNOINTR, GrantKey, Label, MAX_PREFIX_LEN,
-    MAX_TREE_DEPTH, PolicyName, PrefixName, agent_flags, counter, event_flags, label_flags, mode,
-    policy_rule, verdict,
+    MAX_TREE_DEPTH, PolicyName, PrefixName, agent_flags, counter, event_flags, hook, label_flags,
+    mode, policy_rule, verdict,
 };
 
 use aya_ebpf::{cty::c_void, helpers::bpf_loop, macros::map, maps::PerCpuArray};
@@ -69,6 +69,9 @@ pub struct Checked {
     granted: u32,
     /// The walk met a policy place.
     barrier: u32,
+    /// Operations the mission reserves for agents of a higher level than
+    /// this one's ([`labels::reserved`]): taken from what the grants gave.
+    reserved: u32,
     /// The object's label (`labels::none()` for a new name).
     label: Label,
     /// Non-zero when the access is to an object labels are for: not a pipe
@@ -143,6 +146,7 @@ fn prepare(
     checked.agent = *agent;
     checked.granted = 0;
     checked.barrier = 0;
+    checked.reserved = 0;
     checked.label = labels::none();
     checked.labelled = 0;
     checked.which = which;
@@ -339,9 +343,11 @@ extern "C" fn check_step(_index: u64, ctx: *mut c_void) -> i64 {
     checked.labelled = 1;
     match found {
         Ok((label, found)) => {
+            let reserved = labels::reserved(checked.agent.slot, access);
             checked.label = label;
-            checked.granted = found.granted | also;
+            checked.granted = (found.granted | also) & !reserved;
             checked.barrier = u32::from(found.barrier);
+            checked.reserved = reserved;
         }
         Err(ReadFailed) => {
             count(counter::READ_FAILED);
@@ -384,7 +390,7 @@ fn settle(checked: &Checked) -> i32 {
     // to it, and a choice the compiler makes from one read and relies on
     // at another would not hold for it.
     // SAFETY: plain values in this CPU's entry.
-    let (identified, granted, barrier, ops, forced, no_park) = unsafe {
+    let (identified, granted, barrier, ops, forced, no_park, reserved) = unsafe {
         (
             core::ptr::read_volatile(&checked.identified) != 0,
             core::ptr::read_volatile(&checked.granted),
@@ -392,6 +398,7 @@ fn settle(checked: &Checked) -> i32 {
             core::ptr::read_volatile(&checked.access.ops),
             core::ptr::read_volatile(&checked.forced),
             core::ptr::read_volatile(&checked.no_park),
+            core::ptr::read_volatile(&checked.reserved),
         )
     };
     let covered = identified && granted & ops == ops;
@@ -400,9 +407,14 @@ fn settle(checked: &Checked) -> i32 {
         count(counter::DENIED);
         return -EACCES;
     }
+    let tainted = if allowed { taint(checked) } else { 0 };
+    // Both are the owner's alone to allow.
     let policy = if forced == 0 && barrier && ops & CHANGE_OPS & !granted != 0 {
         count(counter::POLICY);
         event_flags::POLICY
+    } else if forced == 0 && reserved & ops != 0 {
+        count(counter::ACTION);
+        event_flags::ACTION
     } else {
         0
     };
@@ -410,13 +422,13 @@ fn settle(checked: &Checked) -> i32 {
     let mut parked: Option<(u32, u64, u64)> = None;
     let (ret, verdict, flags) = if forced == 0 && covered {
         count(counter::ALLOWED);
-        if agent.flags & agent_flags::REPORT_ALLOWED == 0 {
+        if agent.flags & agent_flags::REPORT_ALLOWED == 0 && tainted == 0 {
             return 0;
         }
-        (0, verdict::ALLOWED, 0)
+        (0, verdict::ALLOWED, tainted)
     } else if agent.mode == mode::AUDIT {
         count(counter::AUDITED);
-        (0, verdict::AUDITED, forced | policy)
+        (0, verdict::AUDITED, forced | policy | tainted)
     } else if agent.mode == mode::ASK && no_park == 0 && identified {
         match park::prepare(access) {
             park::Prepared::Done(0) => {
@@ -425,6 +437,7 @@ fn settle(checked: &Checked) -> i32 {
                     count(counter::DENIED);
                     return -EACCES;
                 }
+                taint(checked);
                 return 0;
             }
             park::Prepared::Done(ret) => return ret,
@@ -492,6 +505,17 @@ fn label_allowed(checked: &Checked) -> Result<(), ()> {
     labels::allowed(&checked.access, &checked.label, checked.barrier != 0)
 }
 
+/// Lowers the agent's level when an allowed access read tainted content
+/// ([`labels::read`]): the event flag to report it with, or zero.
+#[inline(always)]
+fn taint(checked: &Checked) -> u32 {
+    if checked.labelled != 0 && labels::read(&checked.access, &checked.label) {
+        event_flags::TAINT
+    } else {
+        0
+    }
+}
+
 /// What the grants give on an access.
 struct Found {
     /// The operations.
@@ -521,7 +545,12 @@ mod search {
 /// is never answered from the cache (its entry may predate the label).
 #[inline(always)]
 fn granted_ops(slot: u32, access: &Access, label: &Label) -> Result<Found, ReadFailed> {
-    let change = access.ops & CHANGE_OPS != 0;
+    // Removing a directory is not a change to a policy object: the kernel
+    // removes only an empty one, and what a policy directory held is
+    // protected itself (git tries `rmdir .git` as it tidies up after a
+    // stash, which only fails as `ENOTEMPTY`). It is cached as a read is,
+    // so no other change takes what its walk found.
+    let change = access.ops & CHANGE_OPS != 0 && access.hook != hook::INODE_RMDIR;
     let search = if !change || labels::is_agent_made(label) {
         search::NONE
     } else if labels::is_policy(label) {

@@ -15,6 +15,15 @@
 //! all. One the owner let it make or put in a policy place is not its own,
 //! so the policy names and places protect it from then on like the user's.
 //!
+//! **Taint.** An agent's level ([`TAINTS`], per cgroup: its children and
+//! the programs it executes read into the same context) starts at none and
+//! only goes down: an allowed read of an object whose label carries a taint
+//! (a declared source, or something derived from one) lowers it to that
+//! taint. What the agent writes afterwards carries its level as taint, so
+//! a later reader, another agent's run included, is lowered too. An object
+//! made in a source directory is a source itself, whoever makes it (a
+//! browser saving a page): the binding of its name labels it.
+//!
 //! A label is written before the access goes on; one that cannot be
 //! written (the map full) refuses the write it was for and is counted
 //! ([`counter::LABEL_FAILED`]). A new object is labelled when the kernel
@@ -25,13 +34,14 @@
 
 use aya_ebpf::helpers::{bpf_get_current_cgroup_id, bpf_get_current_pid_tgid};
 use pincer_common::{
-    Label, Making, ObjectKey, authority, counter, file_type, hook, label_flags, ops,
+    GrantKey, Label, Making, ObjectKey, Taint, authority, counter, file_type, hook, label_flags,
+    ops,
 };
 
 use crate::{
     access::Access,
     kernel::{self, ReadFailed},
-    maps::{LABELS, MAKING, count},
+    maps::{ACTIONS, LABELS, MAKING, TAINTS, count},
 };
 
 /// No label: every field zero. Labels are passed as values, never as an
@@ -43,8 +53,71 @@ pub const fn none() -> Label {
         authority: 0,
         flags: 0,
         generation: 0,
-        _pad: 0,
+        taint: 0,
         agent: 0,
+    }
+}
+
+/// The current agent's level: one of `authority`, or zero for none.
+#[inline(always)]
+pub fn level() -> u32 {
+    let agent = unsafe { bpf_get_current_cgroup_id() };
+    unsafe { TAINTS.get(agent) }.map_or(0, |taint| taint.level)
+}
+
+/// After an allowed access: when it read (or executed) an object whose
+/// content is tainted below the agent's level, the agent drops to it.
+/// Returns whether it did, so the read is reported: the twin keeps the
+/// chain of what tainted each agent.
+#[inline(always)]
+pub fn read(access: &Access, own: &Label) -> bool {
+    let taint = own.taint;
+    if taint == 0 || !access.exists || access.ops & (ops::READ | ops::EXEC) == 0 {
+        return false;
+    }
+    let agent = unsafe { bpf_get_current_cgroup_id() };
+    let level = unsafe { TAINTS.get(agent) }.map_or(0, |taint| taint.level);
+    if level != 0 && level <= taint {
+        return false;
+    }
+    let lowered = Taint {
+        level: taint,
+        _pad: 0,
+        dev: access.dev,
+        ino: access.ino,
+    };
+    // A full map cannot be: it has room for every agent. Should the
+    // insert fail, the agent keeps its level, and the failure is counted.
+    if TAINTS.insert(agent, lowered, 0).is_err() {
+        count(counter::LABEL_FAILED);
+        return false;
+    }
+    count(counter::TAINTED);
+    true
+}
+
+/// The operations of an access that the mission reserves for agents of a
+/// higher level than the current agent's (`[[action]]`): they are not
+/// granted, and only the owner may allow them. Zero for an untainted
+/// agent, and for objects no action names.
+#[inline(always)]
+pub fn reserved(slot: u32, access: &Access) -> u32 {
+    if !access.exists {
+        return 0;
+    }
+    let level = level();
+    if level == 0 {
+        return 0;
+    }
+    let key = GrantKey {
+        slot,
+        _pad: 0,
+        dev: access.dev,
+        ino: access.ino,
+    };
+    match unsafe { ACTIONS.get(key) } {
+        Some(action) if level < action.authority => action.ops & access.ops,
+        _ => 0,
     }
 }
 
@@ -172,26 +245,78 @@ impl Placed {
     }
 }
 
-/// The kernel binds `dentry` to `inode`: when the current thread was
-/// allowed to make that dentry, the new object gets its label.
+/// The kernel binds `dentry` to `inode`, for any task: an object in a
+/// source directory that has no label yet is a source too (made by a
+/// browser, or looked up after its directory was declared).
 #[inline(always)]
-pub fn instantiated(dentry: *const u8, inode: *const u8) {
-    let tid = bpf_get_current_pid_tgid() as u32;
-    let Some(making) = (unsafe { MAKING.get(tid) }).copied() else {
+pub fn bound(dentry: *const u8, inode: *const u8) {
+    if inode.is_null() {
+        return;
+    }
+    let off = kernel::off();
+    let Ok(Some(parent)) = kernel::parent(off, dentry) else {
         return;
     };
-    if making.dentry != dentry as u64 || inode.is_null() {
+    let Ok(dir) = kernel::dentry_inode(off, parent) else {
         return;
+    };
+    if dir.is_null() {
+        return;
+    }
+    let Ok((dev, ino)) = kernel::identity(off, dir) else {
+        return;
+    };
+    let Ok(source) = of_inode(dev, ino, dir) else {
+        return;
+    };
+    let wanted = label_flags::SOURCE | label_flags::TREE;
+    if source.flags & wanted != wanted {
+        return;
+    }
+    let Ok((dev, ino)) = kernel::identity(off, inode) else {
+        return;
+    };
+    let key = ObjectKey { dev, ino };
+    if unsafe { LABELS.get(key) }.is_some() {
+        return;
+    }
+    let Ok(generation) = kernel::generation(off, inode) else {
+        return;
+    };
+    let label = Label {
+        authority: source.authority,
+        flags: wanted,
+        generation,
+        taint: source.taint,
+        agent: 0,
+    };
+    if LABELS.insert(key, label, 0).is_err() {
+        count(counter::LABEL_FAILED);
+    }
+}
+
+/// The kernel binds `dentry` to `inode`: when the current thread was
+/// allowed to make that dentry, the new object gets its label. Returns
+/// whether it did.
+#[inline(always)]
+pub fn instantiated(dentry: *const u8, inode: *const u8) -> bool {
+    let tid = bpf_get_current_pid_tgid() as u32;
+    let Some(making) = (unsafe { MAKING.get(tid) }).copied() else {
+        return false;
+    };
+    if making.dentry != dentry as u64 || inode.is_null() {
+        return false;
     }
     let _ = MAKING.remove(tid);
     let off = kernel::off();
     let Ok((dev, ino)) = kernel::identity(off, inode) else {
         count(counter::LABEL_FAILED);
-        return;
+        return true;
     };
     let agent = unsafe { bpf_get_current_cgroup_id() };
     // Counted when it fails; the object exists already, nothing to refuse.
     let _ = write(dev, ino, inode, making.flags, agent);
+    true
 }
 
 /// Writes the label of an agent's object: evidence (its content is the
@@ -202,11 +327,12 @@ fn write(dev: u64, ino: u64, inode: *const u8, flags: u32, agent: u64) -> Result
         count(counter::LABEL_FAILED);
         return Err(());
     };
+    let taint = unsafe { TAINTS.get(agent) }.map_or(0, |taint| taint.level);
     let label = Label {
         authority: authority::EVIDENCE,
         flags,
         generation,
-        _pad: 0,
+        taint,
         agent,
     };
     if LABELS.insert(ObjectKey { dev, ino }, label, 0).is_err() {

@@ -6,10 +6,10 @@ use aya_ebpf::{
     maps::{Array, HashMap, LpmTrie, LruHashMap, PerCpuArray, RingBuf, lpm_trie::Key},
 };
 use pincer_common::{
-    Agent, COMPONENT_LEN, CachedGrant, EVENTS_BYTES, GrantKey, GrantValue, Label, MAX_AGENTS,
-    MAX_CACHED_GRANTS, MAX_COMPONENTS, MAX_GRANTS, MAX_GUARDED, MAX_LABELS, MAX_MAKING,
-    MAX_NAME_GRANTS, MAX_OWNED, MAX_PENDING, Making, NameGrantKey, ObjectKey, Pending, PolicyName,
-    PrefixName, Twin, Verdict, counter,
+    Action, Agent, COMPONENT_LEN, CachedGrant, EVENTS_BYTES, GrantKey, GrantValue, Label,
+    MAX_ACTIONS, MAX_AGENTS, MAX_CACHED_GRANTS, MAX_COMPONENTS, MAX_GRANTS, MAX_GUARDED,
+    MAX_LABELS, MAX_MAKING, MAX_NAME_GRANTS, MAX_OWNED, MAX_PENDING, Making, NameGrantKey,
+    ObjectKey, Pending, PolicyName, PrefixName, Taint, Twin, Verdict, counter,
 };
 
 /// `BPF_F_NO_PREALLOC`: entries are allocated as they are inserted.
@@ -106,6 +106,16 @@ pub static POLICY_NAMES: HashMap<PolicyName, u32> = HashMap::with_max_entries(40
 /// thread makes another or the entry is evicted.
 #[map(name = "PINCER_MAKING")]
 pub static MAKING: LruHashMap<u32, Making> = LruHashMap::with_max_entries(MAX_MAKING, 0);
+
+/// Agents' levels (see `pincer_common::Taint`), by cgroup id: written by
+/// the programs as agents read, removed by the twin when a run ends.
+#[map(name = "PINCER_TAINTS")]
+pub static TAINTS: HashMap<u64, Taint> = HashMap::with_max_entries(MAX_AGENTS, 0);
+
+/// What missions reserve for agents at or above a level (`[[action]]`),
+/// keyed like grants.
+#[map(name = "PINCER_ACTIONS")]
+pub static ACTIONS: HashMap<GrantKey, Action> = HashMap::with_max_entries(MAX_ACTIONS, 0);
 
 /// The agent the current task belongs to, if any: the one lookup every task
 /// outside agent cgroups pays.

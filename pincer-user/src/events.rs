@@ -46,6 +46,10 @@ pub struct Decision {
     pub ino: u64,
     /// The agent's cgroup id.
     pub cgroup: u64,
+    /// The agent's level after this read, when the read lowered it (the
+    /// object is a source, or was derived from one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub taint: Option<&'static str>,
 }
 
 /// Reads an [`AccessEvent`] from ring-buffer bytes.
@@ -240,6 +244,11 @@ fn not_granted(flags: u32, missing: u32) -> String {
             "{} of a policy object: only the owner may allow it",
             op_names(missing).join(", ")
         )
+    } else if flags & event_flags::ACTION != 0 {
+        format!(
+            "{} of an action the mission reserves for agents of higher authority than this one's (it read content of lower authority): only the owner may allow it",
+            op_names(missing).join(", ")
+        )
     } else {
         format!("no grant covers {}", op_names(missing).join(", "))
     }
@@ -286,7 +295,7 @@ pub fn sanitize(
         hook: Cow::Borrowed(hook_name(event.hook)),
         dev: event.dev,
         ino: event.ino,
-        why: if event.flags & event_flags::POLICY != 0 {
+        why: if event.flags & (event_flags::POLICY | event_flags::ACTION) != 0 {
             not_granted(event.flags, missing)
         } else {
             format!(
@@ -294,8 +303,14 @@ pub fn sanitize(
                 op_names(missing).join(", ")
             )
         },
-        owner_only: (event.flags & event_flags::POLICY != 0)
-            .then(|| crate::request::OWNER_ONLY_POLICY.to_owned()),
+        owner_only: if event.flags & event_flags::POLICY != 0 {
+            Some(crate::request::OWNER_ONLY_POLICY.to_owned())
+        } else if event.flags & event_flags::ACTION != 0 {
+            Some(crate::request::OWNER_ONLY_ACTION.to_owned())
+        } else {
+            None
+        },
+        taint: Vec::new(),
     }
 }
 
@@ -456,6 +471,7 @@ pub fn decision(event: &AccessEvent, mounts: &Mounts) -> Decision {
         dev: format!("{}:{}", event.dev >> 20, event.dev & 0xf_ffff),
         ino: event.ino,
         cgroup: event.cgroup_id,
+        taint: None,
     }
 }
 
@@ -475,6 +491,7 @@ impl Decision {
             dev: "0:1".into(),
             ino: 5,
             cgroup: 9,
+            taint: None,
         }
     }
 }

@@ -66,7 +66,15 @@ pub struct Request {
     /// allow covers the object itself only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner_only: Option<String>,
+    /// What lowered the agent's level, first read first (`read <path>
+    /// (<authority>)`): empty for an agent that read nothing of lower
+    /// authority.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub taint: Vec<String>,
 }
+
+/// Why an action by a tainted agent is the owner's alone to allow.
+pub const OWNER_ONLY_ACTION: &str = "an action the mission reserves for untainted agents, by an agent that read content of lower authority: only the owner may allow it";
 
 /// Why a change to a policy object is the owner's alone to allow.
 pub const OWNER_ONLY_POLICY: &str = "a change to a policy object (instructions, settings or hooks something obeys later): only the owner may allow it";
@@ -86,10 +94,13 @@ impl fmt::Display for Request {
             self.pid,
             self.why
         )?;
-        match &self.owner_only {
-            Some(why) => write!(f, "; {why}"),
-            None => Ok(()),
+        if let Some(why) = &self.owner_only {
+            write!(f, "; {why}")?;
         }
+        if !self.taint.is_empty() {
+            write!(f, "; this agent {}", self.taint.join(", then "))?;
+        }
+        Ok(())
     }
 }
 
@@ -133,6 +144,7 @@ impl Request {
             ino: 2,
             why: "no grant covers it".into(),
             owner_only: None,
+            taint: Vec::new(),
         }
     }
 }

@@ -392,6 +392,31 @@ fn cases() -> Vec<Case> {
             "[mission]\nname = \"m\"\n\n[labels]\npolicy = \"CLAUDE.md\"\n",
         ),
         Case::mission(
+            "source-policy-authority",
+            "a source of policy authority (it would lower nobody)",
+            "[mission]\nname = \"m\"\n\n[[source]]\npath = \"/tmp\"\nauthority = \"policy\"\n",
+        ),
+        Case::mission(
+            "source-without-path",
+            "a source without a path",
+            "[mission]\nname = \"m\"\n\n[[source]]\nauthority = \"evidence\"\n",
+        ),
+        Case::mission(
+            "action-evidence-authority",
+            "an action open to evidence (it would be open to every agent)",
+            "[mission]\nname = \"m\"\n\n[[action]]\npath = \"/bin/sh\"\nauthority = \"evidence\"\n",
+        ),
+        Case::mission(
+            "action-with-a-star",
+            "an action whose path has a `*`",
+            "[mission]\nname = \"m\"\n\n[[action]]\npath = \"/usr/bin/cu*\"\n",
+        ),
+        Case::mission(
+            "action-unknown-op",
+            "an action with an unknown operation",
+            "[mission]\nname = \"m\"\n\n[[action]]\npath = \"/bin/sh\"\nops = [\"launch\"]\n",
+        ),
+        Case::mission(
             "defaults-unknown-tmp",
             "unknown `tmp`",
             "[mission]\nname = \"m\"\n\n[defaults]\ntmp = \"shared\"\n",

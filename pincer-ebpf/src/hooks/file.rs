@@ -372,13 +372,17 @@ pub fn file_receive<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
 /// `security_d_instantiate(struct dentry *dentry, struct inode *inode)`:
 /// the kernel binds a name to its inode, as a new object is made (and as an
 /// existing one is looked up). Decides nothing (the hook returns nothing):
+/// for any task, an object bound in a source directory is a source too;
 /// when the current thread of an agent was allowed to make that name, the
 /// new object gets its label ([`crate::labels`]).
 #[inline(always)]
 pub fn d_instantiate<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
-    agent::<HOOK>(ctx)?;
-    if kernel::loaded().is_ok() {
-        crate::labels::instantiated(ctx.arg(0), ctx.arg(1));
+    if kernel::loaded().is_err() {
+        return Ok(0);
+    }
+    let (dentry, inode) = (ctx.arg(0), ctx.arg(1));
+    if agent::<HOOK>(ctx).is_err() || !crate::labels::instantiated(dentry, inode) {
+        crate::labels::bound(dentry, inode);
     }
     Ok(0)
 }

@@ -17,6 +17,7 @@ macro_rules! pick {
 mod audit;
 mod daemon;
 mod doctor;
+mod label;
 mod mission;
 mod requests;
 
@@ -143,6 +144,10 @@ enum Command {
     /// Work with audit logs.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// Show or promote what pincer knows of a file's content (its
+    /// authority label).
+    #[command(subcommand)]
+    Label(label::LabelCommand),
 }
 
 /// Runs the `pincer` command.
@@ -204,6 +209,7 @@ pub fn main() -> ExitCode {
         Command::Doctor => doctor::main(),
         Command::Mission(command) => report(mission::main(command)),
         Command::Audit(command) => audit::main(command),
+        Command::Label(command) => report(label::main(command)),
     }
 }
 

@@ -36,7 +36,7 @@ pub fn policy_labels(set: &PolicySet) -> Vec<(ObjectKey, Label)> {
                     authority: authority::USER,
                     flags,
                     generation: generation(&path).unwrap_or(0),
-                    _pad: 0,
+                    taint: 0,
                     agent: 0,
                 },
             )

@@ -259,6 +259,40 @@ impl PolicySet {
             .collect()
     }
 
+    /// The patterns whose names or places cover `path` (absolute, links
+    /// resolved): a name pattern matches a component of the path (the
+    /// last, or any for a tree pattern), a directory-and-name pattern two
+    /// consecutive ones, a path pattern the path itself or, for a tree,
+    /// what is below it.
+    pub fn covering(&self, path: &Path) -> Vec<&PolicyPattern> {
+        let names: Vec<&[u8]> = path
+            .components()
+            .filter_map(|part| match part {
+                std::path::Component::Normal(name) => Some(name.as_encoded_bytes()),
+                _ => None,
+            })
+            .collect();
+        let last = names.len().saturating_sub(1);
+        self.patterns
+            .iter()
+            .filter(|pattern| {
+                let tree = pattern.protects.tree();
+                match &pattern.place {
+                    Place::Name(name) => names
+                        .iter()
+                        .enumerate()
+                        .any(|(i, part)| *part == name.as_bytes() && (i == last || tree)),
+                    Place::InDir { dir, name } => names.windows(2).enumerate().any(|(i, pair)| {
+                        pair[0] == dir.as_bytes()
+                            && pair[1] == name.as_bytes()
+                            && (i + 1 == last || tree)
+                    }),
+                    Place::Path(place) => path == place || (tree && path.starts_with(place)),
+                }
+            })
+            .collect()
+    }
+
     /// The objects of the path patterns that exist here, with the label
     /// flags they get (policy, and tree for a directory of a tree pattern),
     /// and the path each was found at. Paths that do not exist are skipped:
@@ -307,6 +341,30 @@ pub fn readme_table() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn covering_matches_names_places_and_paths() {
+        let home = Path::new("/home/u");
+        let set =
+            PolicySet::with_defaults(&[PolicyPattern::parse("~/notes/", Some(home)).unwrap()]);
+        let covering = |path: &str| -> Vec<String> {
+            set.covering(Path::new(path))
+                .iter()
+                .map(|p| p.text())
+                .collect()
+        };
+        assert!(covering("/w/p/CLAUDE.md").contains(&"CLAUDE.md".to_owned()));
+        assert!(
+            covering("/w/p/.git/hooks/pre-commit")
+                .iter()
+                .any(|t| t.contains("hooks"))
+        );
+        assert!(covering("/home/u/notes/a.md").contains(&"/home/u/notes/".to_owned()));
+        assert!(covering("/w/p/src/main.rs").is_empty());
+        // A name matches the object, not what is below an object of that
+        // name, unless it protects a tree.
+        assert!(covering("/w/CLAUDE.md/x").is_empty());
+    }
 
     #[test]
     fn the_default_set_reads_and_every_entry_has_a_reason() {

@@ -16,8 +16,8 @@ use aya::maps::{
 };
 use nix::errno::Errno;
 use pincer_common::{
-    Agent, GrantKey, GrantValue, Label, Making, NameGrantKey, ObjectKey, Pending, PolicyName,
-    PrefixName, Twin, Verdict, counter, names,
+    Action, Agent, GrantKey, GrantValue, Label, Making, NameGrantKey, ObjectKey, Pending,
+    PolicyName, PrefixName, Taint, Twin, Verdict, counter, names,
 };
 
 use super::{Enforcer, LoadError};
@@ -137,6 +137,10 @@ pub trait Kernel {
     /// Labels objects by identity (for every agent on the host); cached
     /// walks become stale, since a label can make an object or a tree policy.
     fn set_labels(&mut self, labels: &[(ObjectKey, Label)]) -> Result<(), LoadError>;
+    /// Writes what a slot's mission reserves for agents at or above a level.
+    fn set_actions(&mut self, actions: &[(GrantKey, Action)]) -> Result<(), LoadError>;
+    /// An agent cgroup's level, if its reads lowered it.
+    fn taint(&mut self, cgroup: u64) -> Result<Option<Taint>, LoadError>;
     /// Takes hold of a stopped task.
     fn hold(&mut self, pid: u32, tid: u32) -> Held;
     /// Continues a held task; `false` when it is gone.
@@ -238,6 +242,8 @@ impl Enforcer {
         // next run's to write.
         self.clear::<PolicyName, u32>(names::POLICY_NAMES)?;
         self.clear::<u32, Making>(names::MAKING)?;
+        self.clear::<u64, Taint>(names::TAINTS)?;
+        self.clear::<GrantKey, Action>(names::ACTIONS)?;
         self.heartbeat(0, 0)?;
         self.bump_epoch()?;
         let name = names::COUNTERS;
@@ -304,7 +310,9 @@ impl Kernel for Enforcer {
         let name = names::AGENTS;
         self.hash_map::<u64, Agent>(name)?
             .remove(&cgroup)
-            .map_err(|source| LoadError::Map { name, source })
+            .map_err(|source| LoadError::Map { name, source })?;
+        // Its level goes with it: a cgroup id is never reused.
+        self.remove::<u64, Taint>(names::TAINTS, &cgroup)
     }
 
     fn agents(&mut self) -> Result<Vec<(u64, Agent)>, LoadError> {
@@ -323,6 +331,11 @@ impl Kernel for Enforcer {
                 self.remove::<_, GrantValue>(names::NAME_GRANTS, &key)?;
             }
         }
+        for key in self.keys::<GrantKey, Action>(names::ACTIONS)? {
+            if key.slot == slot {
+                self.remove::<_, Action>(names::ACTIONS, &key)?;
+            }
+        }
         // After the removal: a walk that started before it may have cached
         // what it found under the old epoch, which this makes stale.
         self.bump_epoch()
@@ -337,8 +350,10 @@ impl Kernel for Enforcer {
             .filter_map(Result::ok)
             .map(|key| u32::from_ne_bytes(key.data().slot))
             .collect();
+        let actions = self.keys::<GrantKey, Action>(names::ACTIONS)?;
         let stale: HashSet<u32> = inode
             .iter()
+            .chain(&actions)
             .map(|k| k.slot)
             .chain(named.iter().map(|k| k.slot))
             .chain(prefixed)
@@ -451,6 +466,20 @@ impl Kernel for Enforcer {
             self.bump_epoch()?;
         }
         Ok(())
+    }
+
+    fn set_actions(&mut self, actions: &[(GrantKey, Action)]) -> Result<(), LoadError> {
+        for (key, action) in actions {
+            self.insert(names::ACTIONS, *key, *action)?;
+        }
+        Ok(())
+    }
+
+    fn taint(&mut self, cgroup: u64) -> Result<Option<Taint>, LoadError> {
+        Ok(self
+            .hash_map::<u64, Taint>(names::TAINTS)?
+            .get(&cgroup, 0)
+            .ok())
     }
 
     fn hold(&mut self, pid: u32, tid: u32) -> Held {

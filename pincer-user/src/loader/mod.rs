@@ -394,6 +394,8 @@ impl Enforcer {
             names::LABELS,
             names::POLICY_NAMES,
             names::MAKING,
+            names::TAINTS,
+            names::ACTIONS,
         ] {
             if !maps.contains_key(name) {
                 return Err(pins(&maps_dir.join(name), "missing map".into()));

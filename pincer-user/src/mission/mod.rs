@@ -67,7 +67,8 @@ mod resolve;
 pub use baseline::RUNTIME_BASELINE;
 pub use check::{CheckError, Checked, check};
 pub use model::{
-    Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode, Profile, RunGrant, Tmp,
+    ActionSpec, Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode, Profile,
+    RunGrant, SourceSpec, Tmp,
 };
 pub use profile::BUILT_IN as PROFILES;
 pub use resolve::{PrefixKey, Reason, ResolvedGrants, format_ops};

@@ -113,6 +113,41 @@ pub struct Mission {
     pub profiles: Vec<Profile>,
     /// `[labels] policy`: patterns the mission adds to the policy set.
     pub policy: Vec<crate::labels::PolicyPattern>,
+    /// `[[source]]`: where content of lower authority comes from.
+    pub sources: Vec<SourceSpec>,
+    /// `[[action]]`: what only an untainted agent does without the owner.
+    pub actions: Vec<ActionSpec>,
+}
+
+/// One `[[source]]`: a file or a directory tree whose content has a given
+/// authority (`evidence`: fetched pages, downloads, tool output the harness
+/// stores; `user`: a teammate's files). Reading it lowers the reader to
+/// that authority ([`pincer_common::Taint`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceSpec {
+    /// Absolute path, `~` expanded.
+    pub path: PathBuf,
+    /// One of [`pincer_common::authority`]: `EVIDENCE` or `USER`.
+    pub authority: u32,
+    /// The line of the entry, for messages.
+    pub line: usize,
+}
+
+/// One `[[action]]`: operations on an object (executing a program, writing
+/// a destination) that an agent whose level fell below `authority` takes
+/// only with the owner's approval; an untainted agent follows its grants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionSpec {
+    /// Absolute path, `~` expanded (symbolic links are followed when the
+    /// mission is loaded: the action is the object).
+    pub path: PathBuf,
+    /// Bits of [`pincer_common::ops`] (`exec` when not written).
+    pub ops: u32,
+    /// One of [`pincer_common::authority`]: `USER` or `POLICY`, the lowest
+    /// level that takes the action without the owner.
+    pub authority: u32,
+    /// The line of the entry, for messages.
+    pub line: usize,
 }
 
 /// One `[[grant]]` entry as written.

@@ -5,12 +5,13 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use humantime::DurationError;
-use pincer_common::{caps, ops};
+use pincer_common::{authority, caps, ops};
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::model::{
-    Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode, Profile, Tmp,
+    ActionSpec, Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode, Profile,
+    SourceSpec, Tmp,
 };
 use crate::labels::PolicyPattern;
 use crate::toml_file::{self, Document, Named, TomlError, or_list};
@@ -38,6 +39,25 @@ struct RawFile {
     // makes a table without a span, which `Spanned` refuses.
     vote: Option<RawVote>,
     labels: Option<Spanned<RawLabels>>,
+    #[serde(default)]
+    source: Vec<Spanned<RawSource>>,
+    #[serde(default)]
+    action: Vec<Spanned<RawAction>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawSource {
+    path: Option<Spanned<String>>,
+    authority: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawAction {
+    path: Option<Spanned<String>>,
+    ops: Option<Spanned<Vec<Spanned<String>>>>,
+    authority: Option<Spanned<String>>,
 }
 
 /// `[labels]`: what the mission adds to the policy set.
@@ -190,6 +210,19 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
         None => Vec::new(),
     };
 
+    let sources = raw
+        .source
+        .iter()
+        .enumerate()
+        .map(|(index, source)| parse_source(doc, index + 1, source, home))
+        .collect::<Result<Vec<_>, _>>()?;
+    let actions = raw
+        .action
+        .iter()
+        .enumerate()
+        .map(|(index, action)| parse_action(doc, index + 1, action, home))
+        .collect::<Result<Vec<_>, _>>()?;
+
     let mut profiles = Vec::new();
     if let Some(list) = &mission.get_ref().profiles {
         for (index, name) in list.get_ref().iter().enumerate() {
@@ -215,7 +248,94 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
         vote,
         profiles,
         policy,
+        sources,
+        actions,
     })
+}
+
+/// The authorities a source may have: a source of policy authority would
+/// lower nobody, so it is not one.
+const SOURCE_AUTHORITIES: [(&str, u32); 2] =
+    [("evidence", authority::EVIDENCE), ("user", authority::USER)];
+
+/// The levels an action may require: an action open to evidence would be
+/// open to every agent, so it is not one.
+const ACTION_AUTHORITIES: [(&str, u32); 2] =
+    [("user", authority::USER), ("policy", authority::POLICY)];
+
+/// One `[[source]]` (numbered from 1): a path and its authority
+/// (`evidence` when not written).
+fn parse_source(
+    doc: &Document<'_>,
+    number: usize,
+    source: &Spanned<RawSource>,
+    home: Option<&Path>,
+) -> Result<SourceSpec, TomlError> {
+    let field = |name: &str| format!("source[{number}].{name}");
+    let raw = source.get_ref();
+    let (path, expanded) = required_path(doc, &raw.path, source, &field("path"), home)?;
+    no_star(doc, path, &field("path"))?;
+    let authority = match &raw.authority {
+        Some(value) => choice(
+            doc,
+            value,
+            &field("authority"),
+            "authority",
+            &SOURCE_AUTHORITIES,
+        )?,
+        None => authority::EVIDENCE,
+    };
+    Ok(SourceSpec {
+        path: expanded,
+        authority,
+        line: doc.line(path.span().start),
+    })
+}
+
+/// One `[[action]]` (numbered from 1): a path, its operations (`exec`
+/// when not written) and the level it needs (`user` when not written).
+fn parse_action(
+    doc: &Document<'_>,
+    number: usize,
+    action: &Spanned<RawAction>,
+    home: Option<&Path>,
+) -> Result<ActionSpec, TomlError> {
+    let field = |name: &str| format!("action[{number}].{name}");
+    let raw = action.get_ref();
+    let (path, expanded) = required_path(doc, &raw.path, action, &field("path"), home)?;
+    no_star(doc, path, &field("path"))?;
+    let ops = match &raw.ops {
+        Some(list) => parse_ops(doc, list, &field("ops"))?,
+        None => ops::EXEC,
+    };
+    let authority = match &raw.authority {
+        Some(value) => choice(
+            doc,
+            value,
+            &field("authority"),
+            "authority",
+            &ACTION_AUTHORITIES,
+        )?,
+        None => authority::USER,
+    };
+    Ok(ActionSpec {
+        path: expanded,
+        ops,
+        authority,
+        line: doc.line(path.span().start),
+    })
+}
+
+/// A path that names one object: no `*`.
+fn no_star(doc: &Document<'_>, path: &Spanned<String>, field: &str) -> Result<(), TomlError> {
+    if path.get_ref().contains('*') {
+        return Err(doc.field_error(
+            path.span().start,
+            field,
+            "names one file or directory: a `*` is not allowed here",
+        ));
+    }
+    Ok(())
 }
 
 /// `[labels] policy`: patterns added to the policy set, each checked as
@@ -895,6 +1015,8 @@ mod tests {
                 vote: Voting::default(),
                 profiles: Vec::new(),
                 policy: Vec::new(),
+                sources: Vec::new(),
+                actions: Vec::new(),
             }
         );
     }

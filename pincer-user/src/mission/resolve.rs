@@ -12,10 +12,13 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use pincer_common::{GrantKey, GrantValue, NAME_LEN, NameGrantKey, PrefixName, kernel_dev, ops};
+use pincer_common::{
+    Action, GrantKey, GrantValue, Label, NAME_LEN, NameGrantKey, ObjectKey, PrefixName, kernel_dev,
+    label_flags, ops,
+};
 
 use super::baseline::{RUNTIME_BASELINE, expand};
-use super::model::{Baseline, GrantSpec, Mission, MissionError, RunGrant};
+use super::model::{ActionSpec, Baseline, GrantSpec, Mission, MissionError, RunGrant, SourceSpec};
 use crate::vote::Extent;
 
 /// Why an entry is in the grant maps, for `pincer` output and audit lines:
@@ -44,7 +47,17 @@ pub struct ResolvedGrants {
     /// of the shorter prefixes of the same directory it starts with, as the
     /// trie answers with the longest one only.
     pub prefixes: Vec<(PrefixKey, GrantValue, Reason)>,
+    /// Labels of the `[[source]]` objects (a directory's whole tree as it
+    /// is now; what is made in it later is labelled by the programs), with
+    /// their paths, which name them in taint chains.
+    pub sources: Vec<(ObjectKey, Label, PathBuf)>,
+    /// Entries of [`pincer_common::names::ACTIONS`], with their paths.
+    pub actions: Vec<(GrantKey, Action, PathBuf)>,
 }
+
+/// The most objects one `[[source]]` labels when the mission is loaded: a
+/// larger tree is refused rather than half labelled.
+pub const MAX_SOURCE_OBJECTS: usize = 65_536;
 
 /// A prefix grant's key in the trie: its bit count and its data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -215,12 +228,116 @@ impl Mission {
         }
         let names = names.finish();
         let prefixes = with_shorter_prefixes(prefixes.finish());
+        let mut sources = Vec::new();
+        for (index, source) in self.sources.iter().enumerate() {
+            resolve_source(&self.source, index + 1, source, &mut sources)?;
+        }
+        let actions = self
+            .actions
+            .iter()
+            .enumerate()
+            .map(|(index, action)| resolve_action(&self.source, slot, index + 1, action))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(ResolvedGrants {
             inode: inode.finish(),
             names,
             prefixes,
+            sources,
+            actions,
         })
     }
+}
+
+/// Labels a `[[source]]` (numbered from 1) and, for a directory, every
+/// object below it, without following symbolic links: content of the
+/// source's authority, which lowers its readers to it. A directory is a
+/// source tree: what is made in it later is a source too.
+fn resolve_source(
+    mission: &Path,
+    number: usize,
+    source: &SourceSpec,
+    into: &mut Vec<(ObjectKey, Label, PathBuf)>,
+) -> Result<(), MissionError> {
+    let field = format!("source[{number}].path");
+    let unresolvable = |path: &Path, error: io::Error| MissionError::Unresolvable {
+        mission: mission.to_owned(),
+        line: source.line,
+        field: field.clone(),
+        path: path.to_owned(),
+        source: error,
+    };
+    let root = fs::canonicalize(&source.path).map_err(|e| unresolvable(&source.path, e))?;
+    let mut count = 0;
+    for entry in walkdir::WalkDir::new(&root).follow_links(false) {
+        let entry = entry.map_err(|error| {
+            let path = error.path().unwrap_or(&root).to_owned();
+            unresolvable(&path, error.into())
+        })?;
+        let kind = entry.file_type();
+        if kind.is_symlink() {
+            // Decisions are made on what a link points to.
+            continue;
+        }
+        count += 1;
+        if count > MAX_SOURCE_OBJECTS {
+            return Err(MissionError::Rejected {
+                mission: mission.to_owned(),
+                line: source.line,
+                field,
+                message: format!(
+                    "{} holds more than {MAX_SOURCE_OBJECTS} objects: name a smaller tree",
+                    root.display()
+                ),
+            });
+        }
+        let metadata = entry
+            .metadata()
+            .map_err(|error| unresolvable(entry.path(), error.into()))?;
+        let flags = if kind.is_dir() {
+            label_flags::SOURCE | label_flags::TREE
+        } else {
+            label_flags::SOURCE
+        };
+        let key = ObjectKey {
+            dev: kernel_dev(metadata.dev()),
+            ino: metadata.ino(),
+        };
+        let label = Label {
+            authority: source.authority,
+            flags,
+            generation: crate::labels::generation(entry.path()).unwrap_or(0),
+            taint: source.authority,
+            agent: 0,
+        };
+        into.push((key, label, entry.path().to_owned()));
+    }
+    Ok(())
+}
+
+/// An `[[action]]` (numbered from 1) as its map entry: the object its path
+/// names now, symbolic links followed.
+fn resolve_action(
+    mission: &Path,
+    slot: u32,
+    number: usize,
+    action: &ActionSpec,
+) -> Result<(GrantKey, Action, PathBuf), MissionError> {
+    let target = fs::canonicalize(&action.path).and_then(|target| {
+        let metadata = fs::metadata(&target)?;
+        Ok((target, metadata))
+    });
+    let (target, metadata) = target.map_err(|error| MissionError::Unresolvable {
+        mission: mission.to_owned(),
+        line: action.line,
+        field: format!("action[{number}].path"),
+        path: action.path.clone(),
+        source: error,
+    })?;
+    let value = Action {
+        ops: action.ops,
+        authority: action.authority,
+    };
+    Ok((grant_key(slot, &metadata), value, target))
 }
 
 /// Where a grant was written, for its messages and reasons.

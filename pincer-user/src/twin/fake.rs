@@ -4,7 +4,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use pincer_common::{
-    Agent, GrantKey, GrantValue, Label, NameGrantKey, ObjectKey, Pending, PolicyName, Verdict,
+    Action, Agent, GrantKey, GrantValue, Label, NameGrantKey, ObjectKey, Pending, PolicyName,
+    Taint, Verdict,
 };
 
 use crate::{
@@ -31,6 +32,8 @@ pub(super) struct FakeKernel {
     pub fail_grants: bool,
     pub policy_rules: HashMap<PolicyName, u32>,
     pub labels: HashMap<ObjectKey, Label>,
+    pub actions: HashMap<GrantKey, Action>,
+    pub taints: HashMap<u64, Taint>,
 }
 
 impl Kernel for FakeKernel {
@@ -51,6 +54,7 @@ impl Kernel for FakeKernel {
 
     fn remove_agent(&mut self, cgroup: u64) -> Result<(), LoadError> {
         self.agents.remove(&cgroup);
+        self.taints.remove(&cgroup);
         Ok(())
     }
 
@@ -62,11 +66,13 @@ impl Kernel for FakeKernel {
         self.grants.retain(|k, _| k.slot != slot);
         self.name_grants.retain(|k, _| k.slot != slot);
         self.prefix_grants.retain(|k, _| k.slot() != slot);
+        self.actions.retain(|k, _| k.slot != slot);
         Ok(())
     }
 
     fn retain_slots(&mut self, live: &HashSet<u32>) -> Result<(), LoadError> {
         self.grants.retain(|k, _| live.contains(&k.slot));
+        self.actions.retain(|k, _| live.contains(&k.slot));
         self.name_grants.retain(|k, _| live.contains(&k.slot));
         self.prefix_grants.retain(|k, _| live.contains(&k.slot()));
         Ok(())
@@ -132,6 +138,15 @@ impl Kernel for FakeKernel {
     fn set_labels(&mut self, labels: &[(ObjectKey, Label)]) -> Result<(), LoadError> {
         self.labels.extend(labels.iter().copied());
         Ok(())
+    }
+
+    fn set_actions(&mut self, actions: &[(GrantKey, Action)]) -> Result<(), LoadError> {
+        self.actions.extend(actions.iter().copied());
+        Ok(())
+    }
+
+    fn taint(&mut self, cgroup: u64) -> Result<Option<Taint>, LoadError> {
+        Ok(self.taints.get(&cgroup).copied())
     }
 
     fn hold(&mut self, pid: u32, tid: u32) -> Held {

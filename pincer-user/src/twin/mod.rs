@@ -28,10 +28,14 @@ mod service;
 #[cfg(test)]
 mod tests;
 
-use std::{collections::HashMap, collections::HashSet, sync::Arc, time::Duration};
+use std::{
+    collections::HashMap, collections::HashSet, os::unix::ffi::OsStrExt, path::PathBuf, sync::Arc,
+    time::Duration,
+};
 
 use pincer_common::{
-    AccessEvent, Agent, Pending, Verdict, agent_flags, caps, event_flags, verdict,
+    AccessEvent, Action, Agent, GrantKey, Label, ObjectKey, Pending, Verdict, agent_flags,
+    authority, caps, event_flags, verdict,
 };
 use tokio::{sync::mpsc, task::JoinHandle, time::Instant};
 
@@ -184,6 +188,11 @@ struct AgentState {
     policy: Policy,
     /// Its first process, where parent chains stop (`pincer run`'s command).
     root: Option<u32>,
+    /// The paths of its mission's sources by identity, to name what
+    /// lowered its level.
+    sources: HashMap<ObjectKey, PathBuf>,
+    /// What lowered its level, first read first (see [`Request::taint`]).
+    taint: Vec<String>,
 }
 
 /// The twin's state over a kernel.
@@ -267,6 +276,18 @@ impl<K: Kernel> Twin<K> {
         self.kernel.add_policy_rules(&policy_set.kernel_rules())?;
         self.kernel
             .set_labels(&labels::policy_labels(&policy_set))?;
+        let sources: Vec<(ObjectKey, Label)> = grants
+            .sources
+            .iter()
+            .map(|(key, label, _)| (*key, *label))
+            .collect();
+        self.kernel.set_labels(&sources)?;
+        let actions: Vec<(GrantKey, Action)> = grants
+            .actions
+            .iter()
+            .map(|(key, action, _)| (*key, *action))
+            .collect();
+        self.kernel.set_actions(&actions)?;
         self.kernel.add_grants(&grants)?;
         let entry = Agent {
             slot,
@@ -287,6 +308,17 @@ impl<K: Kernel> Twin<K> {
         self.grants.add_mission(&grants);
         // A slot chosen by the caller (`FIRST_SLOT`) is used from now on.
         self.next_slot = self.next_slot.max(slot + 1);
+        let sources = grants
+            .sources
+            .into_iter()
+            .map(|(key, _, path)| (key, path))
+            .collect();
+        // A new mission does not raise the level the cgroup's reads left.
+        let taint = self
+            .agents
+            .get(&cgroup)
+            .map(|old| old.taint.clone())
+            .unwrap_or_default();
         let before = self.agents.insert(
             cgroup,
             AgentState {
@@ -295,6 +327,8 @@ impl<K: Kernel> Twin<K> {
                 voters: Arc::new(voters),
                 policy,
                 root: None,
+                sources,
+                taint,
             },
         );
         match before {
@@ -429,10 +463,56 @@ impl<K: Kernel> Twin<K> {
         if event.verdict == verdict::PARKED {
             self.on_parked(event)
         } else {
-            let decision = events::decision(&event, &self.mounts);
+            let mut decision = events::decision(&event, &self.mounts);
+            if event.flags & event_flags::TAINT != 0 {
+                decision.taint = Some(self.tainted(&event, &decision.path));
+            }
             self.audit(&Record::Decision(&decision))?;
             Ok(Handled::Audited)
         }
+    }
+
+    /// A read lowered an agent's level: the chain of what did grows by it.
+    /// Returns the level's name.
+    fn tainted(&mut self, event: &AccessEvent, path: &str) -> &'static str {
+        let level = match self.kernel.taint(event.cgroup_id) {
+            Ok(Some(taint)) => authority::name(taint.level),
+            _ => authority::name(0),
+        };
+        if let Some(agent) = self.agents.get_mut(&event.cgroup_id) {
+            agent.taint.push(format!("read {path} ({level})"));
+        }
+        level
+    }
+
+    /// What lowered an agent's level, for a request: the reads reported,
+    /// or, when none was (one allowed by a verdict), the object the
+    /// kernel recorded.
+    fn taint_chain(&mut self, cgroup: u64) -> Vec<String> {
+        let Some(agent) = self.agents.get(&cgroup) else {
+            return Vec::new();
+        };
+        if !agent.taint.is_empty() {
+            return agent.taint.clone();
+        }
+        let Ok(Some(taint)) = self.kernel.taint(cgroup) else {
+            return Vec::new();
+        };
+        let key = ObjectKey {
+            dev: taint.dev,
+            ino: taint.ino,
+        };
+        let level = authority::name(taint.level);
+        let what = match agent.sources.get(&key) {
+            Some(path) => crate::escape::escape(path.as_os_str().as_bytes()),
+            None => format!(
+                "the object {}:{} inode {}",
+                taint.dev >> 20,
+                taint.dev & 0xf_ffff,
+                taint.ino
+            ),
+        };
+        vec![format!("read {what} ({level})")]
     }
 
     /// A task was parked: join an identical waiting request, or vote on it;
@@ -472,12 +552,12 @@ impl<K: Kernel> Twin<K> {
             metrics.request(&agent.name, events::hook_name(event.hook));
             metrics.parked(&agent.name, 1);
         }
-        let request = Arc::new(events::request(
-            &event,
-            &self.mounts,
-            &agent.name,
-            agent.root,
-        ));
+        let mut request = events::request(&event, &self.mounts, &agent.name, agent.root);
+        request.taint = self.taint_chain(event.cgroup_id);
+        let Some(agent) = self.agents.get(&event.cgroup_id) else {
+            unreachable!("looked up above")
+        };
+        let request = Arc::new(request);
         let sanitized_ns = boottime_ns();
         tracing::info!(id = request.id, agent = %agent.name, path = %request.path, ops = ?request.operation, "parked");
         let mut waiting = Waiting {

@@ -178,6 +178,8 @@ fn confinement(slot: u32, voters: Vec<Arc<dyn Voter>>) -> Confinement {
             )],
             names: vec![],
             prefixes: vec![],
+            sources: vec![],
+            actions: vec![],
         },
         voters,
         policy: policy(),
@@ -734,4 +736,103 @@ async fn a_grant_that_cannot_be_written_still_answers_and_continues_the_task() {
     let record = &h.records()[0];
     assert_eq!(record["verdict"], "allow");
     assert_eq!(record["lifetime"]["kind"], "once");
+}
+
+#[tokio::test]
+async fn a_tainting_read_is_audited_and_a_reserved_action_asks_the_owner_with_the_chain() {
+    let board = PromptBoard::new(None);
+    let mut h = Harness::new(vec![
+        mission_rule(RuleVerdict::Allow(Lifetime::Session)),
+        Arc::new(PromptVoter::owner_only(Arc::clone(&board))),
+    ]);
+    // The kernel lowered the agent as it read the page, and reported it.
+    h.kernel().taints.insert(
+        CGROUP,
+        pincer_common::Taint {
+            level: pincer_common::authority::EVIDENCE,
+            _pad: 0,
+            dev: DEV,
+            ino: SECRET,
+        },
+    );
+    let mut read = parked(41, SECRET, ops::READ, &["key", "secret"]);
+    read.verdict = verdict::ALLOWED;
+    read.granted = ops::READ;
+    read.flags = event_flags::TAINT;
+    h.twin.handle_record(bytes(&read)).unwrap();
+    let records = h.records();
+    assert_eq!(records[0]["taint"], "evidence", "{records:?}");
+
+    // The reserved action parks for the owner alone, with what tainted it.
+    let mut exec = parked(42, SECRET, ops::EXEC, &["deploy", "secret"]);
+    exec.flags = event_flags::ACTION;
+    h.twin.handle_record(bytes(&exec)).unwrap();
+    let waiting: Vec<&Request> = h.twin.waiting().collect();
+    assert_eq!(waiting.len(), 1, "the mission's allow does not count");
+    let request = waiting[0];
+    assert_eq!(
+        request.owner_only.as_deref(),
+        Some(crate::request::OWNER_ONLY_ACTION)
+    );
+    assert_eq!(request.taint.len(), 1);
+    assert!(
+        request.taint[0].starts_with("read ")
+            && request.taint[0].ends_with("/secret/key (evidence)"),
+        "{:?}",
+        request.taint
+    );
+    assert!(
+        request.why.contains("an action the mission reserves"),
+        "{}",
+        request.why
+    );
+}
+
+#[tokio::test]
+async fn a_confinement_writes_its_sources_labels_and_its_actions() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = AuditLog::open(Some(&dir.path().join("a.jsonl")), "test").unwrap();
+    let (mut twin, _results) = Twin::new(FakeKernel::default(), log).unwrap();
+    let mut confinement = confinement(SLOT, vec![]);
+    let source = pincer_common::ObjectKey { dev: DEV, ino: 77 };
+    let label = pincer_common::Label {
+        authority: pincer_common::authority::EVIDENCE,
+        flags: pincer_common::label_flags::SOURCE,
+        generation: 0,
+        taint: pincer_common::authority::EVIDENCE,
+        agent: 0,
+    };
+    confinement
+        .grants
+        .sources
+        .push((source, label, "/home/u/Downloads/page.html".into()));
+    let action = pincer_common::Action {
+        ops: ops::EXEC,
+        authority: pincer_common::authority::USER,
+    };
+    confinement
+        .grants
+        .actions
+        .push((key(SLOT, 88), action, "/usr/bin/curl".into()));
+    twin.confine(CGROUP, confinement).unwrap();
+    assert_eq!(twin.kernel.labels.get(&source), Some(&label));
+    assert_eq!(twin.kernel.actions.get(&key(SLOT, 88)), Some(&action));
+    // With nothing reported, the chain names the source by its path.
+    twin.kernel.taints.insert(
+        CGROUP,
+        pincer_common::Taint {
+            level: pincer_common::authority::EVIDENCE,
+            _pad: 0,
+            dev: DEV,
+            ino: 77,
+        },
+    );
+    assert_eq!(
+        twin.taint_chain(CGROUP),
+        ["read /home/u/Downloads/page.html (evidence)"]
+    );
+    // The agent's release takes its actions and its level away.
+    twin.release(CGROUP).unwrap();
+    assert!(twin.kernel.actions.is_empty());
+    assert!(twin.kernel.taints.is_empty());
 }

@@ -210,8 +210,13 @@ fn render(request: &Request, code: Option<&str>) -> String {
         Some(why) => format!("\n        {why}"),
         None => String::new(),
     };
+    let taint = if request.taint.is_empty() {
+        String::new()
+    } else {
+        format!("\n        this agent {}", request.taint.join(", then "))
+    };
     format!(
-        "\npincer: request {id}: {comm} (pid {pid}) wants to {ops} {path}\n        {why}{owner}\n        {answer}",
+        "\npincer: request {id}: {comm} (pid {pid}) wants to {ops} {path}\n        {why}{owner}{taint}\n        {answer}",
         id = request.id,
         comm = request.comm,
         pid = request.pid,

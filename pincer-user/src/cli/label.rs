@@ -1,0 +1,245 @@
+//! `pincer label`: what pincer knows of a file's content, and the owner's
+//! promotion of it.
+//!
+//! Both read and write the host's labels map (pinned at
+//! [`paths::LABELS_PIN`]) directly. Only the owner can: the map is root's,
+//! and an agent task is refused the `bpf(2)` system call whatever its
+//! credentials, so a promotion never comes from inside an agent cgroup.
+
+use std::{
+    io::Write,
+    os::unix::fs::MetadataExt,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{Context, bail};
+use aya::maps::{HashMap, Map, MapData};
+use clap::Subcommand;
+use pincer_common::{Label, ObjectKey, authority, kernel_dev, label_flags};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::{labels::PolicySet, paths};
+
+/// `pincer label ...`.
+#[derive(Debug, Subcommand)]
+pub enum LabelCommand {
+    /// Print what pincer knows of a file's content: its authority, whether
+    /// an agent made or changed it, whether it is a policy object or a
+    /// source, and what reading it does to an agent's level.
+    Show {
+        /// The file or directory (symbolic links are followed: labels are
+        /// the object's).
+        path: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Raise a file's content to `user` or `policy` authority (the owner
+    /// only; never from inside an agent). Recorded with the content's
+    /// digest in the promotions journal; an agent's later change makes it
+    /// evidence again.
+    Promote {
+        /// The file.
+        path: PathBuf,
+        /// The authority it gets.
+        #[arg(long, value_parser = ["user", "policy"])]
+        to: String,
+        /// The promotions journal.
+        #[arg(long, default_value = paths::PROMOTIONS)]
+        journal: PathBuf,
+    },
+}
+
+/// Runs a `pincer label` subcommand.
+pub fn main(command: LabelCommand) -> anyhow::Result<()> {
+    match command {
+        LabelCommand::Show { path, json } => show(&path, json),
+        LabelCommand::Promote { path, to, journal } => promote(&path, &to, &journal),
+    }
+}
+
+/// A label as `pincer label show` prints it.
+#[derive(Debug, Serialize)]
+struct Shown {
+    path: String,
+    dev: String,
+    ino: u64,
+    /// `evidence`, `user`, `policy`, or `unlabelled` (the host's own
+    /// content, which counts as the user's).
+    authority: &'static str,
+    /// `agent-made`, `policy`, `tree`, `source`.
+    flags: Vec<&'static str>,
+    /// The level reading it brings an agent to (`none` when it lowers no
+    /// one).
+    taint: &'static str,
+    /// The cgroup id of the agent that made or last changed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent: Option<u64>,
+    /// The policy patterns whose names or places cover the path.
+    policy_patterns: Vec<String>,
+}
+
+/// The host's labels map.
+fn labels_map() -> anyhow::Result<HashMap<MapData, ObjectKey, Label>> {
+    let data = MapData::from_pin(paths::LABELS_PIN).with_context(|| {
+        format!(
+            "cannot open the labels map {} (pincer's programs not loaded since boot, or not root)",
+            paths::LABELS_PIN
+        )
+    })?;
+    let map = Map::HashMap(data);
+    HashMap::try_from(map).context("the labels map is not a hash map")
+}
+
+/// The identity of the object a path names.
+fn key_of(path: &Path) -> anyhow::Result<(ObjectKey, PathBuf)> {
+    let real = std::fs::canonicalize(path)
+        .with_context(|| format!("cannot resolve {}", path.display()))?;
+    let meta =
+        std::fs::metadata(&real).with_context(|| format!("cannot stat {}", real.display()))?;
+    Ok((
+        ObjectKey {
+            dev: kernel_dev(meta.dev()),
+            ino: meta.ino(),
+        },
+        real,
+    ))
+}
+
+fn show(path: &Path, json: bool) -> anyhow::Result<()> {
+    let (key, real) = key_of(path)?;
+    let label = labels_map()?.get(&key, 0).ok();
+    // A label of an earlier object with the same inode number is not this
+    // one's (the programs compare generations the same way).
+    let label = label.filter(|label| {
+        label.generation == 0
+            || crate::labels::generation(&real).is_none_or(|now| now == label.generation)
+    });
+    let label = label.unwrap_or_default();
+    let flags = [
+        (label_flags::AGENT_MADE, "agent-made"),
+        (label_flags::POLICY, "policy"),
+        (label_flags::TREE, "tree"),
+        (label_flags::SOURCE, "source"),
+    ]
+    .iter()
+    .filter(|(bit, _)| label.flags & bit != 0)
+    .map(|(_, name)| *name)
+    .collect();
+    let shown = Shown {
+        path: crate::escape::escape(real.as_os_str().as_encoded_bytes()),
+        dev: format!("{}:{}", key.dev >> 20, key.dev & 0xf_ffff),
+        ino: key.ino,
+        authority: authority::name(label.authority),
+        flags,
+        taint: match label.taint {
+            0 => "none",
+            level => authority::name(level),
+        },
+        agent: (label.agent != 0).then_some(label.agent),
+        policy_patterns: PolicySet::with_defaults(&[])
+            .covering(&real)
+            .iter()
+            .map(|pattern| pattern.text())
+            .collect(),
+    };
+    if json {
+        println!("{}", serde_json::to_string(&shown)?);
+        return Ok(());
+    }
+    println!("{}", shown.path);
+    println!("  object     {} inode {}", shown.dev, shown.ino);
+    println!("  authority  {}", shown.authority);
+    if !shown.flags.is_empty() {
+        println!("  flags      {}", shown.flags.join(", "));
+    }
+    println!("  taint      {}", shown.taint);
+    if let Some(agent) = shown.agent {
+        println!("  agent      cgroup {agent}");
+    }
+    if !shown.policy_patterns.is_empty() {
+        println!(
+            "  policy by  {} (only the owner changes it)",
+            shown.policy_patterns.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// One line of the promotions journal.
+#[derive(Debug, Serialize)]
+struct Promotion<'a> {
+    time: String,
+    uid: u32,
+    path: String,
+    dev: u64,
+    ino: u64,
+    from: &'static str,
+    to: &'a str,
+    sha256: String,
+}
+
+fn promote(path: &Path, to: &str, journal: &Path) -> anyhow::Result<()> {
+    let (key, real) = key_of(path)?;
+    if !std::fs::metadata(&real)?.is_file() {
+        bail!(
+            "{} is not a regular file: only files are promoted",
+            real.display()
+        );
+    }
+    let level = match to {
+        "user" => authority::USER,
+        "policy" => authority::POLICY,
+        other => bail!("unknown authority {other:?} (expected user or policy)"),
+    };
+    let content =
+        std::fs::read(&real).with_context(|| format!("cannot read {}", real.display()))?;
+    let digest = hex::encode(Sha256::digest(&content));
+    let mut map = labels_map()?;
+    let before = map.get(&key, 0).ok().unwrap_or_default();
+    let label = Label {
+        authority: level,
+        // No longer an agent's own, nor derived from anything lower.
+        flags: if level == authority::POLICY {
+            label_flags::POLICY
+        } else {
+            0
+        },
+        generation: crate::labels::generation(&real).unwrap_or(0),
+        taint: 0,
+        agent: 0,
+    };
+    // Recorded before it takes effect: a promotion the journal does not
+    // hold never happened.
+    let line = serde_json::to_string(&Promotion {
+        time: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+        // SAFETY: getuid cannot fail.
+        uid: unsafe { libc::getuid() },
+        path: crate::escape::escape(real.as_os_str().as_encoded_bytes()),
+        dev: key.dev,
+        ino: key.ino,
+        from: authority::name(before.authority),
+        to,
+        sha256: digest.clone(),
+    })?;
+    if let Some(dir) = journal.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(journal)
+        .with_context(|| format!("cannot open the promotions journal {}", journal.display()))?;
+    writeln!(file, "{line}")
+        .and_then(|()| file.sync_data())
+        .with_context(|| format!("cannot write {}", journal.display()))?;
+    map.insert(key, label, 0)
+        .with_context(|| format!("cannot label {}", real.display()))?;
+    println!(
+        "{}: {} -> {to} (sha256 {digest})",
+        real.display(),
+        authority::name(before.authority)
+    );
+    Ok(())
+}
