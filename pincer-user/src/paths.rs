@@ -14,6 +14,7 @@
 //! /sys/fs/bpf/pincer-idle/             programs a finished run left idle for the
 //!                                      next one (see `loader::runs`)
 //! /var/log/pincer/audit.jsonl(.key)    the daemon's audit log and its key
+//! /var/lib/pincer/labels.json(state.key) the sealed labels snapshot and its key
 //! /var/lib/pincer/promotions.jsonl     the owner's promotions of files' authority
 //! ```
 //!
@@ -42,6 +43,9 @@ pub const GUARDED_PIN: &str = "/sys/fs/bpf/pincer-guarded";
 /// what one agent made is evidence to every other. The suffix is the
 /// layout's version: a build with another layout of `Label` makes its own.
 pub const LABELS_PIN: &str = "/sys/fs/bpf/pincer-labels-v1";
+/// pincer's state directory (mode 0700): the sealed labels snapshot and its
+/// key, the promotions journal. A policy place: no agent changes it.
+pub const STATE_DIR: &str = "/var/lib/pincer";
 /// The owner's promotions of files' authority (`pincer label promote`),
 /// one JSON line each, with the content's digest.
 pub const PROMOTIONS: &str = "/var/lib/pincer/promotions.jsonl";

@@ -5,6 +5,7 @@
 
 use std::{fs, os::unix::fs::PermissionsExt, process::Stdio, thread, time::Duration};
 
+use pincer::paths::{LABELS_PIN, STATE_DIR};
 use pincer_tests::{
     EACCES, EVERY_OPERATION, Reaped, Scratch, answer, pincer_bin, probe_bin, read_stdout, text,
     wait_pending,
@@ -635,4 +636,59 @@ fn a_tainted_agents_action_waits_for_the_owner_with_what_tainted_it() {
         out.lines().collect::<Vec<_>>(),
         ["ok read 43", "ok ran", &format!("err {EACCES}")]
     );
+}
+
+#[test]
+fn labels_outlive_the_programs_and_a_changed_snapshot_is_refused() {
+    let s = with_policy_files("labels-reboot");
+    s.project_mission(EVERY_OPERATION);
+    // A repository the agent makes is its own, hooks and configuration.
+    s.assert_probes(&[
+        ("mkdir @project/new", 0),
+        ("mkdir @project/new/.git", 0),
+        ("create-write @project/new/.git/config [core]\n", 0),
+    ]);
+    let config = s.p("project/new/.git/config");
+    assert_eq!(label_show(&config)["flags"], json!(["agent-made"]));
+
+    // As after a reboot: no programs loaded, no labels map.
+    pincer_tests::drop_idle_sets();
+    fs::remove_file(LABELS_PIN).unwrap();
+    let shown = std::process::Command::new(pincer_bin())
+        .args(["label", "show", &config])
+        .output()
+        .unwrap();
+    assert!(!shown.status.success(), "no labels map: {shown:?}");
+
+    // The next run puts the saved labels back before its agent starts: the
+    // agent's repository is still its own, the user's is still not.
+    s.assert_probes(&[
+        ("append @project/new/.git/config [user]\n", 0),
+        ("append @project/.git/config [user]\n", EACCES),
+    ]);
+    assert_eq!(label_show(&config)["flags"], json!(["agent-made"]));
+
+    // A snapshot changed while nothing ran (its agent-made label made a
+    // policy one, say) is refused, and so is the run.
+    pincer_tests::drop_idle_sets();
+    fs::remove_file(LABELS_PIN).unwrap();
+    let snapshot = format!("{STATE_DIR}/labels.json");
+    let saved = fs::read_to_string(&snapshot).unwrap();
+    let (body, seal) = saved.split_once('\n').unwrap();
+    let changed = body.replacen(",1,1,", ",3,2,", 1);
+    assert_ne!(
+        changed, body,
+        "the snapshot holds an agent-made label: {body}"
+    );
+    fs::write(&snapshot, format!("{changed}\n{seal}")).unwrap();
+    let refused = s.run_probe(&[], &["read @project/a.txt"]);
+    fs::write(&snapshot, &saved).unwrap();
+    assert_eq!(refused.status.code(), Some(125), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("not sealed by this host's key"),
+        "{refused:?}"
+    );
+    assert!(refused.stdout.is_empty(), "the agent never ran");
+    // Put back as it was sealed, it is trusted again.
+    s.assert_probes(&[("append @project/new/.git/config [alias]\n", 0)]);
 }

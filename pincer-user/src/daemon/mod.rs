@@ -69,7 +69,7 @@ use self::{
 use crate::{
     audit::{AuditKey, AuditLog},
     control::ControlServer,
-    loader,
+    labels, loader,
     metrics::{Metrics, MetricsError, MetricsServer},
     mission::{CheckError, Mission, MissionError},
     paths,
@@ -290,6 +290,11 @@ fn serve(
         let _entered = runtime.enter();
         Service::new(prepared, audit)?
     };
+    // What agents made stays evidence across a reboot: the saved labels
+    // the map lacks come back before any agent is confined.
+    let store = labels::Store::at(std::path::Path::new(paths::STATE_DIR));
+    let restored = service.twin().restore_labels(&store)?;
+    tracing::info!(restored, "labels restored from the snapshot");
     // Agents of a previous daemon stay confined by the kernel until the
     // first scan takes them over (or releases those no longer matched).
     let previous = service.twin().kernel_agents()?;
@@ -379,6 +384,10 @@ fn serve(
         ..
     } = daemon;
     let stopped = service.stop();
+    match service.twin().save_labels(&store) {
+        Ok(saved) => tracing::info!(saved, "labels saved"),
+        Err(error) => tracing::warn!(%error, "cannot save the labels"),
+    }
     let pin_dir = config.daemon.pin_dir.clone();
     if config.daemon.on_stop == OnStop::Remove {
         for id in confined.keys() {

@@ -19,8 +19,10 @@
 //! shared by every pincer on the host.
 
 pub mod policy;
+pub mod store;
 
 pub use policy::{PolicyPattern, PolicySet};
+pub use store::{Store, StoreError};
 
 use pincer_common::{Label, ObjectKey, authority};
 

@@ -137,6 +137,11 @@ pub trait Kernel {
     /// Labels objects by identity (for every agent on the host); cached
     /// walks become stale, since a label can make an object or a tree policy.
     fn set_labels(&mut self, labels: &[(ObjectKey, Label)]) -> Result<(), LoadError>;
+    /// Every label in the map.
+    fn labels(&mut self) -> Result<Vec<(ObjectKey, Label)>, LoadError>;
+    /// Adds the labels the map lacks (what it holds is newer); returns how
+    /// many were added.
+    fn restore_labels(&mut self, labels: &[(ObjectKey, Label)]) -> Result<usize, LoadError>;
     /// Writes what a slot's mission reserves for agents at or above a level.
     fn set_actions(&mut self, actions: &[(GrantKey, Action)]) -> Result<(), LoadError>;
     /// An agent cgroup's level, if its reads lowered it.
@@ -466,6 +471,29 @@ impl Kernel for Enforcer {
             self.bump_epoch()?;
         }
         Ok(())
+    }
+
+    fn labels(&mut self) -> Result<Vec<(ObjectKey, Label)>, LoadError> {
+        self.entries(names::LABELS)
+    }
+
+    fn restore_labels(&mut self, labels: &[(ObjectKey, Label)]) -> Result<usize, LoadError> {
+        const BPF_NOEXIST: u64 = 1;
+        let name = names::LABELS;
+        let mut map = self.hash_map::<ObjectKey, Label>(name)?;
+        let mut added = 0;
+        for (key, label) in labels {
+            match map.insert(key, label, BPF_NOEXIST) {
+                Ok(()) => added += 1,
+                Err(aya::maps::MapError::SyscallError(error))
+                    if error.io_error.raw_os_error() == Some(libc::EEXIST) => {}
+                Err(source) => return Err(LoadError::Map { name, source }),
+            }
+        }
+        if added > 0 {
+            self.bump_epoch()?;
+        }
+        Ok(added)
     }
 
     fn set_actions(&mut self, actions: &[(GrantKey, Action)]) -> Result<(), LoadError> {

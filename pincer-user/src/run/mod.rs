@@ -30,6 +30,7 @@ use crate::{
     audit::{AuditKey, AuditLog, Descriptor, Record},
     cgroup::{self, AgentCgroup, CgroupError},
     control::{self, ControlError, ControlRequest, ControlResponse, ControlServer, RunOwn},
+    labels,
     loader::{
         self,
         runs::{Pool, RunPrograms},
@@ -273,20 +274,26 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         let _entered = runtime.enter();
         Service::new(prepared, audit.take())?
     };
-    let confined = service.twin().confine(
-        cgroup.id(),
-        Confinement {
-            name: mission.name.clone(),
-            slot: twin::FIRST_SLOT,
-            mode,
-            report_allowed: options.log_allowed,
-            capabilities: mission.capabilities,
-            grants,
-            voters,
-            policy: mission.vote.policy.clone(),
-            policy_set: mission.policy_set(),
-        },
-    );
+    // What agents made stays evidence across a reboot: the saved labels
+    // the map lacks come back before the agent is confined.
+    let store = labels::Store::at(Path::new(paths::STATE_DIR));
+    let confined = service.twin().restore_labels(&store).and_then(|restored| {
+        tracing::debug!(restored, "labels restored from the snapshot");
+        service.twin().confine(
+            cgroup.id(),
+            Confinement {
+                name: mission.name.clone(),
+                slot: twin::FIRST_SLOT,
+                mode,
+                report_allowed: options.log_allowed,
+                capabilities: mission.capabilities,
+                grants,
+                voters,
+                policy: mission.vote.policy.clone(),
+                policy_set: mission.policy_set(),
+            },
+        )
+    });
     let confined = confined.and_then(|()| {
         service.twin().audit(&Record::Descriptors {
             agent: &mission.name,
@@ -336,6 +343,9 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     }
     cgroup.kill_all();
     let released = service.twin().release(cgroup.id());
+    if let Err(error) = service.twin().save_labels(&store) {
+        tracing::warn!(%error, "cannot save the labels");
+    }
     let failure = match (&outcome, &stopped, &released) {
         (Err(error), _, _) => Some(error.to_string()),
         (_, Err(error), _) | (_, _, Err(error)) => Some(error.to_string()),

@@ -140,6 +140,21 @@ impl Kernel for FakeKernel {
         Ok(())
     }
 
+    fn labels(&mut self) -> Result<Vec<(ObjectKey, Label)>, LoadError> {
+        Ok(self.labels.iter().map(|(k, l)| (*k, *l)).collect())
+    }
+
+    fn restore_labels(&mut self, labels: &[(ObjectKey, Label)]) -> Result<usize, LoadError> {
+        let mut added = 0;
+        for (key, label) in labels {
+            if !self.labels.contains_key(key) {
+                self.labels.insert(*key, *label);
+                added += 1;
+            }
+        }
+        Ok(added)
+    }
+
     fn set_actions(&mut self, actions: &[(GrantKey, Action)]) -> Result<(), LoadError> {
         self.actions.extend(actions.iter().copied());
         Ok(())

@@ -90,6 +90,9 @@ pub enum TwinError {
     /// A webhook voter could not be set up.
     #[error(transparent)]
     Webhook(#[from] WebhookError),
+    /// The labels snapshot could not be read or written, or was refused.
+    #[error(transparent)]
+    Labels(#[from] labels::StoreError),
 }
 
 /// What makes requests the same: one prompt, one verdict for all of them.
@@ -372,6 +375,19 @@ impl<K: Kernel> Twin<K> {
     /// The cgroups the kernel confines now, with their entries.
     pub fn kernel_agents(&mut self) -> Result<Vec<(u64, Agent)>, TwinError> {
         Ok(self.kernel.agents()?)
+    }
+
+    /// Puts back the labels a snapshot saved that the map lacks (see
+    /// [`labels::store`]); a snapshot not sealed by this host is refused.
+    pub fn restore_labels(&mut self, store: &labels::Store) -> Result<usize, TwinError> {
+        let saved = store.load()?;
+        Ok(self.kernel.restore_labels(&saved)?)
+    }
+
+    /// Saves the map's labels in the snapshot.
+    pub fn save_labels(&mut self, store: &labels::Store) -> Result<usize, TwinError> {
+        let labels = self.kernel.labels()?;
+        Ok(store.save(&labels)?)
     }
 
     /// Sets an agent's first process, where parent chains stop.
