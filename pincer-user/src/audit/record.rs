@@ -44,6 +44,23 @@ pub enum Record<'a> {
         /// How many were withdrawn.
         grants: usize,
     },
+    /// A harness labelled a file through the control socket (`map`), or
+    /// declared what it was derived from (`derive`).
+    Label {
+        /// `map` or `derive`.
+        action: &'static str,
+        /// The file, escaped.
+        path: &'a str,
+        /// Its authority now.
+        authority: &'static str,
+        /// The taint reading it gives (`none` when it lowers no one).
+        taint: &'static str,
+        /// Its origins as the harness named them (`map`), or the files it
+        /// was derived from (`derive`).
+        from: &'a [String],
+        /// The process id of the caller.
+        caller: u32,
+    },
     /// pincer itself failed (a `pincer run` that could not load, confine or
     /// supervise): the log then ends without a close line, so that `verify
     /// --strict` does not take it for a clean end.

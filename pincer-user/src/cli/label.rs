@@ -19,7 +19,11 @@ use pincer_common::{Label, ObjectKey, authority, kernel_dev, label_flags};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::{labels::PolicySet, paths};
+use crate::{
+    control::{ControlRequest, ControlResponse},
+    labels::PolicySet,
+    paths,
+};
 
 /// `pincer label ...`.
 #[derive(Debug, Subcommand)]
@@ -49,6 +53,32 @@ pub enum LabelCommand {
         #[arg(long, default_value = paths::PROMOTIONS)]
         journal: PathBuf,
     },
+    /// Label a file a harness wrote with the authority of its content
+    /// (through the daemon; not from inside an agent).
+    Map {
+        /// The file.
+        path: PathBuf,
+        /// `evidence` (a fetched page, a tool's output: reading it lowers an
+        /// agent to evidence) or `user`.
+        #[arg(long, value_parser = ["evidence", "user"])]
+        authority: String,
+        /// Where its content came from (a URL, a tool), for the audit log.
+        #[arg(long = "origin")]
+        origins: Vec<String>,
+        #[command(flatten)]
+        socket: super::Socket,
+    },
+    /// Declare that a file was derived from others: it gets their lowest
+    /// authority and taint (through the daemon; not from inside an agent).
+    Derive {
+        /// The derived file.
+        path: PathBuf,
+        /// A file it was derived from (repeat for each).
+        #[arg(long, required = true)]
+        from: Vec<PathBuf>,
+        #[command(flatten)]
+        socket: super::Socket,
+    },
 }
 
 /// Runs a `pincer label` subcommand.
@@ -56,6 +86,42 @@ pub fn main(command: LabelCommand) -> anyhow::Result<()> {
     match command {
         LabelCommand::Show { path, json } => show(&path, json),
         LabelCommand::Promote { path, to, journal } => promote(&path, &to, &journal),
+        LabelCommand::Map {
+            path,
+            authority,
+            origins,
+            socket,
+        } => tell(
+            &socket.socket,
+            &ControlRequest::Map {
+                path: absolute(&path)?,
+                authority,
+                origins,
+            },
+        ),
+        LabelCommand::Derive { path, from, socket } => tell(
+            &socket.socket,
+            &ControlRequest::Derive {
+                path: absolute(&path)?,
+                from: from.iter().map(|p| absolute(p)).collect::<Result<_, _>>()?,
+            },
+        ),
+    }
+}
+
+/// A path as the daemon needs it: absolute, from this directory.
+fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("cannot make {} absolute", path.display()))
+}
+
+/// Sends a labelling request to the daemon and prints its answer.
+fn tell(socket: &Path, request: &ControlRequest) -> anyhow::Result<()> {
+    match super::ask(socket, request)? {
+        ControlResponse::Ok { message } => {
+            println!("{message}");
+            Ok(())
+        }
+        other => bail!("unexpected answer: {other:?}"),
     }
 }
 

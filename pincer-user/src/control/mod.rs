@@ -27,6 +27,8 @@
 //! {"cmd":"revoke","agent":"claude","path":"/home/me/x"}    (path optional)
 //! {"cmd":"register","cgroup":"pincer/run-42","mission":"/abs/m.toml","mode":"ask"}
 //! {"cmd":"unregister","cgroup":"pincer/run-42"}
+//! {"cmd":"map","path":"/home/me/.cache/agent/page-17.html","authority":"evidence","origins":["https://example.org/x"]}
+//! {"cmd":"derive","path":"/home/me/notes/summary.md","from":["/home/me/.cache/agent/page-17.html"]}
 //! ```
 //!
 //! Responses ([`ControlResponse`], tagged by `status`):
@@ -143,6 +145,27 @@ pub enum ControlRequest {
         /// Only the grants on this path.
         #[serde(default)]
         path: Option<String>,
+    },
+    /// Labels a file a harness wrote (a fetched page, a tool's output) with
+    /// the authority of what it holds: `evidence` or `user`, never more
+    /// (daemon only; see [`crate::labels::harness`]).
+    Map {
+        /// The file (absolute).
+        path: PathBuf,
+        /// `evidence` or `user`.
+        authority: String,
+        /// Where its content came from (a URL, a tool's name), for the
+        /// audit log.
+        #[serde(default)]
+        origins: Vec<String>,
+    },
+    /// Declares that a file was derived from others: it gets the lowest
+    /// authority and taint of them (daemon only).
+    Derive {
+        /// The derived file (absolute).
+        path: PathBuf,
+        /// The files it was derived from (absolute).
+        from: Vec<PathBuf>,
     },
 }
 

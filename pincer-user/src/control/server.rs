@@ -583,7 +583,9 @@ async fn dispatch(
         ),
         command @ (ControlRequest::Register { .. }
         | ControlRequest::Unregister { .. }
-        | ControlRequest::Revoke { .. }) => {
+        | ControlRequest::Revoke { .. }
+        | ControlRequest::Map { .. }
+        | ControlRequest::Derive { .. }) => {
             tracing::info!(?command, pid, uid, "control socket: command");
             return match handler.submit(command, pid) {
                 Ok(answer) => answer.await.unwrap_or_else(|_| ControlResponse::Error {

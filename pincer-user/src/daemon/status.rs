@@ -18,6 +18,7 @@ use crate::{
         AgentGrants, ConfinedAgent, ControlHandler, ControlRequest, ControlResponse, DaemonStatus,
         HumanAnswer, ListedGrant,
     },
+    labels,
     request::Request,
     voters::prompt::PromptBoard,
 };
@@ -177,6 +178,12 @@ impl Daemon {
             ),
             ControlRequest::Unregister { cgroup } => self.unregister(&cgroup, caller),
             ControlRequest::Revoke { agent, path } => self.revoke(&agent, path.as_deref())?,
+            ControlRequest::Map {
+                path,
+                authority,
+                origins,
+            } => self.map(&path, &authority, &origins, caller)?,
+            ControlRequest::Derive { path, from } => self.derive(&path, &from, caller)?,
             _ => ControlResponse::Error {
                 message: "not a command".into(),
             },
@@ -214,6 +221,76 @@ impl Daemon {
                 Some(path) => format!("revoked {revoked} vote grant(s) of `{agent}` on {path}"),
                 None => format!("revoked {revoked} vote grant(s) of `{agent}`"),
             },
+        })
+    }
+
+    /// Labels a file a harness wrote (`map`), and audits it.
+    fn map(
+        &mut self,
+        path: &Path,
+        authority: &str,
+        origins: &[String],
+        caller: u32,
+    ) -> Result<ControlResponse, DaemonError> {
+        let twin = self.service.twin();
+        let label = match labels::harness::map(path, authority) {
+            Ok(label) => label,
+            Err(message) => return Ok(ControlResponse::Error { message }),
+        };
+        twin.set_label(label.key, label.label)?;
+        twin.audit(&Record::Label {
+            action: "map",
+            path: &label.path,
+            authority: pincer_common::authority::name(label.label.authority),
+            taint: pincer_common::authority::name(label.label.taint),
+            from: origins,
+            caller,
+        })?;
+        Ok(ControlResponse::Ok {
+            message: format!(
+                "{}: {}",
+                label.path,
+                pincer_common::authority::name(label.label.authority)
+            ),
+        })
+    }
+
+    /// Labels a file derived from others (`derive`), and audits it.
+    fn derive(
+        &mut self,
+        path: &Path,
+        from: &[std::path::PathBuf],
+        caller: u32,
+    ) -> Result<ControlResponse, DaemonError> {
+        let twin = self.service.twin();
+        let labels = twin.all_labels()?;
+        let derived = match labels::harness::derive(path, from, &labels) {
+            Ok(derived) => derived,
+            Err(message) => return Ok(ControlResponse::Error { message }),
+        };
+        twin.set_label(derived.key, derived.label)?;
+        let sources: Vec<String> = from
+            .iter()
+            .map(|p| crate::escape::escape(p.as_os_str().as_encoded_bytes()))
+            .collect();
+        let taint = match derived.label.taint {
+            0 => "none",
+            level => pincer_common::authority::name(level),
+        };
+        twin.audit(&Record::Label {
+            action: "derive",
+            path: &derived.path,
+            authority: pincer_common::authority::name(derived.label.authority),
+            taint,
+            from: &sources,
+            caller,
+        })?;
+        Ok(ControlResponse::Ok {
+            message: format!(
+                "{}: {} (taint {taint})",
+                derived.path,
+                pincer_common::authority::name(derived.label.authority)
+            ),
         })
     }
 

@@ -18,6 +18,7 @@
 //! its authority, whether an agent made it, whether it is policy) in one map
 //! shared by every pincer on the host.
 
+pub mod harness;
 pub mod policy;
 pub mod store;
 

@@ -384,6 +384,16 @@ impl<K: Kernel> Twin<K> {
         Ok(self.kernel.restore_labels(&saved)?)
     }
 
+    /// Every label in the map.
+    pub fn all_labels(&mut self) -> Result<Vec<(ObjectKey, Label)>, TwinError> {
+        Ok(self.kernel.labels()?)
+    }
+
+    /// Sets one object's label.
+    pub fn set_label(&mut self, key: ObjectKey, label: Label) -> Result<(), TwinError> {
+        Ok(self.kernel.set_labels(&[(key, label)])?)
+    }
+
     /// Saves the map's labels in the snapshot.
     pub fn save_labels(&mut self, store: &labels::Store) -> Result<usize, TwinError> {
         let labels = self.kernel.labels()?;
