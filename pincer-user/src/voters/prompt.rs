@@ -286,6 +286,14 @@ impl Drop for Posted {
     }
 }
 
+/// The abstention of the prompt a mission did not list, on a request that
+/// is not the owner's alone.
+fn not_the_owners() -> Vote {
+    Vote::Abstain {
+        reason: "asks the owner only what is the owner's alone".to_owned(),
+    }
+}
+
 impl Voter for PromptVoter {
     fn name(&self) -> &'static str {
         "prompt"
@@ -295,13 +303,16 @@ impl Voter for PromptVoter {
         true
     }
 
+    /// The prompt the mission did not list abstains at once on what is not
+    /// the owner's alone: the mission's own voters then decide it while the
+    /// parked record is handled, as they would without it.
+    fn vote_now(&self, request: &Request) -> Option<Vote> {
+        (self.owner_only && request.owner_only.is_none()).then(not_the_owners)
+    }
+
     fn vote(&self, request: Arc<Request>) -> VoteFuture {
         if self.owner_only && request.owner_only.is_none() {
-            return Box::pin(async {
-                Vote::Abstain {
-                    reason: "asks the owner only what is the owner's alone".to_owned(),
-                }
-            });
+            return Box::pin(async { not_the_owners() });
         }
         let board = Arc::clone(&self.board);
         Box::pin(async move {
@@ -330,6 +341,21 @@ mod tests {
 
     fn request(id: u64) -> Arc<Request> {
         Arc::new(Request::example(id, "/home/a/.ssh/id"))
+    }
+
+    #[test]
+    fn the_owners_prompt_abstains_at_once_on_what_is_not_the_owners() {
+        let board = PromptBoard::new(None);
+        let owners = PromptVoter::owner_only(Arc::clone(&board));
+        assert!(matches!(
+            owners.vote_now(&request(1)),
+            Some(Vote::Abstain { .. })
+        ));
+        let mut theirs = Request::example(2, "/p/CLAUDE.md");
+        theirs.owner_only = Some(crate::request::OWNER_ONLY_POLICY.into());
+        assert!(owners.vote_now(&theirs).is_none(), "the owner is asked");
+        // A prompt the mission lists asks about everything.
+        assert!(PromptVoter::new(board).vote_now(&request(3)).is_none());
     }
 
     /// A prompt vote on request `id`, once it is on the board.
