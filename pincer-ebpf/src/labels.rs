@@ -20,7 +20,9 @@
 //! only goes down: an allowed read of an object whose label carries a taint
 //! (a declared source, or something derived from one) lowers it to that
 //! taint. What the agent writes afterwards carries its level as taint, so
-//! a later reader, another agent's run included, is lowered too. An object
+//! a later reader, another agent's run included, is lowered too; a write
+//! keeps the lowest taint of the file's old content and the writer, and
+//! what an agent makes in a source directory is tainted by the source. An object
 //! made in a source directory is a source itself, whoever makes it (a
 //! browser saving a page): the binding of its name labels it.
 //!
@@ -194,7 +196,11 @@ pub fn allowed(access: &Access, own: &Label, barrier: bool) -> Result<(), ()> {
         return Ok(());
     }
     let agent = unsafe { bpf_get_current_cgroup_id() };
-    if own.authority == authority::EVIDENCE && own.agent == agent {
+    // What the file held stays in what it holds now: a write keeps the
+    // lowest taint of the two, so appending to a page (or to what a
+    // tainted agent summarised) launders nothing.
+    let taint = lowest(own.taint, level());
+    if own.authority == authority::EVIDENCE && own.agent == agent && own.taint == taint {
         return Ok(());
     }
     let off = kernel::off();
@@ -207,7 +213,31 @@ pub fn allowed(access: &Access, own: &Label, barrier: bool) -> Result<(), ()> {
     }
     // Only what it made is its own.
     let made = own.flags & label_flags::AGENT_MADE;
-    write(access.dev, access.ino, access.inode, made, agent)
+    write(access.dev, access.ino, access.inode, made, agent, taint)
+}
+
+/// The lower of two taints (zero is none, above every level).
+#[inline(always)]
+fn lowest(a: u32, b: u32) -> u32 {
+    match (a, b) {
+        (0, other) | (other, 0) => other,
+        (a, b) => a.min(b),
+    }
+}
+
+/// The label of the directory a dentry is in, when it is a source tree
+/// (what is made there is a source too).
+#[inline(always)]
+fn source_dir(off: &pincer_common::KernelOffsets, dentry: *const u8) -> Option<Label> {
+    let parent = kernel::parent(off, dentry).ok()??;
+    let dir = kernel::dentry_inode(off, parent).ok()?;
+    if dir.is_null() {
+        return None;
+    }
+    let (dev, ino) = kernel::identity(off, dir).ok()?;
+    let label = of_inode(dev, ino, dir).ok()?;
+    let wanted = label_flags::SOURCE | label_flags::TREE;
+    (label.flags & wanted == wanted).then_some(label)
 }
 
 /// The object of a rename or hard link, which may be placed in a policy
@@ -241,7 +271,18 @@ impl Placed {
             return Ok(());
         }
         let agent = unsafe { bpf_get_current_cgroup_id() };
-        write(self.dev, self.ino, self.inode, 0, agent)
+        let Ok(own) = of_inode(self.dev, self.ino, self.inode) else {
+            count(counter::LABEL_FAILED);
+            return Err(());
+        };
+        write(
+            self.dev,
+            self.ino,
+            self.inode,
+            0,
+            agent,
+            lowest(own.taint, level()),
+        )
     }
 }
 
@@ -254,25 +295,9 @@ pub fn bound(dentry: *const u8, inode: *const u8) {
         return;
     }
     let off = kernel::off();
-    let Ok(Some(parent)) = kernel::parent(off, dentry) else {
+    let Some(source) = source_dir(off, dentry) else {
         return;
     };
-    let Ok(dir) = kernel::dentry_inode(off, parent) else {
-        return;
-    };
-    if dir.is_null() {
-        return;
-    }
-    let Ok((dev, ino)) = kernel::identity(off, dir) else {
-        return;
-    };
-    let Ok(source) = of_inode(dev, ino, dir) else {
-        return;
-    };
-    let wanted = label_flags::SOURCE | label_flags::TREE;
-    if source.flags & wanted != wanted {
-        return;
-    }
     let Ok((dev, ino)) = kernel::identity(off, inode) else {
         return;
     };
@@ -285,7 +310,7 @@ pub fn bound(dentry: *const u8, inode: *const u8) {
     };
     let label = Label {
         authority: source.authority,
-        flags: wanted,
+        flags: label_flags::SOURCE | label_flags::TREE,
         generation,
         taint: source.taint,
         agent: 0,
@@ -314,20 +339,33 @@ pub fn instantiated(dentry: *const u8, inode: *const u8) -> bool {
         return true;
     };
     let agent = unsafe { bpf_get_current_cgroup_id() };
+    // Made in a source directory (a download, a fetched page saved there),
+    // its content is the source's as well as the agent's.
+    let taint = lowest(
+        level(),
+        source_dir(off, dentry).map_or(0, |source| source.taint),
+    );
     // Counted when it fails; the object exists already, nothing to refuse.
-    let _ = write(dev, ino, inode, making.flags, agent);
+    let _ = write(dev, ino, inode, making.flags, agent, taint);
     true
 }
 
 /// Writes the label of an agent's object: evidence (its content is the
-/// agent's), with `flags`.
+/// agent's), with `flags`, and `taint`: the lowest of the writer's level
+/// and what the content was derived from.
 #[inline(always)]
-fn write(dev: u64, ino: u64, inode: *const u8, flags: u32, agent: u64) -> Result<(), ()> {
+fn write(
+    dev: u64,
+    ino: u64,
+    inode: *const u8,
+    flags: u32,
+    agent: u64,
+    taint: u32,
+) -> Result<(), ()> {
     let Ok(generation) = kernel::generation(kernel::off(), inode) else {
         count(counter::LABEL_FAILED);
         return Err(());
     };
-    let taint = unsafe { TAINTS.get(agent) }.map_or(0, |taint| taint.level);
     let label = Label {
         authority: authority::EVIDENCE,
         flags,

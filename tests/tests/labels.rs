@@ -369,7 +369,7 @@ fn with_source_and_action(name: &str, more: &str) -> Scratch {
         &format!(
             r#"[[grant]]
 path = "{downloads}"
-ops = ["read"]
+ops = ["read", "write", "create"]
 extent = "tree"
 
 [[source]]
@@ -412,6 +412,7 @@ fn a_read_of_a_source_lowers_the_agent_and_its_reserved_actions_are_refused() {
         // Untainted, the agent follows its grants: the action included.
         ("exec @project/deploy", 0),
         ("read @project/a.txt", 0),
+        ("create-write @project/early.md before the page\n", 0),
         ("exec @project/deploy", 0),
         // The page is granted and read; the agent is evidence from now on,
         // its children (the probe forks to exec) included.
@@ -421,6 +422,8 @@ fn a_read_of_a_source_lowers_the_agent_and_its_reserved_actions_are_refused() {
         ("read @project/a.txt", 0),
         ("exec /bin/true", 0),
         ("create-write @project/summary.md what the page says\n", 0),
+        // What it wrote before is derived from the page once it adds to it.
+        ("append @project/early.md after the page\n", 0),
     ]);
     assert_eq!(
         taint_reads(&s),
@@ -433,13 +436,37 @@ fn a_read_of_a_source_lowers_the_agent_and_its_reserved_actions_are_refused() {
         "{reasons:#?}"
     );
 
+    let page = label_show(&s.p("downloads/pages/invoice.txt"));
+    assert_eq!(
+        (&page["authority"], &page["flags"], &page["taint"]),
+        (&json!("evidence"), &json!(["source"]), &json!("evidence")),
+        "{page}"
+    );
+
     // A new run starts untainted; what the tainted run wrote is derived
     // from the page, and reading it lowers this run too.
     s.assert_probes(&[
         ("exec @project/deploy", 0),
+        // Untainted, it saves a page into the source directory and adds to
+        // the one there: neither launders what the source holds.
+        ("create-write @downloads/saved.html fetched\n", 0),
+        ("append @downloads/pages/invoice.txt seen\n", 0),
+        ("exec @project/deploy", 0),
         ("read @project/summary.md", 0),
         ("exec @project/deploy", EACCES),
     ]);
+    for (path, flags) in [
+        ("project/early.md", json!(["agent-made"])),
+        ("downloads/saved.html", json!(["agent-made"])),
+        ("downloads/pages/invoice.txt", json!([])),
+    ] {
+        let shown = label_show(&s.p(path));
+        assert_eq!(
+            (&shown["taint"], &shown["flags"]),
+            (&json!("evidence"), &flags),
+            "{path}: {shown}"
+        );
+    }
     assert_eq!(taint_reads(&s).last().unwrap().0, s.p("project/summary.md"));
     let summary = label_show(&s.p("project/summary.md"));
     assert_eq!(
@@ -450,12 +477,6 @@ fn a_read_of_a_source_lowers_the_agent_and_its_reserved_actions_are_refused() {
             &json!("evidence")
         ),
         "{summary}"
-    );
-    let page = label_show(&s.p("downloads/pages/invoice.txt"));
-    assert_eq!(
-        (&page["authority"], &page["flags"], &page["taint"]),
-        (&json!("evidence"), &json!(["source"]), &json!("evidence")),
-        "{page}"
     );
 
     // Only the owner raises authority: from inside an agent the labels
@@ -527,7 +548,7 @@ fn a_read_of_a_source_lowers_the_agent_and_its_reserved_actions_are_refused() {
     // The control: outside the agent's cgroup the same reads lower nothing.
     assert_eq!(
         s.probe_outside(&["read @downloads/pages/invoice.txt", "exec @project/deploy"]),
-        ["ok read 43", "ok ran"]
+        ["ok read 48", "ok ran"]
     );
 }
 
