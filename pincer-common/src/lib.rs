@@ -170,6 +170,9 @@ pub mod event_flags {
     /// An allowed read that lowered the agent's level: the object is a
     /// source, or was derived from one, of lower authority ([`Taint`]).
     pub const TAINT: u32 = 1 << 19;
+    /// The object was derived from a source revoked since
+    /// ([`crate::Label::stamp`]): only the owner may allow it.
+    pub const REVOKED: u32 = 1 << 20;
 }
 
 /// Indices of the per-CPU counters in [`names::COUNTERS`].
@@ -216,8 +219,10 @@ pub mod counter {
     /// Actions refused or parked for the owner because the agent's level
     /// was below theirs.
     pub const ACTION: u32 = 19;
+    /// Accesses to revoked content refused or parked for the owner.
+    pub const REVOKED: u32 = 20;
     /// Number of counters.
-    pub const COUNT: u32 = 20;
+    pub const COUNT: u32 = 21;
 
     /// Names for metrics and `pincer` output, by index.
     pub const NAMES: [&str; COUNT as usize] = [
@@ -241,6 +246,7 @@ pub mod counter {
         "policy",
         "tainted",
         "action",
+        "revoked",
     ];
 }
 
@@ -305,6 +311,9 @@ pub mod names {
     /// [`crate::GrantKey`] → [`crate::Action`]: what the mission reserves
     /// for agents at or above a level.
     pub const ACTIONS: &str = "PINCER_ACTIONS";
+    /// Source id ([`crate::source_id`]) → its revocation counter, one map
+    /// for every pincer on the host.
+    pub const REVOKED: &str = "PINCER_REVOKED";
 }
 
 /// Authority levels of content (see [`Label`]), lowest first: what it may
@@ -451,6 +460,24 @@ pub struct Label {
     /// The cgroup id of the agent that made or last changed it (zero: no
     /// agent).
     pub agent: u64,
+    /// The source its taint came from ([`source_id`] of the source's path;
+    /// zero: none, or one that cannot be revoked).
+    pub origin: u32,
+    /// That source's revocation counter when the content was derived from
+    /// it: a later revocation (a higher counter in [`names::REVOKED`])
+    /// revokes the object.
+    pub stamp: u32,
+}
+
+/// The id of a source by its path (absolute, links resolved): FNV-1a over
+/// its bytes, never zero. Revocation counters are kept by it.
+pub fn source_id(path: &[u8]) -> u32 {
+    let mut hash = 0x811c_9dc5u32;
+    for byte in path {
+        hash ^= u32::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash | 1
 }
 
 /// An agent's level: the value of [`names::TAINTS`]. An agent starts with
@@ -463,12 +490,16 @@ pub struct Label {
 pub struct Taint {
     /// One of [`authority`], or zero for none.
     pub level: u32,
-    /// Explicit padding; always zero.
-    pub _pad: u32,
+    /// The source that brought it there ([`Label::origin`]).
+    pub origin: u32,
     /// The object whose read brought the agent to `level`.
     pub dev: u64,
     /// Its inode number.
     pub ino: u64,
+    /// The source's counter then ([`Label::stamp`]).
+    pub stamp: u32,
+    /// Explicit padding; always zero.
+    pub _pad: u32,
 }
 
 /// What a mission reserves for agents at or above a level: the value of
@@ -524,6 +555,8 @@ pub const MAX_MAKING: u32 = 4096;
 pub const MAX_AGENTS: u32 = 4096;
 /// Capacity of [`names::ACTIONS`], for every agent together.
 pub const MAX_ACTIONS: u32 = 4096;
+/// Capacity of [`names::REVOKED`]: sources ever revoked on the host.
+pub const MAX_REVOKED: u32 = 4096;
 /// Maximum number of inode grants over all agents.
 pub const MAX_GRANTS: u32 = 65536;
 /// Maximum number of name grants over all agents.
@@ -1141,10 +1174,10 @@ const _: () = {
     assert!(core::mem::size_of::<AccessEvent>() == 112 + COMPONENT_LEN * MAX_COMPONENTS);
     assert!(core::mem::size_of::<KernelOffsets>() == 144);
     assert!(core::mem::size_of::<ObjectKey>() == 16);
-    assert!(core::mem::size_of::<Label>() == 24);
+    assert!(core::mem::size_of::<Label>() == 32);
     assert!(core::mem::size_of::<PolicyName>() == 16);
     assert!(core::mem::size_of::<Making>() == 16);
-    assert!(core::mem::size_of::<Taint>() == 24);
+    assert!(core::mem::size_of::<Taint>() == 32);
     assert!(core::mem::size_of::<Action>() == 8);
     assert!(core::mem::size_of::<Pending>() == 40);
     assert!(core::mem::size_of::<Verdict>() == 16);
@@ -1173,6 +1206,7 @@ const _: () = {
         names::MAKING,
         names::TAINTS,
         names::ACTIONS,
+        names::REVOKED,
     ];
     let mut i = 0;
     while i < maps.len() {

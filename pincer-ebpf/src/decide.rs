@@ -72,6 +72,9 @@ pub struct Checked {
     /// Operations the mission reserves for agents of a higher level than
     /// this one's ([`labels::reserved`]): taken from what the grants gave.
     reserved: u32,
+    /// Non-zero when the object was derived from a source revoked since
+    /// ([`labels::revoked`]): nothing is granted on it.
+    revoked: u32,
     /// The object's label (`labels::none()` for a new name).
     label: Label,
     /// Non-zero when the access is to an object labels are for: not a pipe
@@ -147,6 +150,7 @@ fn prepare(
     checked.granted = 0;
     checked.barrier = 0;
     checked.reserved = 0;
+    checked.revoked = 0;
     checked.label = labels::none();
     checked.labelled = 0;
     checked.which = which;
@@ -344,10 +348,16 @@ extern "C" fn check_step(_index: u64, ctx: *mut c_void) -> i64 {
     match found {
         Ok((label, found)) => {
             let reserved = labels::reserved(checked.agent.slot, access);
+            let revoked = labels::revoked(&label);
             checked.label = label;
-            checked.granted = (found.granted | also) & !reserved;
+            checked.granted = if revoked {
+                0
+            } else {
+                (found.granted | also) & !reserved
+            };
             checked.barrier = u32::from(found.barrier);
             checked.reserved = reserved;
+            checked.revoked = u32::from(revoked);
         }
         Err(ReadFailed) => {
             count(counter::READ_FAILED);
@@ -390,7 +400,7 @@ fn settle(checked: &Checked) -> i32 {
     // to it, and a choice the compiler makes from one read and relies on
     // at another would not hold for it.
     // SAFETY: plain values in this CPU's entry.
-    let (identified, granted, barrier, ops, forced, no_park, reserved) = unsafe {
+    let (identified, granted, barrier, ops, forced, no_park, reserved, revoked) = unsafe {
         (
             core::ptr::read_volatile(&checked.identified) != 0,
             core::ptr::read_volatile(&checked.granted),
@@ -399,6 +409,7 @@ fn settle(checked: &Checked) -> i32 {
             core::ptr::read_volatile(&checked.forced),
             core::ptr::read_volatile(&checked.no_park),
             core::ptr::read_volatile(&checked.reserved),
+            core::ptr::read_volatile(&checked.revoked) != 0,
         )
     };
     let covered = identified && granted & ops == ops;
@@ -408,8 +419,11 @@ fn settle(checked: &Checked) -> i32 {
         return -EACCES;
     }
     let tainted = if allowed { taint(checked) } else { 0 };
-    // Both are the owner's alone to allow.
-    let policy = if forced == 0 && barrier && ops & CHANGE_OPS & !granted != 0 {
+    // All three are the owner's alone to allow.
+    let policy = if forced == 0 && revoked {
+        count(counter::REVOKED);
+        event_flags::REVOKED
+    } else if forced == 0 && barrier && ops & CHANGE_OPS & !granted != 0 {
         count(counter::POLICY);
         event_flags::POLICY
     } else if forced == 0 && reserved & ops != 0 {

@@ -43,7 +43,7 @@ use pincer_common::{
 use crate::{
     access::Access,
     kernel::{self, ReadFailed},
-    maps::{ACTIONS, LABELS, MAKING, TAINTS, count},
+    maps::{ACTIONS, LABELS, MAKING, REVOKED, TAINTS, count},
 };
 
 /// No label: every field zero. Labels are passed as values, never as an
@@ -57,6 +57,57 @@ pub const fn none() -> Label {
         generation: 0,
         taint: 0,
         agent: 0,
+        origin: 0,
+        stamp: 0,
+    }
+}
+
+/// A taint with where it came from: the level (zero: none), the source
+/// and its revocation counter then.
+#[derive(Clone, Copy)]
+struct Derived {
+    taint: u32,
+    origin: u32,
+    stamp: u32,
+}
+
+impl Derived {
+    const NONE: Derived = Derived {
+        taint: 0,
+        origin: 0,
+        stamp: 0,
+    };
+
+    /// What a label's content was derived from.
+    #[inline(always)]
+    fn of(label: &Label) -> Derived {
+        Derived {
+            taint: label.taint,
+            origin: label.origin,
+            stamp: label.stamp,
+        }
+    }
+
+    /// What is made now in a source directory: the source's content as of
+    /// its counter now.
+    #[inline(always)]
+    fn arriving(source: &Label) -> Derived {
+        Derived {
+            taint: source.taint,
+            origin: source.origin,
+            stamp: counter(source.origin),
+        }
+    }
+
+    /// The lower of two (zero is none, above every level); the first when
+    /// they are level.
+    #[inline(always)]
+    fn lowest(self, other: Derived) -> Derived {
+        if other.taint != 0 && (self.taint == 0 || other.taint < self.taint) {
+            other
+        } else {
+            self
+        }
     }
 }
 
@@ -65,6 +116,34 @@ pub const fn none() -> Label {
 pub fn level() -> u32 {
     let agent = unsafe { bpf_get_current_cgroup_id() };
     unsafe { TAINTS.get(agent) }.map_or(0, |taint| taint.level)
+}
+
+/// The current agent's level, with its source.
+#[inline(always)]
+fn agent_taint() -> Derived {
+    let agent = unsafe { bpf_get_current_cgroup_id() };
+    unsafe { TAINTS.get(agent) }.map_or(Derived::NONE, |taint| Derived {
+        taint: taint.level,
+        origin: taint.origin,
+        stamp: taint.stamp,
+    })
+}
+
+/// Whether a label's content was derived from a source revoked since. A
+/// source directory itself is not revoked (its names are not content, and
+/// what arrives in it after the revocation is not revoked).
+#[inline(always)]
+pub fn revoked(label: &Label) -> bool {
+    if label.origin == 0 || label.flags & label_flags::TREE != 0 {
+        return false;
+    }
+    label.stamp < counter(label.origin)
+}
+
+/// A source's revocation counter now.
+#[inline(always)]
+fn counter(origin: u32) -> u32 {
+    unsafe { REVOKED.get(origin) }.map_or(0, |counter| *counter)
 }
 
 /// After an allowed access: when it read (or executed) an object whose
@@ -84,9 +163,11 @@ pub fn read(access: &Access, own: &Label) -> bool {
     }
     let lowered = Taint {
         level: taint,
-        _pad: 0,
+        origin: own.origin,
         dev: access.dev,
         ino: access.ino,
+        stamp: own.stamp,
+        _pad: 0,
     };
     // A full map cannot be: it has room for every agent. Should the
     // insert fail, the agent keeps its level, and the failure is counted.
@@ -199,8 +280,12 @@ pub fn allowed(access: &Access, own: &Label, barrier: bool) -> Result<(), ()> {
     // What the file held stays in what it holds now: a write keeps the
     // lowest taint of the two, so appending to a page (or to what a
     // tainted agent summarised) launders nothing.
-    let taint = lowest(own.taint, level());
-    if own.authority == authority::EVIDENCE && own.agent == agent && own.taint == taint {
+    let derived = Derived::of(own).lowest(agent_taint());
+    if own.authority == authority::EVIDENCE
+        && own.agent == agent
+        && own.taint == derived.taint
+        && own.origin == derived.origin
+    {
         return Ok(());
     }
     let off = kernel::off();
@@ -213,16 +298,7 @@ pub fn allowed(access: &Access, own: &Label, barrier: bool) -> Result<(), ()> {
     }
     // Only what it made is its own.
     let made = own.flags & label_flags::AGENT_MADE;
-    write(access.dev, access.ino, access.inode, made, agent, taint)
-}
-
-/// The lower of two taints (zero is none, above every level).
-#[inline(always)]
-fn lowest(a: u32, b: u32) -> u32 {
-    match (a, b) {
-        (0, other) | (other, 0) => other,
-        (a, b) => a.min(b),
-    }
+    write(access.dev, access.ino, access.inode, made, agent, derived)
 }
 
 /// The label of the directory a dentry is in, when it is a source tree
@@ -281,7 +357,7 @@ impl Placed {
             self.inode,
             0,
             agent,
-            lowest(own.taint, level()),
+            Derived::of(&own).lowest(agent_taint()),
         )
     }
 }
@@ -314,6 +390,8 @@ pub fn bound(dentry: *const u8, inode: *const u8) {
         generation,
         taint: source.taint,
         agent: 0,
+        origin: source.origin,
+        stamp: counter(source.origin),
     };
     if LABELS.insert(key, label, 0).is_err() {
         count(counter::LABEL_FAILED);
@@ -341,12 +419,10 @@ pub fn instantiated(dentry: *const u8, inode: *const u8) -> bool {
     let agent = unsafe { bpf_get_current_cgroup_id() };
     // Made in a source directory (a download, a fetched page saved there),
     // its content is the source's as well as the agent's.
-    let taint = lowest(
-        level(),
-        source_dir(off, dentry).map_or(0, |source| source.taint),
-    );
+    let derived = agent_taint()
+        .lowest(source_dir(off, dentry).map_or(Derived::NONE, |source| Derived::arriving(&source)));
     // Counted when it fails; the object exists already, nothing to refuse.
-    let _ = write(dev, ino, inode, making.flags, agent, taint);
+    let _ = write(dev, ino, inode, making.flags, agent, derived);
     true
 }
 
@@ -360,7 +436,7 @@ fn write(
     inode: *const u8,
     flags: u32,
     agent: u64,
-    taint: u32,
+    derived: Derived,
 ) -> Result<(), ()> {
     let Ok(generation) = kernel::generation(kernel::off(), inode) else {
         count(counter::LABEL_FAILED);
@@ -370,8 +446,10 @@ fn write(
         authority: authority::EVIDENCE,
         flags,
         generation,
-        taint,
+        taint: derived.taint,
         agent,
+        origin: derived.origin,
+        stamp: derived.stamp,
     };
     if LABELS.insert(ObjectKey { dev, ino }, label, 0).is_err() {
         count(counter::LABEL_FAILED);

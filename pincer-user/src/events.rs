@@ -244,6 +244,11 @@ fn not_granted(flags: u32, missing: u32) -> String {
             "{} of a policy object: only the owner may allow it",
             op_names(missing).join(", ")
         )
+    } else if flags & event_flags::REVOKED != 0 {
+        format!(
+            "{} of content derived from a revoked source: only the owner may allow it",
+            op_names(missing).join(", ")
+        )
     } else if flags & event_flags::ACTION != 0 {
         format!(
             "{} of an action the mission reserves for agents of higher authority than this one's (it read content of lower authority): only the owner may allow it",
@@ -295,7 +300,9 @@ pub fn sanitize(
         hook: Cow::Borrowed(hook_name(event.hook)),
         dev: event.dev,
         ino: event.ino,
-        why: if event.flags & (event_flags::POLICY | event_flags::ACTION) != 0 {
+        why: if event.flags & (event_flags::POLICY | event_flags::ACTION | event_flags::REVOKED)
+            != 0
+        {
             not_granted(event.flags, missing)
         } else {
             format!(
@@ -307,6 +314,8 @@ pub fn sanitize(
             Some(crate::request::OWNER_ONLY_POLICY.to_owned())
         } else if event.flags & event_flags::ACTION != 0 {
             Some(crate::request::OWNER_ONLY_ACTION.to_owned())
+        } else if event.flags & event_flags::REVOKED != 0 {
+            Some(crate::request::OWNER_ONLY_REVOKED.to_owned())
         } else {
             None
         },

@@ -15,6 +15,7 @@
 //!                                      next one (see `loader::runs`)
 //! /var/log/pincer/audit.jsonl(.key)    the daemon's audit log and its key
 //! /var/lib/pincer/labels.json(state.key) the sealed labels snapshot and its key
+//! /var/lib/pincer/revocations.json     the sources' sealed revocation counters
 //! /var/lib/pincer/promotions.jsonl     the owner's promotions of files' authority
 //! ```
 //!
@@ -42,12 +43,17 @@ pub const GUARDED_PIN: &str = "/sys/fs/bpf/pincer-guarded";
 /// `pincer run` and the daemon load it from this pin, or create it there):
 /// what one agent made is evidence to every other. The suffix is the
 /// layout's version: a build with another layout of `Label` makes its own.
-pub const LABELS_PIN: &str = "/sys/fs/bpf/pincer-labels-v1";
+pub const LABELS_PIN: &str = "/sys/fs/bpf/pincer-labels-v2";
+/// The sources' revocation counters, one map for every pincer on the host
+/// (kept in the state directory too, sealed: the map is gone after a
+/// reboot).
+pub const REVOKED_PIN: &str = "/sys/fs/bpf/pincer-revoked-v1";
 /// pincer's state directory (mode 0700): the sealed labels snapshot and its
 /// key, the promotions journal. A policy place: no agent changes it.
 pub const STATE_DIR: &str = "/var/lib/pincer";
-/// The owner's promotions of files' authority (`pincer label promote`),
-/// one JSON line each, with the content's digest.
+/// The owner's promotions of files' authority (`pincer label promote`,
+/// with the content's digest) and revocations of sources (`pincer label
+/// revoke`), one JSON line each.
 pub const PROMOTIONS: &str = "/var/lib/pincer/promotions.jsonl";
 /// Where each `pincer run` pins its programs and maps, in a directory named
 /// after its process id, so its agent stays confined whatever happens to

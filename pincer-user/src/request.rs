@@ -73,6 +73,10 @@ pub struct Request {
     pub taint: Vec<String>,
 }
 
+/// Why content derived from a revoked source is the owner's alone to allow.
+pub const OWNER_ONLY_REVOKED: &str =
+    "content derived from a source the owner revoked: only the owner may allow it";
+
 /// Why an action by a tainted agent is the owner's alone to allow.
 pub const OWNER_ONLY_ACTION: &str = "an action the mission reserves for untainted agents, by an agent that read content of lower authority: only the owner may allow it";
 

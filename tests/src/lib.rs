@@ -450,12 +450,14 @@ pub fn pincer_kernel_objects() -> Vec<String> {
     }
     for map in aya::maps::loaded_maps().flatten() {
         let name = map.name_as_str().unwrap_or_default().to_owned();
-        // The guard and label maps are shared by every pincer on the host
-        // and pinned: they outlive runs by design. What the guard map holds
-        // is checked instead; labels are facts about objects, which stay.
+        // The guard, label and revocation maps are shared by every pincer
+        // on the host and pinned: they outlive runs by design. What the
+        // guard map holds is checked instead; labels and revocations are
+        // facts about objects and sources, which stay.
         if name.starts_with("PINCER_")
             && name != pincer_common::names::GUARDED
             && name != pincer_common::names::LABELS
+            && name != pincer_common::names::REVOKED
         {
             found.push(format!("map {name}"));
         }

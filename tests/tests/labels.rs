@@ -5,7 +5,7 @@
 
 use std::{fs, os::unix::fs::PermissionsExt, process::Stdio, thread, time::Duration};
 
-use pincer::paths::{LABELS_PIN, STATE_DIR};
+use pincer::paths::{LABELS_PIN, REVOKED_PIN, STATE_DIR};
 use pincer_tests::{
     EACCES, EVERY_OPERATION, Reaped, Scratch, answer, pincer_bin, probe_bin, read_stdout, text,
     wait_pending,
@@ -712,4 +712,99 @@ fn labels_outlive_the_programs_and_a_changed_snapshot_is_refused() {
     assert!(refused.stdout.is_empty(), "the agent never ran");
     // Put back as it was sealed, it is trusted again.
     s.assert_probes(&[("append @project/new/.git/config [alias]\n", 0)]);
+}
+
+#[test]
+fn revoking_a_source_refuses_what_was_derived_from_it_and_survives_a_reboot() {
+    let s = with_source_and_action("revoke", "");
+    s.assert_probes(&[
+        ("read @downloads/pages/invoice.txt", 0),
+        ("create-write @project/summary.md what the page says\n", 0),
+    ]);
+    let revocations = format!("{STATE_DIR}/revocations.json");
+    let before = fs::read(&revocations).ok();
+    let journal = s.p("journal.jsonl");
+    let revoke = |source: &str| {
+        std::process::Command::new(pincer_bin())
+            .args(["label", "revoke", source, "--journal", &journal])
+            .output()
+            .unwrap()
+    };
+    // From inside an agent the counters cannot be reached.
+    let pincer = pincer_bin().display().to_string();
+    let inside = s.run(&[
+        &pincer,
+        "label",
+        "revoke",
+        &s.p("downloads"),
+        "--journal",
+        &journal,
+    ]);
+    assert_ne!(inside.status.code(), Some(0), "{inside:?}");
+    s.assert_absent("journal.jsonl");
+
+    // The owner revokes the downloads: the page, and the summary derived
+    // from it, are refused from now on; a page saved after it is not, nor
+    // is the rest of the project.
+    let out = revoke(&s.p("downloads"));
+    assert!(out.status.success(), "{out:?}");
+    let recorded: serde_json::Value = serde_json::from_str(s.read("journal.jsonl").trim()).unwrap();
+    assert_eq!(
+        (&recorded["event"], &recorded["counter"]),
+        (&json!("revoke"), &json!(1))
+    );
+    fs::write(s.path("downloads/fresh.txt"), "A later page.\n").unwrap();
+    let probes = [
+        ("read @downloads/pages/invoice.txt", EACCES),
+        ("read @project/summary.md", EACCES),
+        ("read @downloads/fresh.txt", 0),
+        ("read @project/a.txt", 0),
+        ("exec @project/deploy", EACCES),
+    ];
+    s.assert_probes(&probes);
+    let reasons = s.deny_reasons("file_open");
+    assert!(
+        reasons
+            .iter()
+            .filter(|r| r.contains("derived from a revoked source"))
+            .count()
+            >= 2,
+        "{reasons:#?}"
+    );
+
+    // As after a reboot: no programs, no labels, no counters in the kernel.
+    // The sealed state puts back the counters and what the programs
+    // labelled (the summary, the later page). The page itself was labelled
+    // by path, without a generation on this file system (tmpfs tells none),
+    // so it is not saved: on a disk it would be, and tmpfs does not outlive
+    // a reboot.
+    pincer_tests::drop_idle_sets();
+    for pin in [LABELS_PIN, REVOKED_PIN] {
+        fs::remove_file(pin).unwrap();
+    }
+    s.assert_probes(&probes[1..]);
+
+    // The counters put back as they were before the revocation, while the
+    // kernel still holds them: refused, and so is the run.
+    match &before {
+        Some(bytes) => fs::write(&revocations, bytes).unwrap(),
+        None => fs::remove_file(&revocations).unwrap(),
+    }
+    let saved_now = {
+        let out = s.run_probe(&[], &["read @project/a.txt"]);
+        assert_eq!(out.status.code(), Some(125), "{out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("restored from an earlier copy"),
+            "{out:?}"
+        );
+        // Revoking again reads the kernel's counter and seals the next one.
+        let out = revoke(&s.p("downloads"));
+        assert!(out.status.success(), "{out:?}");
+        fs::read_to_string(&revocations).unwrap()
+    };
+    assert!(saved_now.contains("\"counter\":2"), "{saved_now}");
+    s.assert_probes(&[
+        ("read @downloads/fresh.txt", EACCES),
+        ("read @project/a.txt", 0),
+    ]);
 }

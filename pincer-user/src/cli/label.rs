@@ -53,6 +53,20 @@ pub enum LabelCommand {
         #[arg(long, default_value = paths::PROMOTIONS)]
         journal: PathBuf,
     },
+    /// Revoke a source (a `[[source]]` path): everything derived from it
+    /// until now is refused to agents (parked for the owner in ask mode),
+    /// whatever its grants; what it holds after this is not. The owner
+    /// only; survives restarts and reboots (sealed in the state directory).
+    Revoke {
+        /// The source's path, as the mission names it.
+        source: PathBuf,
+        /// The state directory.
+        #[arg(long, default_value = paths::STATE_DIR)]
+        state: PathBuf,
+        /// The journal the revocation is recorded in.
+        #[arg(long, default_value = paths::PROMOTIONS)]
+        journal: PathBuf,
+    },
     /// Label a file a harness wrote with the authority of its content
     /// (through the daemon; not from inside an agent).
     Map {
@@ -86,6 +100,11 @@ pub fn main(command: LabelCommand) -> anyhow::Result<()> {
     match command {
         LabelCommand::Show { path, json } => show(&path, json),
         LabelCommand::Promote { path, to, journal } => promote(&path, &to, &journal),
+        LabelCommand::Revoke {
+            source,
+            state,
+            journal,
+        } => revoke(&source, &state, &journal),
         LabelCommand::Map {
             path,
             authority,
@@ -275,6 +294,8 @@ fn promote(path: &Path, to: &str, journal: &Path) -> anyhow::Result<()> {
         generation: crate::labels::generation(&real).unwrap_or(0),
         taint: 0,
         agent: 0,
+        origin: 0,
+        stamp: 0,
     };
     // Recorded before it takes effect: a promotion the journal does not
     // hold never happened.
@@ -289,17 +310,7 @@ fn promote(path: &Path, to: &str, journal: &Path) -> anyhow::Result<()> {
         to,
         sha256: digest.clone(),
     })?;
-    if let Some(dir) = journal.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(journal)
-        .with_context(|| format!("cannot open the promotions journal {}", journal.display()))?;
-    writeln!(file, "{line}")
-        .and_then(|()| file.sync_data())
-        .with_context(|| format!("cannot write {}", journal.display()))?;
+    append_line(journal, &line)?;
     map.insert(key, label, 0)
         .with_context(|| format!("cannot label {}", real.display()))?;
     println!(
@@ -308,4 +319,93 @@ fn promote(path: &Path, to: &str, journal: &Path) -> anyhow::Result<()> {
         authority::name(before.authority)
     );
     Ok(())
+}
+
+/// One revocation, as the journal records it.
+#[derive(Debug, Serialize)]
+struct Revocation<'a> {
+    time: String,
+    uid: u32,
+    event: &'static str,
+    source: &'a str,
+    id: u32,
+    counter: u32,
+}
+
+fn revoke(source: &Path, state: &Path, journal: &Path) -> anyhow::Result<()> {
+    let real = std::fs::canonicalize(source)
+        .with_context(|| format!("cannot resolve {}", source.display()))?;
+    let id = pincer_common::source_id(real.as_os_str().as_encoded_bytes());
+    let path = crate::escape::escape(real.as_os_str().as_encoded_bytes());
+    // The kernel's counters, when programs are loaded: the host-wide map
+    // is root's, and agent tasks are refused bpf(2), so this is the owner.
+    let mut kernel: Option<HashMap<MapData, u32, u32>> = match MapData::from_pin(paths::REVOKED_PIN)
+    {
+        Ok(data) => Some(
+            HashMap::try_from(Map::HashMap(data))
+                .context("the revocation map is not a hash map")?,
+        ),
+        Err(error) if Path::new(paths::REVOKED_PIN).exists() => {
+            return Err(error).with_context(|| format!("cannot open {}", paths::REVOKED_PIN));
+        }
+        Err(_) => None,
+    };
+    let store = crate::labels::Store::at(state);
+    let mut revoked = store.revocations()?;
+    let in_kernel = kernel
+        .as_ref()
+        .and_then(|map| map.get(&id, 0).ok())
+        .unwrap_or(0);
+    let counter = revoked
+        .iter()
+        .find(|r| r.source == id)
+        .map_or(0, |r| r.counter)
+        .max(in_kernel)
+        .checked_add(1)
+        .context("this source was revoked too many times")?;
+    match revoked.iter_mut().find(|r| r.source == id) {
+        Some(r) => r.counter = counter,
+        None => revoked.push(crate::labels::Revoked {
+            source: id,
+            counter,
+            path: path.clone(),
+        }),
+    }
+    // Sealed first: a counter the file does not hold would be taken, at
+    // the next start, for a file restored from an earlier copy.
+    store.save_revocations(&revoked)?;
+    if let Some(map) = kernel.as_mut() {
+        map.insert(id, counter, 0)
+            .with_context(|| format!("cannot write {}", paths::REVOKED_PIN))?;
+    }
+    let line = serde_json::to_string(&Revocation {
+        time: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+        // SAFETY: getuid cannot fail.
+        uid: unsafe { libc::getuid() },
+        event: "revoke",
+        source: &path,
+        id,
+        counter,
+    })?;
+    append_line(journal, &line)?;
+    println!(
+        "{path}: revoked (counter {counter}): what was derived from it until now is refused to agents"
+    );
+    Ok(())
+}
+
+/// Appends one line to a journal (made with its directory when missing)
+/// and syncs it.
+fn append_line(journal: &Path, line: &str) -> anyhow::Result<()> {
+    if let Some(dir) = journal.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(journal)
+        .with_context(|| format!("cannot open the journal {}", journal.display()))?;
+    writeln!(file, "{line}")
+        .and_then(|()| file.sync_data())
+        .with_context(|| format!("cannot write {}", journal.display()))
 }

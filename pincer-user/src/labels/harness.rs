@@ -79,32 +79,54 @@ pub fn map(path: &Path, authority: &str) -> Result<Labelled, String> {
             generation,
             taint: level,
             agent: 0,
+            // Not a declared source: nothing revokes it.
+            origin: 0,
+            stamp: 0,
         },
         path: escaped(&real),
     })
 }
 
-/// The authority and taint an object's label gives, by the rules the
-/// programs read them with: no label (or one of an earlier object with the
-/// same inode number) is the user's own content, which taints no one.
-fn level_of(key: ObjectKey, generation: u32, labels: &[(ObjectKey, Label)]) -> (u32, u32) {
+/// What an object's label says of its content, by the rules the programs
+/// read it with: no label (or one of an earlier object with the same inode
+/// number) is the user's own content, which taints no one.
+#[derive(Clone, Copy)]
+struct Content {
+    authority: u32,
+    taint: u32,
+    origin: u32,
+    stamp: u32,
+}
+
+fn content_of(key: ObjectKey, generation: u32, labels: &[(ObjectKey, Label)]) -> Content {
     match labels.iter().find(|(k, _)| *k == key) {
         Some((_, label))
             if label.generation == 0 || generation == 0 || label.generation == generation =>
         {
-            let authority = match label.authority {
-                0 => authority::USER,
-                level => level,
-            };
-            (authority, label.taint)
+            Content {
+                authority: match label.authority {
+                    0 => authority::USER,
+                    level => level,
+                },
+                taint: label.taint,
+                origin: label.origin,
+                stamp: label.stamp,
+            }
         }
-        _ => (authority::USER, 0),
+        _ => Content {
+            authority: authority::USER,
+            taint: 0,
+            origin: 0,
+            stamp: 0,
+        },
     }
 }
 
 /// `derive`: a file was made from others. Derived content gets the lowest
-/// authority of its inputs and their lowest taint (the low-water mark);
-/// it is never raised by this, even when its inputs are the user's.
+/// authority of its inputs and their lowest taint (the low-water mark),
+/// with the source that taint came from, so revoking that source revokes
+/// it too; it is never raised by this, even when its inputs are the
+/// user's.
 pub fn derive(
     path: &Path,
     from: &[PathBuf],
@@ -114,27 +136,31 @@ pub fn derive(
         return Err("`from` must name at least one file".to_owned());
     }
     let (key, generation, real) = object(path)?;
-    let (mut lowest, mut taint) = level_of(key, generation, labels);
+    let mut derived = content_of(key, generation, labels);
     for input in from {
         let (input_key, input_generation, _) = object(input)?;
-        let (authority, input_taint) = level_of(input_key, input_generation, labels);
-        lowest = lowest.min(authority);
-        if input_taint != 0 {
-            taint = if taint == 0 {
-                input_taint
-            } else {
-                taint.min(input_taint)
-            };
+        let input = content_of(input_key, input_generation, labels);
+        derived.authority = derived.authority.min(input.authority);
+        if input.taint != 0 && (derived.taint == 0 || input.taint < derived.taint) {
+            derived.taint = input.taint;
+            derived.origin = input.origin;
+            derived.stamp = input.stamp;
         }
     }
     Ok(Labelled {
         key,
         label: Label {
-            authority: lowest,
-            flags: if taint != 0 { label_flags::SOURCE } else { 0 },
+            authority: derived.authority,
+            flags: if derived.taint != 0 {
+                label_flags::SOURCE
+            } else {
+                0
+            },
             generation,
-            taint,
+            taint: derived.taint,
             agent: 0,
+            origin: derived.origin,
+            stamp: derived.stamp,
         },
         path: escaped(&real),
     })

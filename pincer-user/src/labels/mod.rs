@@ -23,7 +23,7 @@ pub mod policy;
 pub mod store;
 
 pub use policy::{PolicyPattern, PolicySet};
-pub use store::{Store, StoreError};
+pub use store::{Revoked, Store, StoreError};
 
 use pincer_common::{Label, ObjectKey, authority};
 
@@ -41,6 +41,8 @@ pub fn policy_labels(set: &PolicySet) -> Vec<(ObjectKey, Label)> {
                     generation: generation(&path).unwrap_or(0),
                     taint: 0,
                     agent: 0,
+                    origin: 0,
+                    stamp: 0,
                 },
             )
         })

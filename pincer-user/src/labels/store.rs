@@ -27,6 +27,8 @@ use sha2::Sha256;
 
 /// The snapshot's file name in the state directory.
 pub const SNAPSHOT: &str = "labels.json";
+/// The revocation counters' file name in the state directory.
+pub const REVOCATIONS: &str = "revocations.json";
 /// The sealing key's file name in the state directory.
 pub const KEY: &str = "state.key";
 
@@ -44,7 +46,7 @@ pub enum StoreError {
     },
     /// The seal does not match the content: changed, or from another host.
     #[error(
-        "{}: the labels snapshot is not sealed by this host's key ({}): refusing to trust it; remove it to start without saved labels",
+        "{}: not sealed by this host's key ({}): refusing to trust it (remove it to start without what it saved)",
         .path.display(),
         .key.display()
     )]
@@ -53,6 +55,22 @@ pub enum StoreError {
         path: PathBuf,
         /// The key.
         key: PathBuf,
+    },
+    /// The kernel holds a higher revocation counter than the sealed file:
+    /// the file was restored from an earlier copy.
+    #[error(
+        "{}: the revocation counter of {source_path} is {saved} here but {kernel} in the kernel: the file was restored from an earlier copy; refusing to trust it",
+        .path.display()
+    )]
+    RolledBack {
+        /// The file.
+        path: PathBuf,
+        /// The source.
+        source_path: String,
+        /// Its counter in the file.
+        saved: u32,
+        /// Its counter in the kernel.
+        kernel: u32,
     },
     /// The content is not a snapshot.
     #[error("{}: line {line}: {message}", .path.display())]
@@ -73,8 +91,8 @@ pub struct Store {
 }
 
 /// One saved label: device, inode, authority, flags, generation, taint,
-/// agent.
-type Saved = (u64, u64, u32, u32, u32, u32, u64);
+/// agent, origin, stamp.
+type Saved = (u64, u64, u32, u32, u32, u32, u64, u32, u32);
 
 impl Store {
     /// The snapshot in `dir`.
@@ -82,6 +100,11 @@ impl Store {
         Store {
             dir: dir.to_owned(),
         }
+    }
+
+    /// The revocation counters' file.
+    pub fn revocations_path(&self) -> PathBuf {
+        self.dir.join(REVOCATIONS)
     }
 
     fn snapshot(&self) -> PathBuf {
@@ -136,27 +159,29 @@ impl Store {
         mac
     }
 
-    /// The saved labels: none when there is no snapshot yet.
-    pub fn load(&self) -> Result<Vec<(ObjectKey, Label)>, StoreError> {
-        let path = self.snapshot();
+    /// The body of a sealed file in the state directory: `None` when it
+    /// does not exist; an error when its seal does not match.
+    fn read_sealed(&self, name: &str, what: &str) -> Result<Option<String>, StoreError> {
+        let path = self.dir.join(name);
         let text = match fs::read_to_string(&path) {
             Ok(text) => text,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(StoreError::Io { path, source }),
         };
-        let malformed = |line, message: &str| StoreError::Malformed {
+        let malformed = |line, message: String| StoreError::Malformed {
             path: path.clone(),
             line,
-            message: message.to_owned(),
+            message,
         };
         let mut lines = text.lines();
         let (Some(body), Some(seal), None) = (lines.next(), lines.next(), lines.next()) else {
             return Err(malformed(
                 1,
-                "expected two lines: the labels and their seal",
+                format!("expected two lines: the {what} and their seal"),
             ));
         };
-        let seal = hex::decode(seal).map_err(|_| malformed(2, "the seal is not hexadecimal"))?;
+        let seal =
+            hex::decode(seal).map_err(|_| malformed(2, "the seal is not hexadecimal".into()))?;
         if Self::seal(&self.key()?, body.as_bytes())
             .verify_slice(&seal)
             .is_err()
@@ -166,30 +191,62 @@ impl Store {
                 key: self.key_path(),
             });
         }
-        let saved: Vec<Saved> = serde_json::from_str(body)
-            .map_err(|error| malformed(1, &format!("not a list of labels: {error}")))?;
+        Ok(Some(body.to_owned()))
+    }
+
+    /// Replaces a sealed file of the state directory; written to a new
+    /// file first, so a crash leaves the old one or the new one.
+    fn write_sealed(&self, name: &str, body: &str) -> Result<(), StoreError> {
+        let key = self.key()?;
+        let seal = hex::encode(Self::seal(&key, body.as_bytes()).finalize().into_bytes());
+        let path = self.dir.join(name);
+        let io = |source| StoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut file = tempfile::NamedTempFile::new_in(&self.dir).map_err(io)?;
+        writeln!(file, "{body}\n{seal}")
+            .and_then(|()| file.as_file().sync_all())
+            .map_err(io)?;
+        file.persist(&path).map_err(|e| io(e.error))?;
+        Ok(())
+    }
+
+    /// The saved labels: none when there is no snapshot yet.
+    pub fn load(&self) -> Result<Vec<(ObjectKey, Label)>, StoreError> {
+        let Some(body) = self.read_sealed(SNAPSHOT, "labels")? else {
+            return Ok(Vec::new());
+        };
+        let saved: Vec<Saved> =
+            serde_json::from_str(&body).map_err(|error| StoreError::Malformed {
+                path: self.snapshot(),
+                line: 1,
+                message: format!("not a list of labels: {error}"),
+            })?;
         Ok(saved
             .into_iter()
-            .map(|(dev, ino, authority, flags, generation, taint, agent)| {
-                (
-                    ObjectKey { dev, ino },
-                    Label {
-                        authority,
-                        flags,
-                        generation,
-                        taint,
-                        agent,
-                    },
-                )
-            })
+            .map(
+                |(dev, ino, authority, flags, generation, taint, agent, origin, stamp)| {
+                    (
+                        ObjectKey { dev, ino },
+                        Label {
+                            authority,
+                            flags,
+                            generation,
+                            taint,
+                            agent,
+                            origin,
+                            stamp,
+                        },
+                    )
+                },
+            )
             .collect())
     }
 
     /// Replaces the snapshot with the labels worth keeping of `labels`
-    /// (those with a generation), sealed; written to a new file first, so
-    /// a crash leaves the old snapshot or the new one.
+    /// (those with a generation), sealed.
     pub fn save(&self, labels: &[(ObjectKey, Label)]) -> Result<usize, StoreError> {
-        let key = self.key()?;
         let mut kept: Vec<Saved> = labels
             .iter()
             .filter(|(_, label)| label.generation != 0)
@@ -202,24 +259,50 @@ impl Store {
                     l.generation,
                     l.taint,
                     l.agent,
+                    l.origin,
+                    l.stamp,
                 )
             })
             .collect();
         kept.sort_unstable();
         let body = serde_json::to_string(&kept).expect("numbers serialize");
-        let seal = hex::encode(Self::seal(&key, body.as_bytes()).finalize().into_bytes());
-        let path = self.snapshot();
-        let io = |source| StoreError::Io {
-            path: path.clone(),
-            source,
-        };
-        let mut file = tempfile::NamedTempFile::new_in(&self.dir).map_err(io)?;
-        writeln!(file, "{body}\n{seal}")
-            .and_then(|()| file.as_file().sync_all())
-            .map_err(io)?;
-        file.persist(&path).map_err(|e| io(e.error))?;
+        self.write_sealed(SNAPSHOT, &body)?;
         Ok(kept.len())
     }
+
+    /// The sources' revocation counters (see [`Revoked`]): none when no
+    /// source was ever revoked.
+    pub fn revocations(&self) -> Result<Vec<Revoked>, StoreError> {
+        let Some(body) = self.read_sealed(REVOCATIONS, "revocations")? else {
+            return Ok(Vec::new());
+        };
+        serde_json::from_str(&body).map_err(|error| StoreError::Malformed {
+            path: self.dir.join(REVOCATIONS),
+            line: 1,
+            message: format!("not a list of revocations: {error}"),
+        })
+    }
+
+    /// Replaces the sources' revocation counters, sealed.
+    pub fn save_revocations(&self, revoked: &[Revoked]) -> Result<(), StoreError> {
+        let mut revoked = revoked.to_vec();
+        revoked.sort_by_key(|r| r.source);
+        let body = serde_json::to_string(&revoked).expect("revocations serialize");
+        self.write_sealed(REVOCATIONS, &body)
+    }
+}
+
+/// A source's revocation counter: how many times `pincer label revoke`
+/// revoked it. Objects derived from it before the last revocation carry a
+/// lower counter ([`pincer_common::Label::stamp`]) and are refused.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Revoked {
+    /// Its id ([`pincer_common::source_id`] of `path`).
+    pub source: u32,
+    /// The counter.
+    pub counter: u32,
+    /// The source's path, as revoked.
+    pub path: String,
 }
 
 #[cfg(test)]
@@ -233,6 +316,8 @@ mod tests {
             generation,
             taint: 1,
             agent: 99,
+            origin: 5,
+            stamp: 2,
         }
     }
 

@@ -142,6 +142,10 @@ pub trait Kernel {
     /// Adds the labels the map lacks (what it holds is newer); returns how
     /// many were added.
     fn restore_labels(&mut self, labels: &[(ObjectKey, Label)]) -> Result<usize, LoadError>;
+    /// The sources' revocation counters, by source id.
+    fn revocations(&mut self) -> Result<Vec<(u32, u32)>, LoadError>;
+    /// Sets one source's revocation counter.
+    fn set_revocation(&mut self, source: u32, counter: u32) -> Result<(), LoadError>;
     /// Writes what a slot's mission reserves for agents at or above a level.
     fn set_actions(&mut self, actions: &[(GrantKey, Action)]) -> Result<(), LoadError>;
     /// An agent cgroup's level, if its reads lowered it.
@@ -494,6 +498,14 @@ impl Kernel for Enforcer {
             self.bump_epoch()?;
         }
         Ok(added)
+    }
+
+    fn revocations(&mut self) -> Result<Vec<(u32, u32)>, LoadError> {
+        self.entries(names::REVOKED)
+    }
+
+    fn set_revocation(&mut self, source: u32, counter: u32) -> Result<(), LoadError> {
+        self.insert(names::REVOKED, source, counter)
     }
 
     fn set_actions(&mut self, actions: &[(GrantKey, Action)]) -> Result<(), LoadError> {

@@ -226,6 +226,7 @@ impl Enforcer {
         ) {
             loader.map_pin_path(names::GUARDED, Path::new(paths::GUARDED_PIN));
             loader.map_pin_path(names::LABELS, Path::new(paths::LABELS_PIN));
+            loader.map_pin_path(names::REVOKED, Path::new(paths::REVOKED_PIN));
         } else {
             tracing::warn!(
                 pin = paths::GUARDED_PIN,
@@ -396,6 +397,7 @@ impl Enforcer {
             names::MAKING,
             names::TAINTS,
             names::ACTIONS,
+            names::REVOKED,
         ] {
             if !maps.contains_key(name) {
                 return Err(pins(&maps_dir.join(name), "missing map".into()));

@@ -267,6 +267,9 @@ fn resolve_source(
         source: error,
     };
     let root = fs::canonicalize(&source.path).map_err(|e| unresolvable(&source.path, e))?;
+    // Revoked by its path: every object below gets the source's id, and the
+    // twin stamps it with the source's counter when it writes the label.
+    let origin = pincer_common::source_id(root.as_os_str().as_bytes());
     let mut count = 0;
     for entry in walkdir::WalkDir::new(&root).follow_links(false) {
         let entry = entry.map_err(|error| {
@@ -308,6 +311,8 @@ fn resolve_source(
             generation: crate::labels::generation(entry.path()).unwrap_or(0),
             taint: source.authority,
             agent: 0,
+            origin,
+            stamp: 0,
         };
         into.push((key, label, entry.path().to_owned()));
     }

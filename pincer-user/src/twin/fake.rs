@@ -34,6 +34,7 @@ pub(super) struct FakeKernel {
     pub labels: HashMap<ObjectKey, Label>,
     pub actions: HashMap<GrantKey, Action>,
     pub taints: HashMap<u64, Taint>,
+    pub revoked: HashMap<u32, u32>,
 }
 
 impl Kernel for FakeKernel {
@@ -153,6 +154,15 @@ impl Kernel for FakeKernel {
             }
         }
         Ok(added)
+    }
+
+    fn revocations(&mut self) -> Result<Vec<(u32, u32)>, LoadError> {
+        Ok(self.revoked.iter().map(|(k, v)| (*k, *v)).collect())
+    }
+
+    fn set_revocation(&mut self, source: u32, counter: u32) -> Result<(), LoadError> {
+        self.revoked.insert(source, counter);
+        Ok(())
     }
 
     fn set_actions(&mut self, actions: &[(GrantKey, Action)]) -> Result<(), LoadError> {

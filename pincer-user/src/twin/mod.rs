@@ -279,12 +279,19 @@ impl<K: Kernel> Twin<K> {
         self.kernel.add_policy_rules(&policy_set.kernel_rules())?;
         self.kernel
             .set_labels(&labels::policy_labels(&policy_set))?;
+        // Stamped with their source's counter now; an object labelled
+        // before keeps its stamp, so a revocation still refuses what the
+        // source held then.
+        let counters: HashMap<u32, u32> = self.kernel.revocations()?.into_iter().collect();
         let sources: Vec<(ObjectKey, Label)> = grants
             .sources
             .iter()
-            .map(|(key, label, _)| (*key, *label))
+            .map(|(key, label, _)| {
+                let stamp = counters.get(&label.origin).copied().unwrap_or(0);
+                (*key, Label { stamp, ..*label })
+            })
             .collect();
-        self.kernel.set_labels(&sources)?;
+        self.kernel.restore_labels(&sources)?;
         let actions: Vec<(GrantKey, Action)> = grants
             .actions
             .iter()
@@ -380,6 +387,27 @@ impl<K: Kernel> Twin<K> {
     /// Puts back the labels a snapshot saved that the map lacks (see
     /// [`labels::store`]); a snapshot not sealed by this host is refused.
     pub fn restore_labels(&mut self, store: &labels::Store) -> Result<usize, TwinError> {
+        // The counters first: a label put back is judged by them. The
+        // kernel's outlive this process; a file that says less than they
+        // do was restored from an earlier copy.
+        let revoked = store.revocations()?;
+        for (source, kernel) in self.kernel.revocations()? {
+            let saved = revoked.iter().find(|r| r.source == source);
+            let counter = saved.map_or(0, |r| r.counter);
+            if kernel > counter {
+                return Err(labels::StoreError::RolledBack {
+                    path: store.revocations_path(),
+                    source_path: saved
+                        .map_or_else(|| format!("source {source:#x}"), |r| r.path.clone()),
+                    saved: counter,
+                    kernel,
+                }
+                .into());
+            }
+        }
+        for r in &revoked {
+            self.kernel.set_revocation(r.source, r.counter)?;
+        }
         let saved = store.load()?;
         Ok(self.kernel.restore_labels(&saved)?)
     }

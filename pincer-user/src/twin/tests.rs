@@ -750,9 +750,11 @@ async fn a_tainting_read_is_audited_and_a_reserved_action_asks_the_owner_with_th
         CGROUP,
         pincer_common::Taint {
             level: pincer_common::authority::EVIDENCE,
-            _pad: 0,
+            origin: 0,
             dev: DEV,
             ino: SECRET,
+            stamp: 0,
+            _pad: 0,
         },
     );
     let mut read = parked(41, SECRET, ops::READ, &["key", "secret"]);
@@ -801,6 +803,8 @@ async fn a_confinement_writes_its_sources_labels_and_its_actions() {
         generation: 0,
         taint: pincer_common::authority::EVIDENCE,
         agent: 0,
+        origin: 0,
+        stamp: 0,
     };
     confinement
         .grants
@@ -822,9 +826,11 @@ async fn a_confinement_writes_its_sources_labels_and_its_actions() {
         CGROUP,
         pincer_common::Taint {
             level: pincer_common::authority::EVIDENCE,
-            _pad: 0,
+            origin: 0,
             dev: DEV,
             ino: 77,
+            stamp: 0,
+            _pad: 0,
         },
     );
     assert_eq!(
@@ -835,4 +841,57 @@ async fn a_confinement_writes_its_sources_labels_and_its_actions() {
     twin.release(CGROUP).unwrap();
     assert!(twin.kernel.actions.is_empty());
     assert!(twin.kernel.taints.is_empty());
+}
+
+#[tokio::test]
+async fn revocation_counters_come_back_and_an_earlier_copy_of_them_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = crate::labels::Store::at(dir.path());
+    let revoked = crate::labels::Revoked {
+        source: 0x51,
+        counter: 2,
+        path: "/home/u/Downloads".into(),
+    };
+    store
+        .save_revocations(std::slice::from_ref(&revoked))
+        .unwrap();
+    let mut h = Harness::new(vec![]);
+    // After a reboot the kernel holds none: the file's come back.
+    h.twin.restore_labels(&store).unwrap();
+    assert_eq!(h.kernel().revoked.get(&0x51), Some(&2));
+    // Revoked once more while this ran; then the file is put back as it
+    // was before.
+    h.kernel().revoked.insert(0x51, 3);
+    let error = h.twin.restore_labels(&store).unwrap_err().to_string();
+    assert!(
+        error.contains("/home/u/Downloads is 2 here but 3 in the kernel"),
+        "{error}"
+    );
+    // A counter the file does not hold at all is the same.
+    h.kernel().revoked.insert(0x51, 2);
+    h.kernel().revoked.insert(0x77, 1);
+    assert!(h.twin.restore_labels(&store).is_err());
+}
+
+#[tokio::test]
+async fn revoked_content_asks_the_owner_alone() {
+    let board = PromptBoard::new(None);
+    let mut h = Harness::new(vec![
+        mission_rule(RuleVerdict::Allow(Lifetime::Session)),
+        Arc::new(PromptVoter::owner_only(Arc::clone(&board))),
+    ]);
+    let mut read = parked(43, SECRET, ops::READ, &["key", "secret"]);
+    read.flags = event_flags::REVOKED;
+    h.twin.handle_record(bytes(&read)).unwrap();
+    let waiting: Vec<&Request> = h.twin.waiting().collect();
+    assert_eq!(waiting.len(), 1, "the mission's allow does not count");
+    assert_eq!(
+        waiting[0].owner_only.as_deref(),
+        Some(crate::request::OWNER_ONLY_REVOKED)
+    );
+    assert!(
+        waiting[0].why.contains("revoked source"),
+        "{}",
+        waiting[0].why
+    );
 }
