@@ -1142,6 +1142,8 @@ pub mod file_type {
     pub const BLOCK: u32 = 0o060000;
     /// `S_IFREG`.
     pub const REGULAR: u32 = 0o100000;
+    /// `S_IFDIR`.
+    pub const DIRECTORY: u32 = 0o040000;
 }
 
 /// `super_block.s_magic` of the file systems agents never open.

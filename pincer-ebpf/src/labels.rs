@@ -381,12 +381,22 @@ pub fn bound(dentry: *const u8, inode: *const u8) {
     if unsafe { LABELS.get(key) }.is_some() {
         return;
     }
-    let Ok(generation) = kernel::generation(off, inode) else {
+    let (Ok(generation), Ok(kind)) = (
+        kernel::generation(off, inode),
+        kernel::file_kind(off, inode),
+    ) else {
         return;
+    };
+    // A directory made there is a source tree too; a file is content,
+    // which a revocation reaches.
+    let tree = if kind == file_type::DIRECTORY {
+        label_flags::TREE
+    } else {
+        0
     };
     let label = Label {
         authority: source.authority,
-        flags: label_flags::SOURCE | label_flags::TREE,
+        flags: label_flags::SOURCE | tree,
         generation,
         taint: source.taint,
         agent: 0,

@@ -435,6 +435,22 @@ fn a_read_of_a_source_lowers_the_agent_and_its_reserved_actions_are_refused() {
         reasons[0].contains("an action the mission reserves"),
         "{reasons:#?}"
     );
+    // `pincer explain` names the read that lowered the agent.
+    let explained = std::process::Command::new(pincer_bin())
+        .args(["explain", "--audit"])
+        .arg(s.audit_path())
+        .arg(s.p("project/deploy"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&explained.stdout);
+    assert!(explained.status.success(), "{explained:?}");
+    assert!(
+        said.contains(&format!(
+            "the agent had read {} (evidence)",
+            s.p("downloads/pages/invoice.txt")
+        )),
+        "{said}"
+    );
 
     let page = label_show(&s.p("downloads/pages/invoice.txt"));
     assert_eq!(

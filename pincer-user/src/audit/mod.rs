@@ -96,6 +96,7 @@
 //! (which may well end with a close line): only a copy kept elsewhere, or a
 //! count taken at the time, can.
 
+pub mod explain;
 mod lines;
 mod record;
 mod summary;

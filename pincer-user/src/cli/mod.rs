@@ -148,6 +148,20 @@ enum Command {
     /// authority label).
     #[command(subcommand)]
     Label(label::LabelCommand),
+    /// Explain, from an audit log, why an access came out as it did: the
+    /// decision or verdict, its reason, the votes, and what the agent had
+    /// read that lowered its level. Exits 1 when the log holds nothing on
+    /// it.
+    Explain {
+        /// A parked request's id, or a path (its last access).
+        what: String,
+        /// The audit log.
+        #[arg(long, default_value = paths::DEFAULT_AUDIT)]
+        audit: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Runs the `pincer` command.
@@ -210,6 +224,39 @@ pub fn main() -> ExitCode {
         Command::Mission(command) => report(mission::main(command)),
         Command::Audit(command) => audit::main(command),
         Command::Label(command) => report(label::main(command)),
+        Command::Explain { what, audit, json } => explain(&what, &audit, json),
+    }
+}
+
+/// `pincer explain`: 0 explained, 1 nothing on it in the log, 2 the log
+/// could not be read.
+fn explain(what: &str, audit: &std::path::Path, json: bool) -> ExitCode {
+    use crate::audit::explain::{Target, explain};
+    let explained = std::fs::File::open(audit)
+        .and_then(|file| explain(std::io::BufReader::new(file), &Target::parse(what)));
+    match explained {
+        Ok(Some(explanation)) => {
+            if json {
+                match serde_json::to_string(&explanation) {
+                    Ok(text) => println!("{text}"),
+                    Err(error) => {
+                        eprintln!("pincer: {error}");
+                        return ExitCode::from(2);
+                    }
+                }
+            } else {
+                print!("{}", explanation.text());
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(None) => {
+            eprintln!("pincer: {}: nothing on {what}", audit.display());
+            ExitCode::from(1)
+        }
+        Err(error) => {
+            eprintln!("pincer: {}: {error}", audit.display());
+            ExitCode::from(2)
+        }
     }
 }
 
