@@ -418,7 +418,17 @@ fn settle(checked: &Checked) -> i32 {
         count(counter::DENIED);
         return -EACCES;
     }
-    let tainted = if allowed { taint(checked) } else { 0 };
+    let tainted = if allowed {
+        match taint(checked) {
+            Ok(flag) => flag,
+            Err(()) => {
+                count(counter::DENIED);
+                return -EACCES;
+            }
+        }
+    } else {
+        0
+    };
     // All three are the owner's alone to allow.
     let policy = if forced == 0 && revoked {
         count(counter::REVOKED);
@@ -451,7 +461,10 @@ fn settle(checked: &Checked) -> i32 {
                     count(counter::DENIED);
                     return -EACCES;
                 }
-                taint(checked);
+                if taint(checked).is_err() {
+                    count(counter::DENIED);
+                    return -EACCES;
+                }
                 return 0;
             }
             park::Prepared::Done(ret) => return ret,
@@ -520,14 +533,18 @@ fn label_allowed(checked: &Checked) -> Result<(), ()> {
 }
 
 /// Lowers the agent's level when an allowed access read tainted content
-/// ([`labels::read`]): the event flag to report it with, or zero.
+/// ([`labels::read`]): the event flag to report it with, or zero; `Err`
+/// when the level could not be written, and the read is then refused.
 #[inline(always)]
-fn taint(checked: &Checked) -> u32 {
-    if checked.labelled != 0 && labels::read(&checked.access, &checked.label) {
+fn taint(checked: &Checked) -> Result<u32, ()> {
+    if checked.labelled == 0 {
+        return Ok(0);
+    }
+    Ok(if labels::read(&checked.access, &checked.label)? {
         event_flags::TAINT
     } else {
         0
-    }
+    })
 }
 
 /// What the grants give on an access.

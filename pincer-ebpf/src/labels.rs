@@ -149,17 +149,19 @@ fn counter(origin: u32) -> u32 {
 /// After an allowed access: when it read (or executed) an object whose
 /// content is tainted below the agent's level, the agent drops to it.
 /// Returns whether it did, so the read is reported: the twin keeps the
-/// chain of what tainted each agent.
+/// chain of what tainted each agent. `Err` when the lowered level could
+/// not be written (counted): the read is then refused, since the agent
+/// would otherwise act on the content at its old level.
 #[inline(always)]
-pub fn read(access: &Access, own: &Label) -> bool {
+pub fn read(access: &Access, own: &Label) -> Result<bool, ()> {
     let taint = own.taint;
     if taint == 0 || !access.exists || access.ops & (ops::READ | ops::EXEC) == 0 {
-        return false;
+        return Ok(false);
     }
     let agent = unsafe { bpf_get_current_cgroup_id() };
     let level = unsafe { TAINTS.get(agent) }.map_or(0, |taint| taint.level);
     if level != 0 && level <= taint {
-        return false;
+        return Ok(false);
     }
     let lowered = Taint {
         level: taint,
@@ -169,14 +171,14 @@ pub fn read(access: &Access, own: &Label) -> bool {
         stamp: own.stamp,
         _pad: 0,
     };
-    // A full map cannot be: it has room for every agent. Should the
-    // insert fail, the agent keeps its level, and the failure is counted.
+    // The map has room for every agent; should the insert fail anyway,
+    // the read is refused and counted.
     if TAINTS.insert(agent, lowered, 0).is_err() {
         count(counter::LABEL_FAILED);
-        return false;
+        return Err(());
     }
     count(counter::TAINTED);
-    true
+    Ok(true)
 }
 
 /// The operations of an access that the mission reserves for agents of a
