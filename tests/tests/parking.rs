@@ -190,9 +190,11 @@ fn the_mission_s_rules_answer_at_once_and_a_deny_asks_nobody_else() {
     assert_eq!(
         verdicts.iter().map(ballots).collect::<Vec<_>>(),
         [
-            vec![ballot("mission", "allow")],
+            // A mission that lists no prompt still has the owner's, which
+            // abstains at once on what is not the owner's alone.
+            vec![ballot("mission", "allow"), ballot("prompt", "abstain")],
             vec![ballot("mission", "deny")],
-            vec![ballot("mission", "abstain")],
+            vec![ballot("mission", "abstain"), ballot("prompt", "abstain")],
             vec![ballot("mission", "allow"), ballot("prompt", "allow")],
             vec![ballot("mission", "deny")],
             vec![ballot("mission", "abstain"), ballot("prompt", "allow")],
