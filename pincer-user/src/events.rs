@@ -236,6 +236,18 @@ fn deny_reason(flags: u32, missing: u32) -> String {
     }
 }
 
+/// How the reason of an access that a grant would have allowed starts,
+/// after what the mode adds before it (`audit mode: would be denied, `):
+/// `pincer recommend` tells such accesses from those no grant allows by it.
+pub const NO_GRANT_COVERS: &str = "no grant covers";
+
+/// The reason of an access the grants allowed.
+pub const GRANTED: &str = "granted by the mission";
+
+/// What audit mode puts before the reason an access would have been
+/// denied for.
+pub const AUDIT_MODE: &str = "audit mode: would be denied, ";
+
 /// What the grants left out: a change to a policy object, which no grant
 /// above it gives, or operations no grant covers.
 fn not_granted(flags: u32, missing: u32) -> String {
@@ -255,7 +267,7 @@ fn not_granted(flags: u32, missing: u32) -> String {
             op_names(missing).join(", ")
         )
     } else {
-        format!("no grant covers {}", op_names(missing).join(", "))
+        format!("{NO_GRANT_COVERS} {}", op_names(missing).join(", "))
     }
 }
 
@@ -430,24 +442,17 @@ fn refused_ioctl(cmd: u64) -> String {
 pub fn decision(event: &AccessEvent, mounts: &Mounts) -> Decision {
     let missing = event.ops & !event.granted;
     let (verdict, reason) = match event.verdict {
-        verdict::ALLOWED => ("allow", "granted by the mission".to_owned()),
-        verdict::AUDITED if event.flags & event_flags::GUARD != 0 => (
-            "audit",
-            format!("audit mode: would be denied, {}", guard_reason(event)),
-        ),
+        verdict::ALLOWED => ("allow", GRANTED.to_owned()),
+        verdict::AUDITED if event.flags & event_flags::GUARD != 0 => {
+            ("audit", format!("{AUDIT_MODE}{}", guard_reason(event)))
+        }
         verdict::AUDITED if refused_always(event.flags).is_some() => (
             "audit",
-            format!(
-                "audit mode: would be denied, {}",
-                deny_reason(event.flags, missing)
-            ),
+            format!("{AUDIT_MODE}{}", deny_reason(event.flags, missing)),
         ),
         verdict::AUDITED => (
             "audit",
-            format!(
-                "audit mode: would be denied, {}",
-                not_granted(event.flags, missing)
-            ),
+            format!("{AUDIT_MODE}{}", not_granted(event.flags, missing)),
         ),
         verdict::PARKED => (
             "park",

@@ -17,6 +17,8 @@
 //! - the shells: [`run`] (`pincer run`), [`daemon`] (`pincer daemon`),
 //!   [`control`] (the control socket), [`cli`] (the command line),
 //!   [`doctor`] (kernel support checks);
+//! - learning from a run: [`recommend`] (a minimal mission from an audit
+//!   log);
 //! - [`paths`]: default paths, in one place.
 
 pub mod audit;
@@ -37,6 +39,7 @@ pub mod paths;
 pub mod procfs;
 #[cfg(test)]
 pub mod readme;
+pub mod recommend;
 pub mod request;
 pub mod run;
 pub mod toml_file;

@@ -1,7 +1,7 @@
 //! The `pincer` command line: the subcommands, their help text (the doc
 //! comments), and what each prints. One file per group of subcommands:
 //! `requests` (answering parked requests), `daemon` (asking the
-//! daemon), `mission`, `audit` and `doctor`.
+//! daemon), `mission`, `audit`, `recommend` and `doctor`.
 
 /// The `pick` of [`list`] for answers of kind `$kind`, whose list is their
 /// field `$field`.
@@ -19,6 +19,7 @@ mod daemon;
 mod doctor;
 mod label;
 mod mission;
+mod recommend;
 mod requests;
 
 use std::{path::PathBuf, process::ExitCode};
@@ -144,6 +145,11 @@ enum Command {
     /// Work with audit logs.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// Write the smallest mission that lets a workload run again in
+    /// enforce mode, from the audit log of its run in audit mode (secrets
+    /// and policy objects are never granted: they are listed as comments).
+    /// Exits 1 when the log's chain is broken, 2 on other bad input.
+    Recommend(recommend::RecommendArgs),
     /// Show or promote what pincer knows of a file's content (its
     /// authority label).
     #[command(subcommand)]
@@ -223,6 +229,7 @@ pub fn main() -> ExitCode {
         Command::Doctor => doctor::main(),
         Command::Mission(command) => report(mission::main(command)),
         Command::Audit(command) => audit::main(command),
+        Command::Recommend(args) => recommend::main(args),
         Command::Label(command) => report(label::main(command)),
         Command::Explain { what, audit, json } => explain(&what, &audit, json),
     }

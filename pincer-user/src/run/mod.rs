@@ -45,6 +45,10 @@ use crate::{
 
 use self::{descriptors::PassError, own::Own};
 
+/// How the name of a run's private temporary directory starts (then the
+/// run's pid and `-`): every run gets its own.
+pub(crate) use self::own::PREFIX as PRIVATE_TMP_PREFIX;
+
 /// Signals `pincer run` passes on to the command.
 const FORWARDED: [Signal; 6] = [
     Signal::SIGTERM,

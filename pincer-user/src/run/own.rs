@@ -20,7 +20,7 @@ fn temp_root() -> PathBuf {
 }
 
 /// The prefix of private directories, followed by the run's pid and `-`.
-const PREFIX: &str = "pincer-run-";
+pub(crate) const PREFIX: &str = "pincer-run-";
 
 /// A run's own grants and the directory behind one of them, removed with
 /// this value.
