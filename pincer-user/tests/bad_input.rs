@@ -94,6 +94,19 @@ impl Case {
         case
     }
 
+    /// `pincer recommend` with `args`, from a log that `prepare` writes.
+    fn recommend(
+        name: &'static str,
+        input: &'static str,
+        args: &[&str],
+        prepare: fn(&Path),
+    ) -> Self {
+        let mut case = Case::new(name, input, &["recommend"]);
+        case.args.extend(args.iter().map(|arg| (*arg).to_owned()));
+        case.prepare = Some(prepare);
+        case
+    }
+
     /// `args` sent to a control socket that answers `answer`.
     fn control(
         name: &'static str,
@@ -164,6 +177,17 @@ fn fifo(dir: &Path, name: &str) {
 /// not.
 fn audit_log(dir: &Path, close: bool) -> PathBuf {
     common::audit_log(dir.join("a.jsonl"), &["/p/a", "/p/b"], close)
+}
+
+/// The audit log of a run in audit mode, `a.jsonl`, and its key: the run
+/// read `[DIR]/ok.toml`.
+fn run_log(dir: &Path) -> PathBuf {
+    let read = dir.join("ok.toml");
+    common::audit_run_log(
+        dir.join("a.jsonl"),
+        "m",
+        &[(&["read"], read.to_str().unwrap())],
+    )
 }
 
 /// Rewrites the closed log's text with `edit`.
@@ -863,6 +887,11 @@ fn cases() -> Vec<Case> {
             "`mission check` of two files",
             &["mission", "check", "a.toml", "b.toml"],
         ),
+        Case::new(
+            "cli-recommend-without-from",
+            "`pincer recommend` without `--from`",
+            &["recommend"],
+        ),
         // `pincer run`: refused before anything is loaded (exit 125).
         Case::run(
             "run-mission-missing",
@@ -1007,6 +1036,92 @@ fn cases() -> Vec<Case> {
             |dir| {
                 audit_log(dir, true);
                 fs::write(dir.join("a.jsonl"), "").unwrap();
+            },
+        ),
+        // `pincer recommend`: the log it learns from, and where it writes.
+        Case::recommend(
+            "recommend-log-missing",
+            "`recommend` from an audit log that does not exist",
+            &["--from", "absent.jsonl"],
+            |_| {},
+        ),
+        Case::recommend(
+            "recommend-chain-broken",
+            "`recommend` from an audit log with a line edited",
+            &["--from", "a.jsonl"],
+            |dir| {
+                let path = run_log(dir);
+                let text = fs::read_to_string(&path).unwrap();
+                fs::write(&path, text.replacen("[\"read\"]", "[\"write\"]", 1)).unwrap();
+            },
+        ),
+        Case::recommend(
+            "recommend-key-missing",
+            "`recommend` from an audit log whose key file is gone",
+            &["--from", "a.jsonl"],
+            |dir| {
+                run_log(dir);
+                fs::remove_file(dir.join("a.jsonl.key")).unwrap();
+            },
+        ),
+        Case::recommend(
+            "recommend-no-decisions",
+            "`recommend` from an audit log with no decisions",
+            &["--from", "a.jsonl"],
+            |dir| {
+                common::audit_log(dir.join("a.jsonl"), &[], true);
+            },
+        ),
+        Case::recommend(
+            "recommend-decision-incomplete",
+            "`recommend` from a log whose decision lacks a `reason` (pincer writes one)",
+            &["--from", "a.jsonl"],
+            |dir| {
+                audit_log(dir, true);
+            },
+        ),
+        Case::recommend(
+            "recommend-line-garbage-unverified",
+            "`recommend --unverified` from a log with a line of garbage",
+            &["--from", "a.jsonl", "--unverified"],
+            |dir| {
+                let path = run_log(dir);
+                let mut text = fs::read_to_string(&path).unwrap();
+                text.push_str("garbage\n");
+                fs::write(&path, text).unwrap();
+            },
+        ),
+        Case::recommend(
+            "recommend-several-missions",
+            "`recommend` from a log of two missions, without `--mission`",
+            &["--from", "a.jsonl"],
+            |dir| {
+                let path = run_log(dir);
+                common::audit_run_log(path, "n", &[(&["read"], "/etc/hostname")]);
+            },
+        ),
+        Case::recommend(
+            "recommend-blank-task",
+            "`recommend --task` of blanks",
+            &["--from", "a.jsonl", "--task", " "],
+            |dir| {
+                run_log(dir);
+            },
+        ),
+        Case::recommend(
+            "recommend-output-is-the-log",
+            "`recommend --output` of the audit log itself",
+            &["--from", "a.jsonl", "--output", "a.jsonl"],
+            |dir| {
+                run_log(dir);
+            },
+        ),
+        Case::recommend(
+            "recommend-output-unwritable",
+            "`recommend --output` in a directory that does not exist",
+            &["--from", "a.jsonl", "--output", "absent/m.toml"],
+            |dir| {
+                run_log(dir);
             },
         ),
         // The control socket: what a client makes of a missing socket and

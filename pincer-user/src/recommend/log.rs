@@ -220,6 +220,12 @@ fn verify(
         {
             unverified(format!("{:#}", anyhow::Error::new(error)))
         }
+        Err(error @ (AuditError::ReadKey { .. } | AuditError::KeyLength { .. })) => {
+            Err(RecommendError::Unverifiable {
+                log: log.to_owned(),
+                source: error,
+            })
+        }
         Err(error) => Err(error.into()),
     }
 }

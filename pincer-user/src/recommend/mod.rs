@@ -97,6 +97,18 @@ pub enum RecommendError {
         /// What is wrong with it.
         problem: String,
     },
+    /// The log's key cannot be read: its chain cannot be verified.
+    #[error(
+        "{}: cannot verify the audit chain (--unverified reads the log anyway)",
+        .log.display()
+    )]
+    Unverifiable {
+        /// The log.
+        log: PathBuf,
+        /// Why the key cannot be read.
+        #[source]
+        source: AuditError,
+    },
     /// A line is not an audit record, or a decision lacks what a decision
     /// has.
     #[error("{}:{line}: {problem}", .log.display())]

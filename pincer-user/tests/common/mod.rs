@@ -28,6 +28,30 @@ pub fn audit_log(path: PathBuf, paths: &[&str], close: bool) -> PathBuf {
     path
 }
 
+/// Writes the audit log of a run in audit mode at `path`, mission `mission`:
+/// one decision per access, `(operations, path)`, each as `pincer run`
+/// writes it (an access with `create` at `inode_create`, others at
+/// `file_open`), then the close line; returns `path`.
+pub fn audit_run_log(path: PathBuf, mission: &str, accesses: &[(&[&str], &str)]) -> PathBuf {
+    let mut log = AuditLog::open(Some(&path), mission).unwrap();
+    for (operation, p) in accesses {
+        let hook = if operation.contains(&"create") {
+            "inode_create"
+        } else {
+            "file_open"
+        };
+        log.record(&json!({
+            "event": "decision", "pid": 40, "tid": 40, "comm": "agent",
+            "operation": operation, "path": p, "verdict": "audit",
+            "reason": format!("audit mode: would be denied, no grant covers {}", operation.join(", ")),
+            "hook": hook, "dev": "0:30", "ino": 12, "cgroup": 4000,
+        }))
+        .unwrap();
+    }
+    log.close().unwrap();
+    path
+}
+
 /// Writes the smallest mission there is, `m.toml` in `dir`.
 pub fn minimal_mission(dir: &Path) -> PathBuf {
     let mission = dir.join("m.toml");
