@@ -2,7 +2,10 @@
 //! to grant, a capability to add, an access never granted, or one the
 //! mission allows anyway.
 
-use std::path::{Component, Path, PathBuf};
+use std::{
+    path::{Component, Path, PathBuf},
+    sync::LazyLock,
+};
 
 use pincer_common::{caps, hook};
 
@@ -125,7 +128,9 @@ fn grantable_path(path: &str) -> Option<PathBuf> {
         && Path::new(path)
             .components()
             .all(|part| matches!(part, Component::RootDir | Component::Normal(_)));
-    whole.then(|| PathBuf::from(path))
+    // Normal as well: no `//`, no `/` at the end (the kernel writes none).
+    let normal: PathBuf = Path::new(path).components().collect();
+    (whole && normal.as_os_str() == path).then_some(normal)
 }
 
 /// What of the run's own `path` is, if it is: every run gets its own, so
@@ -162,28 +167,60 @@ fn run_own(path: &Path) -> Option<&'static str> {
     }
 }
 
+/// An entry of the runtime baseline, as [`baseline_covers`] compares it.
+struct BaselinePlace {
+    /// Its directory, without the trailing `/` (empty for `/` itself).
+    dir: String,
+    /// Its last name, which may hold `*` (`None` for `/`).
+    name: Option<String>,
+    ops: u32,
+    tree: bool,
+}
+
+/// The runtime baseline's entries, split once.
+static BASELINE: LazyLock<Vec<BaselinePlace>> = LazyLock::new(|| {
+    RUNTIME_BASELINE
+        .iter()
+        .map(|entry| {
+            let (dir, name) = match entry.path.rsplit_once('/') {
+                Some((dir, name)) if !name.is_empty() => (dir.to_owned(), Some(name.to_owned())),
+                _ => (String::new(), None),
+            };
+            BaselinePlace {
+                dir,
+                name,
+                ops: entry.ops,
+                tree: entry.extent == Extent::Tree,
+            }
+        })
+        .collect()
+});
+
 /// Whether the runtime baseline grants `ops` on `path` (by path: an entry
 /// names the object a path has, and the log's paths are the kernel's,
-/// links resolved).
+/// links resolved; `path` is absolute and normal, as [`grantable_path`]
+/// makes it). Compared as text: this runs for every decision of a log.
 pub(super) fn baseline_covers(path: &Path, ops: u32) -> bool {
-    RUNTIME_BASELINE.iter().any(|entry| {
-        if entry.ops & ops != ops {
+    let Some(path) = path.to_str() else {
+        return false;
+    };
+    BASELINE.iter().any(|place| {
+        if place.ops & ops != ops {
             return false;
         }
-        let place = Path::new(&entry.path);
-        let pattern = place.file_name().and_then(|name| name.to_str());
-        path.ancestors()
-            .filter(|at| *at == path || entry.extent == Extent::Tree)
-            .any(|at| match (place.parent(), pattern) {
-                (Some(dir), Some(pattern)) => {
-                    at.parent() == Some(dir)
-                        && at
-                            .file_name()
-                            .and_then(|name| name.to_str())
-                            .is_some_and(|name| glob(pattern, name))
-                }
-                _ => at == place,
-            })
+        let Some(name) = &place.name else {
+            return path == "/";
+        };
+        let Some(rest) = path
+            .strip_prefix(place.dir.as_str())
+            .and_then(|rest| rest.strip_prefix('/'))
+        else {
+            return false;
+        };
+        let (first, below) = rest
+            .split_once('/')
+            .map_or((rest, false), |(first, _)| (first, true));
+        glob(name, first) && (place.tree || !below)
     })
 }
 
@@ -227,6 +264,8 @@ mod tests {
             "/p/../etc",
             "/p/a\nb",
             "/p/long\u{2026}",
+            "/p//a",
+            "/p/a/",
         ] {
             assert_eq!(grantable_path(bad), None, "{bad:?}");
         }

@@ -30,7 +30,7 @@
 //! starting: it is listed as not granted instead).
 
 use std::{
-    collections::{BTreeMap, BTreeSet},
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
     ffi::OsString,
     fs, io,
     path::{Component, Path, PathBuf},
@@ -143,6 +143,32 @@ pub(super) struct Plan {
     pub run_own: usize,
 }
 
+/// What no tree may hold, found by the directories above it: a lookup per
+/// directory, however many there are.
+#[derive(Debug, Default)]
+struct Blocked {
+    /// Each such object and every directory above it, to the first such
+    /// object found below it and why it is one.
+    below: HashMap<PathBuf, (PathBuf, String)>,
+}
+
+impl Blocked {
+    fn add(&mut self, path: &Path, why: &str) {
+        for at in path.ancestors() {
+            if self.below.contains_key(at) {
+                break;
+            }
+            self.below
+                .insert(at.to_owned(), (path.to_owned(), why.to_owned()));
+        }
+    }
+
+    /// What `dir` holds (or is) that no tree may hold, if anything.
+    fn find(&self, dir: &Path) -> Option<&(PathBuf, String)> {
+        self.below.get(dir)
+    }
+}
+
 /// One object the run used.
 #[derive(Debug, Default)]
 struct Object {
@@ -157,11 +183,10 @@ pub(super) fn plan(decisions: &[Decision], context: &Context) -> Plan {
     let mut plan = Plan::default();
     let mut objects: BTreeMap<PathBuf, Object> = BTreeMap::new();
     let mut refused: BTreeMap<(String, String), (u32, usize)> = BTreeMap::new();
-    let mut blocked: Vec<(PathBuf, String)> = context
-        .own
-        .iter()
-        .map(|(path, what)| (path.clone(), format!("{what}: out of every agent's reach")))
-        .collect();
+    let mut blocked = Blocked::default();
+    for (path, what) in &context.own {
+        blocked.add(path, &format!("{what}: out of every agent's reach"));
+    }
     for decision in decisions {
         match classify(decision, context) {
             Class::Use(path) => {
@@ -170,10 +195,8 @@ pub(super) fn plan(decisions: &[Decision], context: &Context) -> Plan {
             }
             Class::Capability(cap) => *plan.capabilities.entry(cap).or_default() += 1,
             Class::NotGranted { what, why, blocks } => {
-                if let Some(path) = blocks
-                    && !blocked.iter().any(|(known, _)| *known == path)
-                {
-                    blocked.push((path, why.clone()));
+                if let Some(path) = blocks {
+                    blocked.add(&path, &why);
                 }
                 let entry = refused.entry((what, why)).or_default();
                 entry.0 |= decision.ops;
@@ -183,7 +206,7 @@ pub(super) fn plan(decisions: &[Decision], context: &Context) -> Plan {
             Class::Omitted(Omitted::RunOwn) => plan.run_own += 1,
         }
     }
-    let trees = choose_trees(&objects, &blocked, context, &mut plan.not_trees);
+    let trees = choose_trees(&objects, &mut blocked, context, &mut plan.not_trees);
     let mut grants: BTreeMap<PathBuf, Grant> = trees
         .iter()
         .map(|(path, make)| {
@@ -198,8 +221,8 @@ pub(super) fn plan(decisions: &[Decision], context: &Context) -> Plan {
         })
         .collect();
     for (path, object) in &objects {
-        let tree = trees.iter().find(|(tree, _)| path.starts_with(tree));
-        if let Some((tree, _)) = tree {
+        let tree = path.ancestors().find(|at| trees.contains_key(*at));
+        if let Some(tree) = tree {
             let grant = grants.get_mut(tree).expect("a grant per tree");
             grant.ops |= object.ops;
             grant.usage.add(&object.usage);
@@ -276,10 +299,10 @@ fn use_object(object: &mut Object, decision: &Decision, path: PathBuf) {
 /// `not_trees`.
 fn choose_trees(
     objects: &BTreeMap<PathBuf, Object>,
-    blocked: &[(PathBuf, String)],
+    blocked: &mut Blocked,
     context: &Context,
     not_trees: &mut Vec<(PathBuf, String)>,
-) -> Vec<(PathBuf, bool)> {
+) -> BTreeMap<PathBuf, bool> {
     let mut children: BTreeMap<&Path, BTreeSet<OsString>> = BTreeMap::new();
     let mut made_in: BTreeSet<&Path> = BTreeSet::new();
     for (path, object) in objects {
@@ -304,13 +327,17 @@ fn choose_trees(
         .map(|(dir, _)| *dir)
         .collect();
     candidates.sort_by_key(|dir| (dir.components().count(), dir.to_path_buf()));
-    let mut trees: Vec<(PathBuf, bool)> = Vec::new();
+    let mut trees: BTreeMap<PathBuf, bool> = BTreeMap::new();
+    let mut chosen: HashSet<&Path> = HashSet::new();
     for dir in candidates {
-        if trees.iter().any(|(tree, _)| dir.starts_with(tree)) {
+        if dir.ancestors().any(|at| chosen.contains(at)) {
             continue;
         }
         match foldable(dir, objects, blocked, context) {
-            Ok(make) => trees.push((dir.to_owned(), make)),
+            Ok(make) => {
+                chosen.insert(dir);
+                trees.insert(dir.to_owned(), make);
+            }
             Err(why) => not_trees.push((dir.to_owned(), why)),
         }
     }
@@ -322,7 +349,7 @@ fn choose_trees(
 fn foldable(
     dir: &Path,
     objects: &BTreeMap<PathBuf, Object>,
-    blocked: &[(PathBuf, String)],
+    blocked: &mut Blocked,
     context: &Context,
 ) -> Result<bool, String> {
     if let Some(why) = too_broad(dir, &context.homes) {
@@ -331,14 +358,22 @@ fn foldable(
     if let Some(why) = context.excluded(dir) {
         return Err(format!("it is {why}"));
     }
-    if let Some((path, why)) = blocked.iter().find(|(path, _)| path.starts_with(dir)) {
-        return Err(format!(
-            "it holds {}, {why}",
-            for_terminal(&path.to_string_lossy())
-        ));
+    let holds = |(path, why): &(PathBuf, String)| {
+        format!("it holds {}, {why}", for_terminal(&path.to_string_lossy()))
+    };
+    if let Some(found) = blocked.find(dir) {
+        return Err(holds(found));
     }
     match fs::metadata(dir) {
-        Ok(metadata) if metadata.is_dir() => scan(dir, context).map(|()| false),
+        Ok(metadata) if metadata.is_dir() => match scan(dir, context) {
+            Ok(()) => Ok(false),
+            // Found once: no directory above or below it looks again.
+            Err(Scan::Holds(path, why)) => {
+                blocked.add(&path, &why);
+                Err(holds(&(path, why)))
+            }
+            Err(Scan::Unknown(why)) => Err(why),
+        },
         Ok(_) => Err("it is not a directory now".to_owned()),
         Err(error)
             if error.kind() == io::ErrorKind::NotFound
@@ -373,25 +408,31 @@ fn too_broad(dir: &Path, homes: &[PathBuf]) -> Option<&'static str> {
     }
 }
 
+/// Why a directory's content cannot go in a tree.
+enum Scan {
+    /// It holds this object, never granted, for this reason.
+    Holds(PathBuf, String),
+    /// What it holds cannot be known whole.
+    Unknown(String),
+}
+
 /// Looks through what `dir` holds now for what a tree must not give.
-fn scan(dir: &Path, context: &Context) -> Result<(), String> {
+fn scan(dir: &Path, context: &Context) -> Result<(), Scan> {
     for (seen, entry) in walkdir::WalkDir::new(dir)
         .follow_links(false)
         .into_iter()
         .enumerate()
     {
         if seen >= context.max_scan {
-            return Err(format!(
+            return Err(Scan::Unknown(format!(
                 "it holds more than {} objects, too many to look through",
                 context.max_scan
-            ));
+            )));
         }
-        let entry = entry.map_err(|error| format!("it cannot be looked through ({error})"))?;
+        let entry = entry
+            .map_err(|error| Scan::Unknown(format!("it cannot be looked through ({error})")))?;
         if let Some(why) = context.excluded(entry.path()) {
-            return Err(format!(
-                "it holds {}, {why}",
-                for_terminal(&entry.path().to_string_lossy())
-            ));
+            return Err(Scan::Holds(entry.into_path(), why));
         }
     }
     Ok(())

@@ -104,7 +104,11 @@ pub(super) fn read(source: &Source<'_>) -> Result<Logged, RecommendError> {
     let mut buf = Vec::new();
     let mut number = 0;
     let mut missions: Vec<String> = Vec::new();
-    let mut decisions: Vec<(String, String, Decision)> = Vec::new();
+    // Only the chosen mission's are kept: the one asked for, or the first
+    // (a second one is an error at the end).
+    let mut chosen: Option<String> = source.mission.map(str::to_owned);
+    let (mut first, mut last) = (None, String::new());
+    let mut decisions: Vec<Decision> = Vec::new();
     while let Some(end) = audit::read_line(&mut reader, &mut buf).map_err(read_error)? {
         number += 1;
         // What a writer appended after the chain was verified is not read.
@@ -135,7 +139,12 @@ pub(super) fn read(source: &Source<'_>) -> Result<Logged, RecommendError> {
         if !missions.contains(&mission) {
             missions.push(mission.clone());
         }
-        decisions.push((mission, time, decision));
+        let chosen = chosen.get_or_insert_with(|| mission.clone());
+        if *chosen == mission {
+            first.get_or_insert_with(|| time.clone());
+            last = time;
+            decisions.push(decision);
+        }
     }
     let found = || {
         missions
@@ -168,20 +177,11 @@ pub(super) fn read(source: &Source<'_>) -> Result<Logged, RecommendError> {
             }
         },
     };
-    let mut times = Vec::new();
-    let decisions = decisions
-        .into_iter()
-        .filter(|(of, _, _)| *of == mission)
-        .map(|(_, time, decision)| {
-            times.push(time);
-            decision
-        })
-        .collect();
     Ok(Logged {
         mission,
         decisions,
-        first: times.first().cloned().unwrap_or_default(),
-        last: times.last().cloned().unwrap_or_default(),
+        first: first.unwrap_or_default(),
+        last,
         verification,
         warnings,
     })

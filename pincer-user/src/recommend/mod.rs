@@ -3,10 +3,10 @@
 //!
 //! The log is verified first (its HMAC chain, as `pincer audit verify`
 //! does), then read a line at a time; each kernel decision it holds is one
-//! access, in one of four kinds ([`classify`]):
+//! access, in one of four kinds (`classify`):
 //!
 //! - an access a grant would allow: it goes into the mission, as a `file`
-//!   grant on the object or within a `tree` grant (see [`fold`] for when a
+//!   grant on the object or within a `tree` grant (see `fold` for when a
 //!   directory becomes one);
 //! - a capability outside the default set: it goes into
 //!   `[defaults] capabilities`;
@@ -28,7 +28,7 @@
 //! is whoever runs `pincer run`'s `$HOME` (root's under `sudo`), not
 //! necessarily the home the log's paths are in.
 //!
-//! [`render`] writes the TOML, every grant with a comment on what it
+//! `render` writes the TOML, every grant with a comment on what it
 //! covers; the unit tests read it back with the mission parser and check
 //! that its grants cover every access they should.
 
@@ -195,20 +195,19 @@ pub(crate) struct Context {
     pub max_scan: usize,
 }
 
-/// Objects [`Context::excluded`] looks at below a directory at most: a
-/// larger tree is not folded (what it holds cannot be vouched for).
+/// The most objects looked through below a directory before it becomes a
+/// tree grant: a larger tree is not folded (what it holds cannot be vouched
+/// for).
 pub const MAX_SCAN: usize = 100_000;
 
 impl Context {
     /// The context of a recommendation from `log` (keyed by `key`) written
     /// to `output`, on this machine.
     fn new(log: &Path, key: &Path, output: Option<&Path>) -> Self {
+        // Each directory in /home is one by its place (`fold::too_broad`).
         let mut homes = vec![PathBuf::from("/root")];
         if let Some(home) = std::env::var_os("HOME") {
             homes.push(real(Path::new(&home)));
-        }
-        if let Ok(entries) = std::fs::read_dir("/home") {
-            homes.extend(entries.flatten().map(|entry| entry.path()));
         }
         let mut own = vec![(real(log), "the audit log"), (real(key), "the audit key")];
         if let Some(output) = output {

@@ -691,3 +691,30 @@ fn the_output_is_never_the_log_and_never_granted() {
         "{text}"
     );
 }
+
+#[test]
+fn many_distinct_objects_are_planned_without_quadratic_work() {
+    // An agent chooses how many paths it touches.
+    let decisions: Vec<log::Decision> = (0..20_000)
+        .map(|i| log::Decision {
+            verdict: "audit".into(),
+            ops: ops::READ,
+            path: format!("/nonexistent/pincer/{}/{i}", i % 200),
+            reason: format!("{AUDIT_MODE}no grant covers read"),
+            hook: "file_open".into(),
+            ino: 1,
+            comm: "agent".into(),
+        })
+        .collect();
+    let context = Context {
+        homes: Vec::new(),
+        own: Vec::new(),
+        policy: crate::labels::PolicySet::with_defaults(&[]),
+        max_scan: MAX_SCAN,
+    };
+    let plan = fold::plan(&decisions, &context);
+    assert!(plan.grants.is_empty());
+    assert_eq!(plan.not_granted.len(), 20_000);
+    // The directories qualified, and none exists to be a tree.
+    assert_eq!(plan.not_trees.len(), 201);
+}
