@@ -82,6 +82,19 @@ struct Line {
     hook: Option<String>,
     ino: Option<u64>,
     comm: Option<String>,
+    /// A verdict's request.
+    request: Option<Asked>,
+    /// Who decided a verdict.
+    decided_by: Option<String>,
+}
+
+/// What a parked request asked, as its verdict line has it.
+#[derive(Deserialize)]
+struct Asked {
+    operation: Option<Vec<String>>,
+    path: Option<String>,
+    hook: Option<String>,
+    comm: Option<String>,
 }
 
 /// Verifies the log's chain, then reads its decisions (of `source.mission`,
@@ -130,12 +143,19 @@ pub(super) fn read(source: &Source<'_>) -> Result<Logged, RecommendError> {
             Err(_) if verified => continue,
             Err(problem) => return Err(malformed(number, problem)),
         };
-        if line.chain.is_some() || !matches!(line.event.as_deref(), None | Some("decision")) {
+        if line.chain.is_some() {
             continue;
         }
         let mission = line.mission.clone().unwrap_or_default();
         let time = line.time.clone().unwrap_or_default();
-        let decision = decision(line).map_err(|problem| malformed(number, problem))?;
+        let decision = match line.event.as_deref() {
+            // A parked access is decided by its verdict, further on.
+            None | Some("decision") if line.verdict.as_deref() == Some("park") => continue,
+            None | Some("decision") => decision(line),
+            Some("verdict") => verdict(line),
+            _ => continue,
+        };
+        let decision = decision.map_err(|problem| malformed(number, problem))?;
         if !missions.contains(&mission) {
             missions.push(mission.clone());
         }
@@ -230,17 +250,53 @@ fn verify(
     }
 }
 
-/// A decision line's members, or what it lacks.
-fn decision(line: Line) -> Result<Decision, String> {
-    let missing = |member: &str| format!("a decision without `{member}`");
+/// The verdict on a parked request as the access it decided: what was
+/// asked, allowed (and used) or refused (and why).
+fn verdict(line: Line) -> Result<Decision, String> {
+    let missing = |member: &str| format!("a verdict without `{member}`");
+    let asked = line.request.ok_or_else(|| missing("request"))?;
+    let verdict = line.verdict.ok_or_else(|| missing("verdict"))?;
+    let reason = if verdict == "allow" {
+        "allowed when asked".to_owned()
+    } else {
+        format!(
+            "refused when asked, by {}: {}",
+            line.decided_by.unwrap_or_default(),
+            line.reason.unwrap_or_default()
+        )
+    };
+    Ok(Decision {
+        verdict,
+        ops: op_bits(
+            asked
+                .operation
+                .ok_or_else(|| missing("request.operation"))?,
+        )?,
+        path: asked.path.ok_or_else(|| missing("request.path"))?,
+        reason,
+        hook: asked.hook.ok_or_else(|| missing("request.hook"))?,
+        ino: 0,
+        comm: asked.comm.unwrap_or_default(),
+    })
+}
+
+/// Operation names as bits of [`ops`].
+fn op_bits(names: Vec<String>) -> Result<u32, String> {
     let mut bits = 0;
-    for name in line.operation.ok_or_else(|| missing("operation"))? {
+    for name in names {
         let (bit, _) = ops::NAMES
             .iter()
             .find(|(_, known)| *known == name)
-            .ok_or_else(|| format!("a decision with an unknown operation {name:?}"))?;
+            .ok_or_else(|| format!("an unknown operation {name:?}"))?;
         bits |= bit;
     }
+    Ok(bits)
+}
+
+/// A decision line's members, or what it lacks.
+fn decision(line: Line) -> Result<Decision, String> {
+    let missing = |member: &str| format!("a decision without `{member}`");
+    let bits = op_bits(line.operation.ok_or_else(|| missing("operation"))?)?;
     Ok(Decision {
         verdict: line.verdict.ok_or_else(|| missing("verdict"))?,
         ops: bits,

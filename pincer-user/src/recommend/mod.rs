@@ -3,7 +3,8 @@
 //!
 //! The log is verified first (its HMAC chain, as `pincer audit verify`
 //! does), then read a line at a time; each kernel decision it holds is one
-//! access, in one of four kinds (`classify`):
+//! access (a parked one counts as its verdict says: allowed, or refused by
+//! whom), in one of four kinds (`classify`):
 //!
 //! - an access a grant would allow: it goes into the mission, as a `file`
 //!   grant on the object or within a `tree` grant (see `fold` for when a

@@ -718,3 +718,43 @@ fn many_distinct_objects_are_planned_without_quadratic_work() {
     // The directories qualified, and none exists to be a tree.
     assert_eq!(plan.not_trees.len(), 201);
 }
+
+#[test]
+fn in_ask_mode_what_was_allowed_is_granted_and_what_was_refused_is_not() {
+    let project = tree(&["a", "b"]);
+    let root = real_root(&project);
+    let asked = |path: &Path, verdict: &str, decided_by: &str| {
+        json!({
+            "event": "verdict",
+            "request": {"id": 3, "operation": ["read"], "path": path, "hook": "file_open",
+                        "comm": "agent"},
+            "tids": [7], "verdict": verdict, "decided_by": decided_by, "reason": "because",
+            "votes": [],
+        })
+    };
+    let parked = |path: &Path| {
+        let mut record = decision("park", &["read"], path.to_str().unwrap(), "file_open");
+        record["reason"] = json!("no grant covers read: asking");
+        record
+    };
+    let records = [
+        parked(&root.join("a")),
+        asked(&root.join("a"), "allow", "prompt"),
+        parked(&root.join("b")),
+        asked(&root.join("b"), "deny", "prompt"),
+    ];
+    let text = Log::new("m", &records).recommend().text;
+    assert_eq!(
+        grants(&parsed(&text)),
+        [(root.join("a"), ops::READ, false)],
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "# not granted: read {} (refused when asked, by prompt: because)",
+            root.join("b").display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("# 2 decision(s) of mission"), "{text}");
+}
