@@ -306,6 +306,10 @@ impl<K: Kernel> Twin<K> {
                 agent_flags::REPORT_ALLOWED
             } else {
                 0
+            } | if actions.is_empty() {
+                0
+            } else {
+                agent_flags::ACTIONS
             },
             _pad: 0,
             // Never more than an agent may be given, whoever built the set.
