@@ -320,6 +320,7 @@ pub fn sanitize(
             None
         },
         taint: Vec::new(),
+        discovery: None,
     }
 }
 

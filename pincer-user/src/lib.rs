@@ -19,6 +19,7 @@
 //!   [`doctor`] (kernel support checks);
 //! - [`paths`]: default paths, in one place.
 
+pub mod assets;
 pub mod audit;
 pub mod btf;
 pub mod cgroup;

@@ -291,6 +291,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
                 voters,
                 policy: mission.vote.policy.clone(),
                 policy_set: mission.policy_set(),
+                assets: mission.assets(),
             },
         )
     });
