@@ -533,8 +533,9 @@ fn parse_asset(
             "a tree is a directory: extent = \"tree\" needs kind = \"directory\"",
         ));
     }
-    if path.is_some() && raw.constraints.is_some() {
-        let written = raw.constraints.as_ref().expect("checked");
+    if path.is_some()
+        && let Some(written) = &raw.constraints
+    {
         return Err(doc.field_error(
             written.span().start,
             &field("constraints"),

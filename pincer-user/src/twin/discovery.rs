@@ -18,6 +18,7 @@ use super::{
 use crate::{
     assets::{self, Admission, Considered, Evidence, Identified},
     audit::{AssetRecord, Record},
+    control::{AgentAssets, ControlRequest, ControlResponse},
     escape::escape,
     events::op_names,
     loader::Kernel,
@@ -225,6 +226,35 @@ impl<K: Kernel> Twin<K> {
         };
         let concluded = self.conclude(waiting, outcome);
         audited.and(concluded)
+    }
+
+    /// Answers the control socket's `assets` and `asset` requests (from
+    /// outside every agent: the socket checks the caller).
+    pub fn asset_command(&mut self, request: ControlRequest, caller: u32) -> ControlResponse {
+        match request {
+            ControlRequest::Assets { agent } => ControlResponse::Assets {
+                agents: self
+                    .asset_status()
+                    .into_iter()
+                    .filter(|(name, _)| agent.as_ref().is_none_or(|a| a == name))
+                    .map(|(agent, nodes)| AgentAssets { agent, nodes })
+                    .collect(),
+            },
+            ControlRequest::Asset { agent, node, path } => {
+                if let Some(path) = path.as_ref().filter(|p| !p.is_absolute()) {
+                    return ControlResponse::Error {
+                        message: format!("{} is not an absolute path", path.display()),
+                    };
+                }
+                match self.owner_asset(agent.as_deref(), &node, path.as_deref(), caller) {
+                    Ok(message) => ControlResponse::Ok { message },
+                    Err(message) => ControlResponse::Error { message },
+                }
+            }
+            _ => ControlResponse::Error {
+                message: "not an asset request".into(),
+            },
+        }
     }
 
     /// Every agent's asset nodes, as `pincer mission status` lists them.
