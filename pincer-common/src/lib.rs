@@ -81,6 +81,10 @@ pub mod mode {
 pub mod agent_flags {
     /// Report granted accesses too, not only the ungranted ones.
     pub const REPORT_ALLOWED: u32 = 1 << 0;
+    /// The mission reserves actions (`[[action]]`) for agents of a given
+    /// level. Without it a granted access never looks up the agent's
+    /// level: an untainted mission's opens cost no lookup for it.
+    pub const ACTIONS: u32 = 1 << 1;
 }
 
 /// Verdicts carried by an [`AccessEvent`].

@@ -347,7 +347,11 @@ extern "C" fn check_step(_index: u64, ctx: *mut c_void) -> i64 {
     checked.labelled = 1;
     match found {
         Ok((label, found)) => {
-            let reserved = labels::reserved(checked.agent.slot, access);
+            let reserved = if checked.agent.flags & agent_flags::ACTIONS == 0 {
+                0
+            } else {
+                labels::reserved(checked.agent.slot, access)
+            };
             let revoked = labels::revoked(&label);
             checked.label = label;
             checked.granted = if revoked {

@@ -332,6 +332,7 @@ pub fn sanitize(
             None
         },
         taint: Vec::new(),
+        discovery: None,
     }
 }
 

@@ -21,6 +21,7 @@
 //!   log);
 //! - [`paths`]: default paths, in one place.
 
+pub mod assets;
 pub mod audit;
 pub mod btf;
 pub mod cgroup;

@@ -71,6 +71,10 @@ pub struct Request {
     /// authority.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub taint: Vec<String>,
+    /// Why the mission's asset nodes did not admit it, when it has nodes
+    /// found in evidence (`matches image but is not in email's evidence`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovery: Option<String>,
 }
 
 /// Why content derived from a revoked source is the owner's alone to allow.
@@ -103,6 +107,9 @@ impl fmt::Display for Request {
         }
         if !self.taint.is_empty() {
             write!(f, "; this agent {}", self.taint.join(", then "))?;
+        }
+        if let Some(why) = &self.discovery {
+            write!(f, "; not discovered: {why}")?;
         }
         Ok(())
     }
@@ -149,6 +156,7 @@ impl Request {
             why: "no grant covers it".into(),
             owner_only: None,
             taint: Vec::new(),
+            discovery: None,
         }
     }
 }

@@ -441,6 +441,31 @@ fn cases() -> Vec<Case> {
             "[mission]\nname = \"m\"\n\n[[action]]\npath = \"/bin/sh\"\nops = [\"launch\"]\n",
         ),
         Case::mission(
+            "asset-unknown-found-in",
+            "an asset found in an asset that does not exist",
+            "[mission]\nname = \"m\"\n\n[[asset]]\nid = \"repo\"\nfound_in = \"mail\"\nops = [\"read\"]\nconstraints = { under = [\"/srv\"] }\n",
+        ),
+        Case::mission(
+            "asset-cycle",
+            "assets found in each other, none identified",
+            "[mission]\nname = \"m\"\n\n[[asset]]\nid = \"a\"\nfound_in = \"b\"\nops = [\"read\"]\nconstraints = { under = [\"/srv\"] }\n\n[[asset]]\nid = \"b\"\nfound_in = \"a\"\nops = [\"read\"]\nconstraints = { under = [\"/srv\"] }\n",
+        ),
+        Case::mission(
+            "asset-bad-glob",
+            "an asset whose pattern does not parse",
+            "[mission]\nname = \"m\"\n\n[[asset]]\nid = \"mail\"\npath = \"/srv/mail.eml\"\nops = [\"read\"]\n\n[[asset]]\nid = \"image\"\nfound_in = \"mail\"\nops = [\"read\"]\nconstraints = { under = [\"/srv\"], glob = \"*.{png\" }\n",
+        ),
+        Case::mission(
+            "asset-without-place",
+            "an asset found in evidence with no `under`",
+            "[mission]\nname = \"m\"\n\n[[asset]]\nid = \"mail\"\npath = \"/srv/mail.eml\"\nops = [\"read\"]\n\n[[asset]]\nid = \"image\"\nfound_in = \"mail\"\nops = [\"read\"]\n",
+        ),
+        Case::mission(
+            "asset-zero-count",
+            "an asset that may become no object",
+            "[mission]\nname = \"m\"\n\n[[asset]]\nid = \"mail\"\npath = \"/srv/mail.eml\"\nops = [\"read\"]\n\n[[asset]]\nid = \"image\"\nfound_in = \"mail\"\nops = [\"read\"]\nconstraints = { under = [\"/srv\"], max_count = 0 }\n",
+        ),
+        Case::mission(
             "defaults-unknown-tmp",
             "unknown `tmp`",
             "[mission]\nname = \"m\"\n\n[defaults]\ntmp = \"shared\"\n",

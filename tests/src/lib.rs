@@ -603,6 +603,48 @@ pub fn wait_pending(n: usize) -> Vec<serde_json::Value> {
     found
 }
 
+/// A waiting request's id, as `pincer approve` takes it.
+pub fn id_of(request: &serde_json::Value) -> String {
+    request["id"]
+        .as_u64()
+        .expect("requests have ids")
+        .to_string()
+}
+
+/// Waits for one waiting request whose id is not `old`.
+pub fn wait_new_request(old: &str) -> serde_json::Value {
+    let mut found = None;
+    assert!(
+        wait_for(Duration::from_secs(60), || {
+            found = pending().into_iter().find(|r| id_of(r) != old);
+            found.is_some()
+        }),
+        "a new request is parked"
+    );
+    found.unwrap()
+}
+
+/// Starts `sh -c script` as the agent of `s`, its standard output piped,
+/// also capturing `pincer run`'s own log (standard error), read on a
+/// thread of its own so that neither pipe fills while the test waits on
+/// the other.
+pub fn spawn_agent_logged(s: &Scratch, script: &str) -> (Reaped, thread::JoinHandle<String>) {
+    let mut agent = Reaped(
+        s.command(&[], &["sh", "-c", script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stderr = agent.0.stderr.take().unwrap();
+    let log = thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
+        text
+    });
+    (agent, log)
+}
+
 /// Runs `pincer approve|deny` and returns (status, stdout+stderr).
 pub fn answer(args: &[&str]) -> (i32, String) {
     let out = Command::new(pincer_bin()).args(args).output().unwrap();

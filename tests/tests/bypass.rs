@@ -820,7 +820,7 @@ fn a_parked_rename_resumes_once_approved() {
     assert_eq!(first["hook"], "inode_rename");
     let (code, text) = pincer_tests::answer(&["approve", &first["id"].to_string()]);
     assert_eq!(code, 0, "{text}");
-    let second = wait_other(&first);
+    let second = pincer_tests::wait_new_request(&pincer_tests::id_of(&first));
     assert_eq!(second["operation"], serde_json::json!(["delete"]));
     assert_eq!(second["path"], s.p("secret/other"));
     let (code, text) = pincer_tests::answer(&["deny", &second["id"].to_string()]);
@@ -839,18 +839,6 @@ fn a_parked_rename_resumes_once_approved() {
         "other\n",
         "the denied unlink did not"
     );
-}
-
-fn wait_other(first: &serde_json::Value) -> serde_json::Value {
-    let mut found = None;
-    assert!(
-        pincer_tests::wait_for(Duration::from_secs(60), || {
-            found = pending().into_iter().find(|r| r["id"] != first["id"]);
-            found.is_some()
-        }),
-        "a second request is parked"
-    );
-    found.unwrap()
 }
 
 /// Writes `project/evil.ko`, a file that is no kernel module: the loader

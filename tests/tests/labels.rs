@@ -7,8 +7,8 @@ use std::{fs, os::unix::fs::PermissionsExt, process::Stdio, thread, time::Durati
 
 use pincer::paths::{LABELS_PIN, REVOKED_PIN, STATE_DIR};
 use pincer_tests::{
-    EACCES, EVERY_OPERATION, Reaped, Scratch, answer, pincer_bin, probe_bin, read_stdout, text,
-    wait_pending,
+    EACCES, EVERY_OPERATION, Reaped, Scratch, answer, id_of, pincer_bin, probe_bin, read_stdout,
+    spawn_agent_logged, text, wait_new_request, wait_pending,
     webhook::{Behaviour, SECRET, webhook},
 };
 use serde_json::json;
@@ -225,26 +225,10 @@ fn only_the_owner_allows_a_change_to_a_policy_file() {
     lenient_mission(&s, &hook.url, r#""mission", "webhook", "prompt""#);
     let probe = probe_bin().display().to_string();
     let claude = s.p("project/CLAUDE.md");
-    let mut agent = Reaped(
-        s.command(
-            &[],
-            &[
-                "sh",
-                "-c",
-                &format!("{probe} append {claude} first; {probe} append {claude} second"),
-            ],
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap(),
+    let (mut agent, log) = spawn_agent_logged(
+        &s,
+        &format!("{probe} append {claude} first; {probe} append {claude} second"),
     );
-    let mut stderr = agent.0.stderr.take().unwrap();
-    let log = thread::spawn(move || {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
-        text
-    });
     let parked = pincer_tests::wait_for(Duration::from_secs(150), || {
         !pincer_tests::pending().is_empty()
     });
@@ -281,25 +265,11 @@ fn only_the_owner_allows_a_change_to_a_policy_file() {
             .is_some_and(|sent| sent["request"]["owner_only"].is_string()),
         "the webhook is told the request is the owner's"
     );
-    let (code, text) = answer(&["approve", &first["id"].to_string()]);
+    let (code, text) = answer(&["approve", &id_of(&first)]);
     assert_eq!(code, 0, "{text}");
 
-    let mut second = None;
-    pincer_tests::wait_for(Duration::from_secs(60), || {
-        second = pincer_tests::pending()
-            .into_iter()
-            .find(|r| r["id"] != first["id"]);
-        second.is_some()
-    });
-    let Some(second) = second else {
-        let _ = agent.0.kill();
-        panic!(
-            "no second request: audit {:#?}\npincer run said:\n{}",
-            s.audit(),
-            log.join().unwrap()
-        );
-    };
-    let (code, text) = answer(&["deny", &second["id"].to_string(), "--reason", "no"]);
+    let second = wait_new_request(&id_of(&first));
+    let (code, text) = answer(&["deny", &id_of(&second), "--reason", "no"]);
     assert_eq!(code, 0, "{text}");
     let out = read_stdout(&mut agent.0);
     let status = agent.0.wait().unwrap().code();
@@ -655,17 +625,11 @@ fn a_tainted_agents_action_waits_for_the_owner_with_what_tainted_it() {
     // The mission's rule and the webhook allowed at once; it still waits.
     thread::sleep(Duration::from_secs(2));
     assert_eq!(pincer_tests::pending().len(), 1);
-    let (code, text) = answer(&["approve", &first["id"].to_string()]);
+    let (code, text) = answer(&["approve", &id_of(&first)]);
     assert_eq!(code, 0, "{text}");
-    let mut second = None;
-    pincer_tests::wait_for(Duration::from_secs(60), || {
-        second = pincer_tests::pending()
-            .into_iter()
-            .find(|r| r["id"] != first["id"]);
-        second.is_some()
-    });
-    let second = second.expect("the second run of the action is asked again");
-    let (code, text) = answer(&["deny", &second["id"].to_string(), "--reason", "no"]);
+    // The second run of the action is asked again.
+    let second = wait_new_request(&id_of(&first));
+    let (code, text) = answer(&["deny", &id_of(&second), "--reason", "no"]);
     assert_eq!(code, 0, "{text}");
     let out = read_stdout(&mut agent.0);
     agent.0.wait().unwrap();

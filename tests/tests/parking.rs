@@ -17,8 +17,8 @@ use nix::{
 use pincer::paths::{DEFAULT_SOCKET, RUN_DIR};
 use pincer_tests::{
     EACCES, EPERM, Reaped, Scratch, Terminal, agent_cgroups, answer, asking_mission,
-    drop_idle_sets, leftovers_after_exit, pending, pincer_bin, probe_bin, process_state,
-    read_stdout, text, wait_for, wait_pending,
+    drop_idle_sets, id_of, leftovers_after_exit, pending, pincer_bin, probe_bin, process_state,
+    read_stdout, spawn_agent_logged, text, wait_for, wait_new_request, wait_pending,
     webhook::{Behaviour, SECRET, webhook},
 };
 use serde_json::json;
@@ -30,26 +30,6 @@ fn spawn_agent(s: &Scratch, script: &str) -> Reaped {
             .spawn()
             .unwrap(),
     )
-}
-
-/// Like [`spawn_agent`], also capturing `pincer run`'s own log (standard
-/// error), read on a thread of its own so that neither pipe fills while the
-/// test waits on the other.
-fn spawn_agent_logged(s: &Scratch, script: &str) -> (Reaped, thread::JoinHandle<String>) {
-    let mut agent = Reaped(
-        s.command(&[], &["sh", "-c", script])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut stderr = agent.0.stderr.take().unwrap();
-    let log = thread::spawn(move || {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
-        text
-    });
-    (agent, log)
 }
 
 fn finish(agent: &mut Reaped) -> (Option<i32>, Vec<String>) {
@@ -81,26 +61,6 @@ fn asking_agent(name: &str, script: impl FnOnce(&str, &str) -> String) -> (Scrat
     let probe = probe_bin().display().to_string();
     let agent = spawn_agent(&s, &script(&probe, &s.p("secret/key")));
     (s, agent)
-}
-
-fn id_of(request: &serde_json::Value) -> String {
-    request["id"]
-        .as_u64()
-        .expect("requests have ids")
-        .to_string()
-}
-
-/// Waits for one waiting request whose id is not `old`.
-fn wait_new_request(old: &str) -> serde_json::Value {
-    let mut found = None;
-    assert!(
-        wait_for(Duration::from_secs(60), || {
-            found = pending().into_iter().find(|r| id_of(r) != old);
-            found.is_some()
-        }),
-        "a new request is parked"
-    );
-    found.unwrap()
 }
 
 #[test]

@@ -44,6 +44,9 @@ pub struct Explanation {
     pub tainted_by: Vec<Lowered>,
     /// Lines that were not JSON records, left out.
     pub skipped: usize,
+    /// The asset records of its request: what discovery observed or
+    /// admitted on it, with the chain.
+    pub assets: Vec<Value>,
 }
 
 /// The agent cgroup and the path of a decision or a verdict record.
@@ -63,6 +66,7 @@ fn cgroup_and_path(record: &Value) -> Option<(u64, &str)> {
 pub fn explain(reader: impl BufRead, target: &Target) -> io::Result<Option<Explanation>> {
     let mut lowered: std::collections::HashMap<u64, Vec<Lowered>> = Default::default();
     let mut found: Option<(Value, Vec<Lowered>)> = None;
+    let mut assets: std::collections::HashMap<u64, Vec<Value>> = Default::default();
     let mut skipped = 0;
     for line in reader.lines() {
         let line = line?;
@@ -70,6 +74,12 @@ pub fn explain(reader: impl BufRead, target: &Target) -> io::Result<Option<Expla
             skipped += 1;
             continue;
         };
+        if record["event"] == "asset"
+            && let Some(request) = record["request"].as_u64()
+        {
+            assets.entry(request).or_default().push(record);
+            continue;
+        }
         let Some((cgroup, path)) = cgroup_and_path(&record) else {
             continue;
         };
@@ -91,10 +101,17 @@ pub fn explain(reader: impl BufRead, target: &Target) -> io::Result<Option<Expla
             found = Some((record, before));
         }
     }
-    Ok(found.map(|(record, tainted_by)| Explanation {
-        record,
-        tainted_by,
-        skipped,
+    Ok(found.map(|(record, tainted_by)| {
+        let assets = record["request"]["id"]
+            .as_u64()
+            .and_then(|id| assets.remove(&id))
+            .unwrap_or_default();
+        Explanation {
+            record,
+            tainted_by,
+            skipped,
+            assets,
+        }
     }))
 }
 
@@ -125,6 +142,34 @@ impl Explanation {
             );
             if let Some(owner) = q["owner_only"].as_str() {
                 out.push_str(&format!("  {owner}\n"));
+            }
+            if let Some(why) = q["discovery"].as_str() {
+                out.push_str(&format!("  not discovered: {why}\n"));
+            }
+            for asset in &self.assets {
+                out.push_str(&format!(
+                    "  asset `{}`: {} {} [{}] {}\n",
+                    s(&asset["node"]),
+                    s(&asset["action"]),
+                    s(&asset["path"]),
+                    ops(&asset["ops"]),
+                    s(&asset["extent"]),
+                ));
+                if let Some(source) = asset["source"].as_str() {
+                    let excerpt = &asset["excerpt"];
+                    out.push_str(&format!(
+                        "    named in `{source}`'s evidence (sha256 {}) at bytes {}..{}: \"{}\"\n",
+                        s(&asset["evidence"]),
+                        excerpt["start"],
+                        excerpt["end"],
+                        s(&excerpt["text"]),
+                    ));
+                } else if let Some(digest) = asset["evidence"].as_str() {
+                    out.push_str(&format!(
+                        "    its content is evidence now (sha256 {digest}, {} bytes kept)\n",
+                        asset["bytes"][0]
+                    ));
+                }
             }
             for vote in r["votes"].as_array().into_iter().flatten() {
                 out.push_str(&format!(
@@ -231,6 +276,36 @@ not json
             explain(LOG.as_bytes(), &Target::parse("7"))
                 .unwrap()
                 .is_none()
+        );
+    }
+
+    #[test]
+    fn a_discovered_access_is_explained_with_its_chain() {
+        let log = r#"{"time":"t1","event":"asset","action":"admit","agent":"upload","node":"image","path":"/tmp/data.png","request":9,"ops":["read"],"extent":"file","source":"email","evidence":"abc","excerpt":{"start":14,"end":27,"spelled":"/tmp/data.png","text":"upload /tmp/data.png"}}
+{"time":"t2","event":"verdict","request":{"id":9,"path":"/tmp/data.png","cgroup":7,"operation":["read"],"comm":"cat","pid":5,"why":"no grant"},"verdict":"allow","decided_by":"discovery","reason":"`image` is named","votes":[]}
+{"time":"t3","event":"verdict","request":{"id":10,"path":"/srv/drop/k","cgroup":7,"operation":["create"],"comm":"cp","pid":5,"why":"no grant","discovery":"no asset of the mission matches"},"verdict":"deny","decided_by":"default","reason":"every voter abstained","votes":[]}
+"#;
+        let text = explain(log.as_bytes(), &Target::parse("9"))
+            .unwrap()
+            .unwrap()
+            .text();
+        assert!(
+            text.contains("asset `image`: admit /tmp/data.png [read] file"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "named in `email`'s evidence (sha256 abc) at bytes 14..27: \"upload /tmp/data.png\""
+            ),
+            "{text}"
+        );
+        let text = explain(log.as_bytes(), &Target::parse("/srv/drop/k"))
+            .unwrap()
+            .unwrap()
+            .text();
+        assert!(
+            text.contains("not discovered: no asset of the mission matches"),
+            "{text}"
         );
     }
 }

@@ -118,7 +118,7 @@ use crate::files;
 
 pub use self::{
     lines::{LineEnd, MAX_LINE_BYTES, read_line},
-    record::{Descriptor, Record, Stages, VerdictRecord},
+    record::{AssetRecord, Descriptor, Record, Stages, VerdictRecord},
     summary::Summary,
 };
 

@@ -61,6 +61,10 @@ pub enum Record<'a> {
         /// The process id of the caller.
         caller: u32,
     },
+    /// An asset node changed: a source observed at the agent's first read
+    /// (`observe`), an object admitted by discovery with its chain
+    /// (`admit`), pinned (`pin`) or the node dropped (`drop`) by the owner.
+    Asset(AssetRecord<'a>),
     /// pincer itself failed (a `pincer run` that could not load, confine or
     /// supervise): the log then ends without a close line, so that `verify
     /// --strict` does not take it for a clean end.
@@ -84,6 +88,44 @@ pub struct Descriptor {
     pub fd: i32,
     /// What it refers to (`/proc/self/fd/<fd>`'s link), escaped.
     pub target: String,
+}
+
+/// An asset node's change ([`Record::Asset`]).
+#[derive(Debug, Serialize)]
+pub struct AssetRecord<'a> {
+    /// `observe`, `admit`, `pin` or `drop`.
+    pub action: &'static str,
+    /// The agent.
+    pub agent: &'a str,
+    /// The node's id.
+    pub node: &'a str,
+    /// The object (the source read, the object admitted or pinned), escaped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The request it happened on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request: Option<u64>,
+    /// What was granted: operations and extent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ops: Option<Vec<&'static str>>,
+    /// Its extent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extent: Option<Extent>,
+    /// The node whose evidence named the object (`admit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<&'a str>,
+    /// SHA-256 of the evidence (`observe`, `admit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<&'a str>,
+    /// How many bytes were kept and how large the file was (`observe`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<(usize, u64)>,
+    /// Where the evidence names the object (`admit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub excerpt: Option<&'a crate::assets::Excerpt>,
+    /// The caller's process id (`pin`, `drop`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caller: Option<u32>,
 }
 
 /// The verdict on a parked request, with every vote cast.

@@ -5,7 +5,12 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Subcommand;
 
-use crate::mission::{self, Checked, Mission, format_ops};
+use super::{Socket, print_list, requests::done};
+use crate::{
+    control::{ControlRequest, ControlResponse},
+    escape::for_terminal,
+    mission::{self, Checked, Mission, format_ops},
+};
 
 /// Subcommands of `pincer mission`.
 #[derive(Debug, Subcommand)]
@@ -17,10 +22,84 @@ pub(super) enum MissionCommand {
         /// The mission file (TOML).
         file: PathBuf,
     },
+    /// Show the asset nodes of the running agents: where each stands, what
+    /// it became and why, the evidence of each source.
+    Status {
+        /// Only this agent's.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        socket: Socket,
+    },
+    /// Pin an object as an asset node: it is granted with the node's
+    /// operations and extent for the session (audited).
+    Admit {
+        /// The node's id.
+        node: String,
+        /// The object.
+        path: PathBuf,
+        /// The agent, when several have the node.
+        #[arg(long)]
+        agent: Option<String>,
+        #[command(flatten)]
+        socket: Socket,
+    },
+    /// Drop an asset node: nothing more is admitted for it (audited); what
+    /// it admitted stays granted for the session.
+    Drop {
+        /// The node's id.
+        node: String,
+        /// The agent, when several have the node.
+        #[arg(long)]
+        agent: Option<String>,
+        #[command(flatten)]
+        socket: Socket,
+    },
 }
 
 pub(super) fn main(command: MissionCommand) -> anyhow::Result<()> {
-    let MissionCommand::Check { file } = command;
+    let file = match command {
+        MissionCommand::Check { file } => file,
+        MissionCommand::Status {
+            agent,
+            json,
+            socket,
+        } => return status(&socket.socket, agent, json),
+        MissionCommand::Admit {
+            node,
+            path,
+            agent,
+            socket,
+        } => {
+            let path = std::path::absolute(&path)
+                .with_context(|| format!("cannot make {} absolute", path.display()))?;
+            return done(
+                &socket.socket,
+                &ControlRequest::Asset {
+                    agent,
+                    node,
+                    path: Some(path),
+                },
+            );
+        }
+        MissionCommand::Drop {
+            node,
+            agent,
+            socket,
+        } => {
+            return done(
+                &socket.socket,
+                &ControlRequest::Asset {
+                    agent,
+                    node,
+                    path: None,
+                },
+            );
+        }
+    };
     let mission = Mission::from_file(&file)?;
     let Checked { grants, warnings } = mission::check(&mission)
         .with_context(|| format!("mission {} would not start", file.display()))?;
@@ -64,4 +143,56 @@ pub(super) fn main(command: MissionCommand) -> anyhow::Result<()> {
         eprintln!("warning: {warning}");
     }
     Ok(())
+}
+
+/// Prints every node of the agents asked about.
+fn status(socket: &std::path::Path, agent: Option<String>, json: bool) -> anyhow::Result<()> {
+    print_list(
+        socket,
+        &ControlRequest::Assets { agent },
+        json,
+        "no agent has asset nodes",
+        pick!(Assets { agents }),
+        |agent| {
+            println!("{}", agent.agent);
+            for node in agent.nodes {
+                let dropped = if node.dropped { ", dropped" } else { "" };
+                let from = node
+                    .found_in
+                    .map(|source| format!(" found in {source}"))
+                    .unwrap_or_default();
+                println!(
+                    "  {} [{}] {}{from}: {:?}{dropped}",
+                    node.id,
+                    node.ops.join(","),
+                    node.extent,
+                    node.status
+                );
+                for identity in &node.identities {
+                    let how = match &identity.by {
+                        crate::assets::Identified::Mission => "named by the mission".to_owned(),
+                        crate::assets::Identified::Owner => "pinned by the owner".to_owned(),
+                        crate::assets::Identified::Discovery {
+                            source, excerpt, ..
+                        } => format!(
+                            "named in {source} at bytes {}..{}: \"{}\"",
+                            excerpt.start,
+                            excerpt.end,
+                            for_terminal(&excerpt.text)
+                        ),
+                    };
+                    println!("    = {} ({how})", identity.path.display());
+                }
+                if let Some(evidence) = &node.evidence {
+                    println!(
+                        "    evidence: {} bytes of {} (sha256 {}), read on request {}",
+                        evidence.bytes,
+                        evidence.path.display(),
+                        evidence.sha256,
+                        evidence.request
+                    );
+                }
+            }
+        },
+    )
 }

@@ -167,6 +167,33 @@ pub enum ControlRequest {
         /// The files it was derived from (absolute).
         from: Vec<PathBuf>,
     },
+    /// The asset nodes of one agent, or of all (`pincer mission status`).
+    Assets {
+        /// The agent's name.
+        #[serde(default)]
+        agent: Option<String>,
+    },
+    /// The owner pins an object as an asset node (`pincer mission admit`),
+    /// or, with no path, drops the node (`pincer mission drop`): audited.
+    Asset {
+        /// The agent's name; needed only when several agents have the node.
+        #[serde(default)]
+        agent: Option<String>,
+        /// The node's id.
+        node: String,
+        /// The object (absolute) to pin; none to drop the node.
+        #[serde(default)]
+        path: Option<PathBuf>,
+    },
+}
+
+/// One agent's asset nodes, as `pincer mission status` lists them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentAssets {
+    /// The agent.
+    pub agent: String,
+    /// Its nodes, in mission order.
+    pub nodes: Vec<crate::assets::NodeStatus>,
 }
 
 /// What a registering `pincer run` made for its command alone, which the
@@ -215,6 +242,11 @@ pub enum ControlResponse {
     Grants {
         /// One entry per cgroup.
         grants: Vec<AgentGrants>,
+    },
+    /// The asset nodes of the agents asked about (`assets`).
+    Assets {
+        /// One entry per agent with nodes.
+        agents: Vec<AgentAssets>,
     },
     /// The request was carried out.
     Ok {

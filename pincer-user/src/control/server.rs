@@ -585,7 +585,9 @@ async fn dispatch(
         | ControlRequest::Unregister { .. }
         | ControlRequest::Revoke { .. }
         | ControlRequest::Map { .. }
-        | ControlRequest::Derive { .. }) => {
+        | ControlRequest::Derive { .. }
+        | ControlRequest::Assets { .. }
+        | ControlRequest::Asset { .. }) => {
             tracing::info!(?command, pid, uid, "control socket: command");
             return match handler.submit(command, pid) {
                 Ok(answer) => answer.await.unwrap_or_else(|_| ControlResponse::Error {

@@ -173,6 +173,7 @@ impl Daemon {
                 voters: voters::for_mission(&mission.vote, &self.board)?,
                 policy: mission.vote.policy.clone(),
                 policy_set: self.config.policy_set(mission),
+                assets: mission.assets(),
             },
         )?;
         let confined = Confined {

@@ -184,6 +184,9 @@ impl Daemon {
                 origins,
             } => self.map(&path, &authority, &origins, caller)?,
             ControlRequest::Derive { path, from } => self.derive(&path, &from, caller)?,
+            asset @ (ControlRequest::Assets { .. } | ControlRequest::Asset { .. }) => {
+                self.service.twin().asset_command(asset, caller)
+            }
             _ => ControlResponse::Error {
                 message: "not a command".into(),
             },

@@ -67,8 +67,9 @@ mod resolve;
 pub use baseline::RUNTIME_BASELINE;
 pub use check::{CheckError, Checked, check};
 pub use model::{
-    ActionSpec, Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode, Profile,
-    RunGrant, SourceSpec, Tmp,
+    ActionSpec, AssetKind, AssetSpec, Baseline, Constraints, GrantSpec, MAX_VOTE_TIMEOUT, Mission,
+    MissionError, Mode, Profile, RunGrant, SourceSpec, Tmp,
 };
+pub use parse::asset_glob;
 pub use profile::BUILT_IN as PROFILES;
 pub use resolve::{PrefixKey, Reason, ResolvedGrants, format_ops};

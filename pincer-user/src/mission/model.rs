@@ -117,7 +117,77 @@ pub struct Mission {
     pub sources: Vec<SourceSpec>,
     /// `[[action]]`: what only an untainted agent does without the owner.
     pub actions: Vec<ActionSpec>,
+    /// `[[asset]]`: the task's assets as nodes, identified from the start
+    /// or discovered in the evidence of the source the mission scoped for
+    /// them ([`crate::assets`]).
+    pub assets: Vec<AssetSpec>,
 }
+
+/// One `[[asset]]`: an object the task needs, with the operations and the
+/// extent it needs. Identified from the start (`path`), or unknown until
+/// the content of the one node it may be `found_in` names an object that
+/// meets its `constraints`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssetSpec {
+    /// `id`: unique in the mission.
+    pub id: String,
+    /// `description`: what the task says of it (shown in prompts and
+    /// `pincer mission status`).
+    pub description: String,
+    /// `path`, `~` expanded: the node is identified from the start.
+    pub path: Option<PathBuf>,
+    /// `found_in`: the index (in [`Mission::assets`]) of the only node
+    /// whose content may identify this one.
+    pub found_in: Option<usize>,
+    /// Bits of [`pincer_common::ops`].
+    pub ops: u32,
+    /// What a grant on it covers.
+    pub extent: Extent,
+    /// What an object must be to be this node.
+    pub constraints: Constraints,
+    /// The line of the entry's `id`, for messages.
+    pub line: usize,
+}
+
+/// `constraints` of an `[[asset]]`: what a discovered object must be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Constraints {
+    /// `under`: directories (`~` expanded) strictly below one of which the
+    /// object lies. Required for a node found in evidence: a name in a
+    /// page is never enough to reach anywhere.
+    pub under: Vec<PathBuf>,
+    /// `glob`: a pattern its file name matches (`*.{png,jpg}`), as
+    /// written.
+    pub glob: Option<String>,
+    /// `kind`: a regular file or a directory (a `tree` node is a
+    /// directory).
+    pub kind: Option<AssetKind>,
+    /// `max_count`: how many objects the node may become (1 when not
+    /// written).
+    pub max_count: u32,
+}
+
+impl Default for Constraints {
+    fn default() -> Self {
+        Self {
+            under: Vec::new(),
+            glob: None,
+            kind: None,
+            max_count: 1,
+        }
+    }
+}
+
+/// What kind of object an asset is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AssetKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Directory,
+}
+
+named!(AssetKind: "file" => File, "directory" => Directory);
 
 /// One `[[source]]`: a file or a directory tree whose content has a given
 /// authority (`evidence`: fetched pages, downloads, tool output the harness
@@ -313,6 +383,14 @@ impl Mode {
 pub const MAX_VOTE_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl Mission {
+    /// The mission's asset nodes at run time, when it has any; `~` in
+    /// evidence means `$HOME`, as in the mission.
+    pub fn assets(&self) -> Option<crate::assets::Assets> {
+        (!self.assets.is_empty()).then(|| {
+            crate::assets::Assets::new(&self.assets, std::env::var_os("HOME").map(PathBuf::from))
+        })
+    }
+
     /// The objects only the owner changes while this mission runs: the
     /// default policy set, what `[labels] policy` adds, and the mission file
     /// itself.

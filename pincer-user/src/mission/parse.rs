@@ -10,8 +10,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::model::{
-    ActionSpec, Baseline, GrantSpec, MAX_VOTE_TIMEOUT, Mission, MissionError, Mode, Profile,
-    SourceSpec, Tmp,
+    ActionSpec, AssetKind, AssetSpec, Baseline, Constraints, GrantSpec, MAX_VOTE_TIMEOUT, Mission,
+    MissionError, Mode, Profile, SourceSpec, Tmp,
 };
 use crate::labels::PolicyPattern;
 use crate::toml_file::{self, Document, Named, TomlError, or_list};
@@ -43,6 +43,29 @@ struct RawFile {
     source: Vec<Spanned<RawSource>>,
     #[serde(default)]
     action: Vec<Spanned<RawAction>>,
+    #[serde(default)]
+    asset: Vec<Spanned<RawAsset>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawAsset {
+    id: Option<Spanned<String>>,
+    description: Option<Spanned<String>>,
+    path: Option<Spanned<String>>,
+    found_in: Option<Spanned<String>>,
+    ops: Option<Spanned<Vec<Spanned<String>>>>,
+    extent: Option<Spanned<String>>,
+    constraints: Option<Spanned<RawConstraints>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawConstraints {
+    under: Option<Spanned<Vec<Spanned<String>>>>,
+    glob: Option<Spanned<String>>,
+    kind: Option<Spanned<String>>,
+    max_count: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -223,6 +246,25 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
         .map(|(index, action)| parse_action(doc, index + 1, action, home))
         .collect::<Result<Vec<_>, _>>()?;
 
+    let assets = parse_assets(doc, &raw.asset, home)?;
+    // An asset identified from the start is a grant, unless others are
+    // found in it: its first read then parks, so that what it holds is
+    // observed as the agent reads it ([`crate::assets`]).
+    let mut grants = grants;
+    for (index, asset) in assets.iter().enumerate() {
+        let Some(path) = &asset.path else { continue };
+        if assets.iter().any(|other| other.found_in == Some(index)) {
+            continue;
+        }
+        grants.push(GrantSpec {
+            path: path.clone(),
+            ops: asset.ops,
+            extent: asset.extent,
+            line: asset.line,
+            make: false,
+        });
+    }
+
     let mut profiles = Vec::new();
     if let Some(list) = &mission.get_ref().profiles {
         for (index, name) in list.get_ref().iter().enumerate() {
@@ -250,6 +292,7 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
         policy,
         sources,
         actions,
+        assets,
     })
 }
 
@@ -324,6 +367,271 @@ fn parse_action(
         authority,
         line: doc.line(path.span().start),
     })
+}
+
+/// Longest `[[asset]]` id.
+const MAX_ASSET_ID: usize = 64;
+
+/// Most objects one `[[asset]]` may become.
+pub const MAX_ASSET_COUNT: u32 = 1024;
+
+/// The `[[asset]]` entries (numbered from 1): each id unique, each
+/// `found_in` naming another node that is read, no node found (through
+/// others) in itself.
+fn parse_assets(
+    doc: &Document<'_>,
+    raw: &[Spanned<RawAsset>],
+    home: Option<&Path>,
+) -> Result<Vec<AssetSpec>, TomlError> {
+    let mut assets = Vec::with_capacity(raw.len());
+    let mut ids: Vec<&str> = Vec::with_capacity(raw.len());
+    for (index, asset) in raw.iter().enumerate() {
+        let number = index + 1;
+        let field = |name: &str| format!("asset[{number}].{name}");
+        let written = required(doc, &asset.get_ref().id, asset, &field("id"))?;
+        let id = written.get_ref();
+        let well_formed = !id.is_empty()
+            && id.len() <= MAX_ASSET_ID
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !well_formed {
+            return Err(doc.field_error(
+                written.span().start,
+                &field("id"),
+                format!("{id:?} is not an id: 1 to {MAX_ASSET_ID} letters, digits, `-` or `_`"),
+            ));
+        }
+        if let Some(first) = ids.iter().position(|known| known == id) {
+            return Err(doc.field_error(
+                written.span().start,
+                &field("id"),
+                format!("{id:?} is already the id of asset[{}]", first + 1),
+            ));
+        }
+        ids.push(id);
+        assets.push(parse_asset(doc, number, asset, home)?);
+    }
+    // `found_in` names a node by id; resolved once every id is known.
+    for (index, asset) in raw.iter().enumerate() {
+        let Some(found_in) = &asset.get_ref().found_in else {
+            continue;
+        };
+        let field = format!("asset[{}].found_in", index + 1);
+        let error = |message: String| doc.field_error(found_in.span().start, &field, message);
+        let Some(source) = ids.iter().position(|id| id == found_in.get_ref()) else {
+            return Err(error(format!(
+                "no asset has the id {:?} (ids: {})",
+                found_in.get_ref(),
+                or_list(&ids)
+            )));
+        };
+        if source == index {
+            return Err(error("an asset cannot be found in itself".to_owned()));
+        }
+        if assets[source].extent != Extent::File {
+            return Err(error(format!(
+                "{:?} is a tree: evidence is the content of one file",
+                found_in.get_ref()
+            )));
+        }
+        if assets[source].ops & ops::READ == 0 {
+            return Err(error(format!(
+                "{:?} is not read (its ops lack \"read\"), so nothing can be found in it",
+                found_in.get_ref()
+            )));
+        }
+        assets[index].found_in = Some(source);
+    }
+    // Following `found_in` from any node ends at a node identified from
+    // the start: a cycle would have no evidence to begin with.
+    for (index, asset) in raw.iter().enumerate() {
+        let mut seen = vec![index];
+        let mut at = index;
+        while let Some(next) = assets[at].found_in {
+            if seen.contains(&next) {
+                let chain: Vec<&str> = seen.iter().chain([&next]).map(|&i| ids[i]).collect();
+                let found_in = asset.get_ref().found_in.as_ref().expect("it has a source");
+                return Err(doc.field_error(
+                    found_in.span().start,
+                    &format!("asset[{}].found_in", index + 1),
+                    format!(
+                        "the assets are found in each other in a cycle ({}): one of them needs a path",
+                        chain.join(" <- ")
+                    ),
+                ));
+            }
+            seen.push(next);
+            at = next;
+        }
+    }
+    Ok(assets)
+}
+
+/// One `[[asset]]` (numbered from 1), its `found_in` left for
+/// [`parse_assets`].
+fn parse_asset(
+    doc: &Document<'_>,
+    number: usize,
+    asset: &Spanned<RawAsset>,
+    home: Option<&Path>,
+) -> Result<AssetSpec, TomlError> {
+    let field = |name: &str| format!("asset[{number}].{name}");
+    let raw = asset.get_ref();
+    let id = required(doc, &raw.id, asset, &field("id"))?;
+    let path = match (&raw.path, &raw.found_in) {
+        (Some(path), None) => {
+            no_star(doc, path, &field("path"))?;
+            Some(absolute_path(doc, path, &field("path"), home)?)
+        }
+        (None, Some(_)) => None,
+        (Some(_), Some(found_in)) => {
+            return Err(doc.field_error(
+                found_in.span().start,
+                &field("found_in"),
+                "an asset with a path is identified already: write `path` or `found_in`, not both",
+            ));
+        }
+        (None, None) => {
+            return Err(doc.field_error(
+                asset.span().start,
+                &field("path"),
+                "missing field: an asset has a `path`, or is `found_in` another asset",
+            ));
+        }
+    };
+    let ops_list = required(doc, &raw.ops, asset, &field("ops"))?;
+    let ops = parse_ops(doc, ops_list, &field("ops"))?;
+    let extent = parse_extent(doc, raw.extent.as_ref(), &field("extent"))?;
+    let constraints = match &raw.constraints {
+        Some(constraints) => parse_constraints(doc, number, constraints, home)?,
+        None => Constraints::default(),
+    };
+    if raw.found_in.is_some() && constraints.under.is_empty() {
+        let at = raw
+            .constraints
+            .as_ref()
+            .map_or(asset.span().start, |c| c.span().start);
+        return Err(doc.field_error(
+            at,
+            &field("constraints.under"),
+            "an asset found in evidence needs `under`: the directories it may be in \
+             (a name in a page is never enough to reach anywhere)",
+        ));
+    }
+    if let (Some(kind), Some(written)) = (
+        constraints.kind,
+        raw.constraints
+            .as_ref()
+            .and_then(|c| c.get_ref().kind.as_ref()),
+    ) && extent == Extent::Tree
+        && kind != AssetKind::Directory
+    {
+        return Err(doc.field_error(
+            written.span().start,
+            &field("constraints.kind"),
+            "a tree is a directory: extent = \"tree\" needs kind = \"directory\"",
+        ));
+    }
+    if path.is_some()
+        && let Some(written) = &raw.constraints
+    {
+        return Err(doc.field_error(
+            written.span().start,
+            &field("constraints"),
+            "constraints say what a discovered object must be: an asset with a path has none",
+        ));
+    }
+    Ok(AssetSpec {
+        id: id.get_ref().clone(),
+        description: raw
+            .description
+            .as_ref()
+            .map(|d| d.get_ref().clone())
+            .unwrap_or_default(),
+        path,
+        found_in: None,
+        ops,
+        extent,
+        constraints,
+        line: doc.line(id.span().start),
+    })
+}
+
+/// `constraints = { under, glob, kind, max_count }` of `asset[number]`.
+fn parse_constraints(
+    doc: &Document<'_>,
+    number: usize,
+    written: &Spanned<RawConstraints>,
+    home: Option<&Path>,
+) -> Result<Constraints, TomlError> {
+    let field = |name: &str| format!("asset[{number}].constraints.{name}");
+    let raw = written.get_ref();
+    let mut constraints = Constraints::default();
+    if let Some(list) = &raw.under {
+        if list.get_ref().is_empty() {
+            return Err(doc.field_error(
+                list.span().start,
+                &field("under"),
+                "must list at least one directory",
+            ));
+        }
+        for (index, dir) in list.get_ref().iter().enumerate() {
+            let name = field(&format!("under[{}]", index + 1));
+            no_star(doc, dir, &name)?;
+            let path = absolute_path(doc, dir, &name, home)?;
+            if path.parent().is_none() {
+                return Err(doc.field_error(
+                    dir.span().start,
+                    &name,
+                    "\"/\" would let evidence name anything: name the directories the asset may be in",
+                ));
+            }
+            constraints.under.push(path);
+        }
+    }
+    if let Some(glob) = &raw.glob {
+        let pattern = glob.get_ref();
+        if pattern.contains('/') {
+            return Err(doc.field_error(
+                glob.span().start,
+                &field("glob"),
+                "matches a file name: it cannot contain `/` (put the place in `under`)",
+            ));
+        }
+        if let Err(error) = asset_glob(pattern) {
+            return Err(doc.field_error(
+                glob.span().start,
+                &field("glob"),
+                format!("invalid pattern {pattern:?}: {}", error.kind()),
+            ));
+        }
+        constraints.glob = Some(pattern.clone());
+    }
+    if let Some(kind) = &raw.kind {
+        constraints.kind = Some(choice(doc, kind, &field("kind"), "kind", AssetKind::NAMES)?);
+    }
+    if let Some(count) = &raw.max_count {
+        let value = *count.get_ref();
+        if value < 1 || value > i64::from(MAX_ASSET_COUNT) {
+            return Err(doc.field_error(
+                count.span().start,
+                &field("max_count"),
+                format!("must be from 1 to {MAX_ASSET_COUNT} (not {value})"),
+            ));
+        }
+        constraints.max_count = value as u32;
+    }
+    Ok(constraints)
+}
+
+/// The matcher of an asset's `glob`: `*`, `?`, `[...]` and `{a,b}` over a
+/// file name.
+pub fn asset_glob(pattern: &str) -> Result<globset::GlobMatcher, globset::Error> {
+    Ok(globset::GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()?
+        .compile_matcher())
 }
 
 /// A path that names one object: no `*`.
@@ -973,6 +1281,163 @@ mod tests {
         }
     }
 
+    /// The running example's nodes, then `more`.
+    fn with_assets(more: &str) -> String {
+        format!(
+            r#"[mission]
+name = "upload"
+[[asset]]
+id = "email"
+path = "~/mail/alice.eml"
+ops = ["read"]
+[[asset]]
+id = "image"
+found_in = "email"
+ops = ["read"]
+constraints = {{ under = ["~", "/tmp"], glob = "*.{{png,jpg}}", max_count = 2 }}
+{more}"#
+        )
+    }
+
+    #[test]
+    fn assets_are_nodes_and_what_nothing_is_found_in_is_a_grant() {
+        let mission = parse(&with_assets(
+            "[[asset]]\nid = \"notes\"\npath = \"~/notes\"\nops = [\"read\"]\nextent = \"tree\"\n",
+        ))
+        .unwrap();
+        let ids: Vec<&str> = mission.assets.iter().map(|a| a.id.as_str()).collect();
+        assert_eq!(ids, ["email", "image", "notes"]);
+        let image = &mission.assets[1];
+        assert_eq!(image.found_in, Some(0));
+        assert_eq!(image.path, None);
+        assert_eq!(
+            image.constraints,
+            Constraints {
+                under: vec![PathBuf::from("/home/me"), PathBuf::from("/tmp")],
+                glob: Some("*.{png,jpg}".to_owned()),
+                kind: None,
+                max_count: 2,
+            }
+        );
+        assert!(asset_glob("*.{png,jpg}").unwrap().is_match("data.png"));
+        // The email is a source: not granted, its first read is observed.
+        // The notes are found in nothing: a grant like any other.
+        let granted: Vec<(&Path, Extent, usize)> = mission
+            .grants
+            .iter()
+            .map(|g| (g.path.as_path(), g.extent, g.line))
+            .collect();
+        assert_eq!(granted, [(Path::new("/home/me/notes"), Extent::Tree, 13)]);
+    }
+
+    #[test]
+    fn bad_assets_are_refused_with_their_field() {
+        let one = |more: &str| invalid(&with_assets(more));
+        assert_eq!(
+            one(
+                "[[asset]]\nid = \"repo\"\nfound_in = \"mail\"\nops = [\"read\"]\nconstraints = { under = [\"~\"] }\n"
+            ),
+            error(
+                14,
+                12,
+                "asset[3].found_in",
+                "no asset has the id \"mail\" (ids: email, image or repo)"
+            )
+        );
+        assert_eq!(
+            one("[[asset]]\nid = \"image\"\npath = \"/x\"\nops = [\"read\"]\n"),
+            error(
+                13,
+                6,
+                "asset[3].id",
+                "\"image\" is already the id of asset[2]"
+            )
+        );
+        assert_eq!(
+            one("[[asset]]\nid = \"a b\"\npath = \"/x\"\nops = [\"read\"]\n").3,
+            "\"a b\" is not an id: 1 to 64 letters, digits, `-` or `_`"
+        );
+        assert_eq!(
+            one("[[asset]]\nid = \"x\"\nops = [\"read\"]\n"),
+            error(
+                12,
+                1,
+                "asset[3].path",
+                "missing field: an asset has a `path`, or is `found_in` another asset"
+            )
+        );
+        assert_eq!(
+            one("[[asset]]\nid = \"x\"\npath = \"/x\"\nfound_in = \"email\"\nops = [\"read\"]\n").2,
+            field("asset[3].found_in")
+        );
+        assert_eq!(
+            one("[[asset]]\nid = \"x\"\nfound_in = \"email\"\nops = [\"read\"]\n").3,
+            "an asset found in evidence needs `under`: the directories it may be in \
+             (a name in a page is never enough to reach anywhere)"
+        );
+        assert_eq!(
+            one("[[asset]]\nid = \"x\"\nfound_in = \"email\"\nops = [\"read\"]\nconstraints = { under = [\"/\"] }\n").2,
+            field("asset[3].constraints.under[1]")
+        );
+        assert_eq!(
+            one("[[asset]]\nid = \"x\"\nfound_in = \"email\"\nops = [\"read\"]\nconstraints = { under = [\"~\"], glob = \"*.{png\" }\n").2,
+            field("asset[3].constraints.glob")
+        );
+        assert_eq!(
+            one("[[asset]]\nid = \"x\"\nfound_in = \"email\"\nops = [\"read\"]\nconstraints = { under = [\"~\"], max_count = 0 }\n").3,
+            "must be from 1 to 1024 (not 0)"
+        );
+        assert_eq!(
+            one("[[asset]]\nid = \"x\"\nfound_in = \"email\"\nops = [\"read\"]\nextent = \"tree\"\nconstraints = { under = [\"~\"], kind = \"file\" }\n").2,
+            field("asset[3].constraints.kind")
+        );
+        assert_eq!(
+            one("[[asset]]\nid = \"x\"\nfound_in = \"email\"\nops = [\"read\"]\nconstraints = { under = [\"~\"], color = \"red\" }\n").2,
+            field("asset[3].constraints.color")
+        );
+        // Found in each other, with no evidence to begin with.
+        let cycle = invalid(
+            r#"[mission]
+name = "m"
+[[asset]]
+id = "a"
+found_in = "b"
+ops = ["read"]
+constraints = { under = ["/srv"] }
+[[asset]]
+id = "b"
+found_in = "a"
+ops = ["read"]
+constraints = { under = ["/srv"] }
+"#,
+        );
+        assert_eq!(
+            cycle,
+            error(
+                5,
+                12,
+                "asset[1].found_in",
+                "the assets are found in each other in a cycle (a <- b <- a): one of them needs a path"
+            )
+        );
+        // Found in something that is not read.
+        let unread = invalid(
+            r#"[mission]
+name = "m"
+[[asset]]
+id = "a"
+path = "/srv/a"
+ops = ["write"]
+[[asset]]
+id = "b"
+found_in = "a"
+ops = ["read"]
+constraints = { under = ["/srv"] }
+"#,
+        );
+        assert_eq!(unread.2, field("asset[2].found_in"));
+    }
+
     /// A seed of the fuzz corpus too, so the fuzzer starts from what these
     /// tests check.
     const GOOD: &str = include_str!("../../../fuzz/corpus/mission/tests_good.toml");
@@ -1017,6 +1482,7 @@ mod tests {
                 policy: Vec::new(),
                 sources: Vec::new(),
                 actions: Vec::new(),
+                assets: Vec::new(),
             }
         );
     }

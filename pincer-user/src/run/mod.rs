@@ -9,6 +9,7 @@
 
 mod descriptors;
 mod own;
+mod socket;
 
 use std::{
     ffi::OsString,
@@ -43,7 +44,7 @@ use crate::{
     watchdog::Watched,
 };
 
-use self::{descriptors::PassError, own::Own};
+use self::{descriptors::PassError, own::Own, socket::RunControl};
 
 /// How the name of a run's private temporary directory starts (then the
 /// run's pid and `-`): every run gets its own.
@@ -264,6 +265,11 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     // Bound after the fork, so the watchdog never holds the listening socket
     // (a dead twin's socket must refuse connections, not hang them).
     let control = match mode {
+        // Discovery parks what no grant covers, and the owner reconsiders
+        // the nodes on the socket.
+        _ if mission.assets.iter().any(|a| a.found_in.is_some()) => {
+            Some(ControlServer::bind(&options.socket)?)
+        }
         Mode::Ask => Some(ControlServer::bind(&options.socket)?),
         _ => None,
     };
@@ -295,6 +301,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
                 voters,
                 policy: mission.vote.policy.clone(),
                 policy_set: mission.policy_set(),
+                assets: mission.assets(),
             },
         )
     });
@@ -317,10 +324,14 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
                 // Handlers are in place: let held signals through to them.
                 sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(forwarded_set), None)
                     .map_err(|e| RunError::Supervise(e.into()))?;
+                let (commands, mut asked) = tokio::sync::mpsc::unbounded_channel();
                 if let Some(control) = control {
-                    let board = Arc::clone(&board);
+                    let handler = Arc::new(RunControl {
+                        board: Arc::clone(&board),
+                        commands,
+                    });
                     tokio::spawn(async move {
-                        let Err(error) = control.serve(board).await;
+                        let Err(error) = control.serve(handler).await;
                         tracing::error!(%error, "the control socket failed");
                     });
                 }
@@ -328,7 +339,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
                     let board = Arc::clone(&board);
                     std::thread::spawn(move || board.read_terminal(input));
                 }
-                supervise(options, &cgroup, &own, forwarded, &mut service).await
+                supervise(options, &cgroup, &own, forwarded, &mut asked, &mut service).await
             })
         }
         Err(error) => Err(error.into()),
@@ -588,6 +599,7 @@ async fn supervise(
     cgroup: &AgentCgroup,
     own: &Own,
     mut forwarded: Forwarded,
+    asked: &mut tokio::sync::mpsc::UnboundedReceiver<socket::Command>,
     service: &mut Service,
 ) -> Result<ExitStatus, RunError> {
     let mut child = spawn_in(options, cgroup, own)?;
@@ -605,6 +617,10 @@ async fn supervise(
             }
             step = service.step() => {
                 step?;
+            }
+            Some(command) = asked.recv() => {
+                let response = service.twin().asset_command(command.request, command.caller);
+                let _ = command.answer.send(response);
             }
             signal = forwarded.recv() => {
                 if let (Some(signal), Some(pid)) = (signal, pid) {

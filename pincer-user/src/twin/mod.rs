@@ -20,6 +20,7 @@
 //! buffer, the vote outcomes, the heartbeat and the expiry of TTL grants, for
 //! both `pincer run` and `pincer daemon`.
 
+mod discovery;
 #[cfg(test)]
 mod fake;
 mod grants;
@@ -46,6 +47,7 @@ pub use self::{
     service::{Prepared, Service, Step},
 };
 use crate::{
+    assets::Assets,
     audit::{AuditError, AuditLog, Record, Stages, VerdictRecord},
     control::{ControlError, ListedGrant},
     events::{self, Mounts},
@@ -156,6 +158,9 @@ struct Waiting {
     /// The task waiting for the voters that do not answer at once; none
     /// when the votes were in at once.
     vote: Option<JoinHandle<()>>,
+    /// The grant an allow makes, when it is not the request's own (an
+    /// asset node's operations and extent): see [`discovery`].
+    planned: Option<VoteGrant>,
 }
 
 /// An agent cgroup to confine: its mission's grants, what becomes of what
@@ -181,6 +186,8 @@ pub struct Confinement {
     /// The objects only the owner changes (the default set, with what the
     /// mission and the configuration add).
     pub policy_set: PolicySet,
+    /// The mission's asset nodes, when it has any.
+    pub assets: Option<Assets>,
 }
 
 /// What the twin keeps per agent cgroup.
@@ -196,6 +203,8 @@ struct AgentState {
     sources: HashMap<ObjectKey, PathBuf>,
     /// What lowered its level, first read first (see [`Request::taint`]).
     taint: Vec<String>,
+    /// Its mission's asset nodes.
+    assets: Option<Assets>,
 }
 
 /// The twin's state over a kernel.
@@ -272,10 +281,22 @@ impl<K: Kernel> Twin<K> {
             report_allowed,
             capabilities,
             grants,
-            voters,
-            policy,
+            mut voters,
+            mut policy,
             policy_set,
+            assets,
         } = confinement;
+        // Discovery votes on what no grant covers, so that is parked even
+        // when the mission refuses it: then only the mission's rules vote
+        // beside discovery, and what neither allows is refused at once.
+        let discovers = assets.as_ref().is_some_and(Assets::discovers);
+        let mode = if discovers && mode == Mode::Enforce {
+            voters.retain(|voter| voter.name() == "mission");
+            policy.default = vote::DefaultVerdict::Deny;
+            Mode::Ask
+        } else {
+            mode
+        };
         self.kernel.add_policy_rules(&policy_set.kernel_rules())?;
         self.kernel
             .set_labels(&labels::policy_labels(&policy_set))?;
@@ -306,6 +327,10 @@ impl<K: Kernel> Twin<K> {
                 agent_flags::REPORT_ALLOWED
             } else {
                 0
+            } | if actions.is_empty() {
+                0
+            } else {
+                agent_flags::ACTIONS
             },
             _pad: 0,
             // Never more than an agent may be given, whoever built the set.
@@ -339,6 +364,7 @@ impl<K: Kernel> Twin<K> {
                 root: None,
                 sources,
                 taint,
+                assets,
             },
         );
         match before {
@@ -608,6 +634,7 @@ impl<K: Kernel> Twin<K> {
         }
         let mut request = events::request(&event, &self.mounts, &agent.name, agent.root);
         request.taint = self.taint_chain(event.cgroup_id);
+        let discovered = self.discover(&event, &mut request);
         let Some(agent) = self.agents.get(&event.cgroup_id) else {
             unreachable!("looked up above")
         };
@@ -621,7 +648,12 @@ impl<K: Kernel> Twin<K> {
             event,
             waiters: vec![waiter],
             vote: None,
+            planned: None,
         };
+        if let Some(discovered) = discovered {
+            self.conclude_discovered(waiting, discovered)?;
+            return Ok(Handled::Answered);
+        }
         match vote::begin(&agent.voters, &waiting.request, &agent.policy) {
             Ok(outcome) => {
                 // Decided here: no task, timer or channel between the vote
@@ -724,6 +756,11 @@ impl<K: Kernel> Twin<K> {
         let Some(slot) = self.agents.get(&event.cgroup_id).map(|a| a.slot) else {
             return Ok(None);
         };
+        if let Some(planned) = &waiting.planned {
+            let target = self.grants.add_vote(planned.clone()).clone();
+            self.write_target(&target)?;
+            return Ok(Some(planned.clone()));
+        }
         let Some((target, tree)) = Grants::target_for(event, slot, extent) else {
             return Ok(None);
         };

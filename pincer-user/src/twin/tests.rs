@@ -184,6 +184,7 @@ fn confinement(slot: u32, voters: Vec<Arc<dyn Voter>>) -> Confinement {
         voters,
         policy: policy(),
         policy_set: crate::labels::PolicySet::default(),
+        assets: None,
     }
 }
 

@@ -215,8 +215,12 @@ fn render(request: &Request, code: Option<&str>) -> String {
     } else {
         format!("\n        this agent {}", request.taint.join(", then "))
     };
+    let discovery = match &request.discovery {
+        Some(why) => format!("\n        not discovered: {why}"),
+        None => String::new(),
+    };
     format!(
-        "\npincer: request {id}: {comm} (pid {pid}) wants to {ops} {path}\n        {why}{owner}{taint}\n        {answer}",
+        "\npincer: request {id}: {comm} (pid {pid}) wants to {ops} {path}\n        {why}{owner}{taint}{discovery}\n        {answer}",
         id = request.id,
         comm = request.comm,
         pid = request.pid,
