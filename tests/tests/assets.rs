@@ -22,6 +22,11 @@ fn email(s: &Scratch) -> String {
 /// repositories, a key and a note, and the image beside it. The agent may
 /// also write the email (to show a rewrite names nothing new).
 fn example(name: &str) -> Scratch {
+    example_with(name, "")
+}
+
+/// [`example`], the mission followed by `more`.
+fn example_with(name: &str, more: &str) -> Scratch {
     let s = Scratch::new(name);
     for dir in [
         "home/mail",
@@ -71,6 +76,7 @@ found_in = "email"
 ops = ["read", "write", "create", "mkdir"]
 extent = "tree"
 constraints = {{ under = ["~/repos"], kind = "directory" }}
+{more}
 "#,
         tmp = s.p("")
     ));
@@ -344,4 +350,95 @@ fn the_owner_sees_the_nodes_and_pins_or_drops_them() {
             "`image` was dropped by the owner".to_owned()
         )]
     );
+}
+
+#[test]
+fn revoking_the_emails_source_takes_back_what_it_admitted() {
+    // The mail directory is a source of evidence: the owner can revoke it.
+    let s = example_with(
+        "assets-revoke",
+        "[[source]]\npath = \"~/mail\"\nauthority = \"evidence\"\n",
+    );
+    let probe = pincer_tests::probe_bin().display().to_string();
+    let script = format!(
+        "{probe} read {email} , create-write {first} one , read {image}; \
+         while [ ! -e {go} ]; do sleep 0.1; done; \
+         {probe} create-write {second} two , read {image} , read {note}",
+        email = s.p("home/mail/alice.eml"),
+        first = s.p("home/repos/group/first.txt"),
+        second = s.p("home/repos/group/second.txt"),
+        image = s.p("data.png"),
+        go = s.p("home/notes/go"),
+        note = s.p("home/notes/todo.txt"),
+    );
+    let mut command = s.command(&[], &["sh", "-c", &script]);
+    command
+        .env("HOME", s.p("home"))
+        .stdout(std::process::Stdio::piped());
+    let mut agent = pincer_tests::Reaped(command.spawn().unwrap());
+    assert!(
+        pincer_tests::wait_for(std::time::Duration::from_secs(150), || {
+            nodes()
+                .is_some_and(|n| n[1]["status"] == "identified" && n[2]["status"] == "identified")
+        }),
+        "the image and the repository are admitted: {:?}",
+        nodes()
+    );
+
+    let revoked = Command::new(pincer_tests::pincer_bin())
+        .args([
+            "label",
+            "revoke",
+            &s.p("home/mail"),
+            "--journal",
+            &s.p("journal.jsonl"),
+        ])
+        .output()
+        .unwrap();
+    assert!(revoked.status.success(), "{revoked:?}");
+    // Within a heartbeat the grants are taken back.
+    assert!(
+        pincer_tests::wait_for(std::time::Duration::from_secs(10), || {
+            nodes().is_some_and(|n| n[1]["status"] == "unknown" && n[2]["status"] == "unknown")
+        }),
+        "{:?}",
+        nodes()
+    );
+    assert_eq!(nodes().unwrap()[0]["evidence"]["revoked"], true);
+
+    fs::write(s.path("home/notes/go"), "").unwrap();
+    let out = pincer_tests::read_stdout(&mut agent.0);
+    agent.0.wait().unwrap();
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            format!("ok read {}", email(&s).len()),
+            "ok wrote 3".to_owned(),
+            "ok read 6".to_owned(),
+            format!("err {EACCES}"),
+            format!("err {EACCES}"),
+            "ok read 22".to_owned(),
+        ]
+    );
+    let revokes: Vec<(String, String)> = s
+        .audit_events("asset")
+        .iter()
+        .filter(|a| a["action"] == "revoke")
+        .map(|a| (text(&a["node"]), text(&a["path"])))
+        .collect();
+    assert_eq!(
+        revokes,
+        [
+            ("image".to_owned(), s.p("data.png")),
+            ("repo".to_owned(), s.p("home/repos/group")),
+        ]
+    );
+    let reasons = not_discovered(&s);
+    assert!(
+        reasons
+            .iter()
+            .all(|(_, why)| why.contains("the owner revoked the source of `email`'s evidence")),
+        "{reasons:#?}"
+    );
+    assert_eq!(reasons.len(), 2, "{reasons:#?}");
 }

@@ -39,6 +39,13 @@ pub struct Evidence {
     pub digest: String,
     /// The id of the request whose read observed it.
     pub request: u64,
+    /// The source (`[[source]]`) its content came from, by the file's
+    /// label when it was read, and that source's revocation counter then
+    /// (zero: none): when the owner revokes the source, what this evidence
+    /// admitted is withdrawn.
+    pub origin: (u32, u32),
+    /// Whether the owner revoked its source since: it admits nothing more.
+    pub revoked: bool,
 }
 
 /// Where evidence names a path.
@@ -83,6 +90,8 @@ impl Evidence {
             size: metadata.len(),
             digest,
             request,
+            origin: (0, 0),
+            revoked: false,
         })
     }
 
@@ -183,6 +192,8 @@ mod tests {
             size: text.len() as u64,
             digest: String::new(),
             request: 1,
+            origin: (0, 0),
+            revoked: false,
         }
     }
 

@@ -374,6 +374,11 @@ impl Assets {
                 "matches `{id}`, but `{source_id}` has not been read yet"
             )));
         };
+        if evidence.revoked {
+            return Err(Some(format!(
+                "matches `{id}`, but the owner revoked the source of `{source_id}`'s evidence"
+            )));
+        }
         // Why no candidate is the node: the reason of the one that got
         // furthest (kind, then pattern, then evidence).
         let mut why_not: Option<(u8, String)> = None;
@@ -445,6 +450,49 @@ impl Assets {
         Err(why_not.map(|(_, reason)| reason))
     }
 
+    /// The sources whose evidence admitted something, with the revocation
+    /// counter the evidence was read at: `(source id, counter)`.
+    pub fn watched_origins(&self) -> Vec<(u32, u32)> {
+        self.nodes
+            .iter()
+            .filter_map(|n| n.evidence.as_ref())
+            .filter(|e| e.origin.0 != 0 && !e.revoked)
+            .map(|e| e.origin)
+            .collect()
+    }
+
+    /// The owner revoked `origin` (its counter is past what the evidence
+    /// was read at): each source read from it admits nothing more, and what
+    /// it admitted is taken back. Returns the objects taken back: `(node,
+    /// source node, object)`.
+    pub fn revoke_origin(&mut self, origin: u32, counter: u32) -> Vec<(usize, usize, PathBuf)> {
+        let mut sources = Vec::new();
+        for (index, node) in self.nodes.iter_mut().enumerate() {
+            if let Some(evidence) = &mut node.evidence
+                && evidence.origin.0 == origin
+                && evidence.origin.1 < counter
+                && !evidence.revoked
+            {
+                evidence.revoked = true;
+                sources.push(index);
+            }
+        }
+        let mut taken = Vec::new();
+        for (index, node) in self.nodes.iter_mut().enumerate() {
+            let Some(source) = node.spec.found_in.filter(|s| sources.contains(s)) else {
+                continue;
+            };
+            node.identities.retain(|identity| {
+                let discovered = matches!(identity.by, Identified::Discovery { .. });
+                if discovered {
+                    taken.push((index, source, identity.path.clone()));
+                }
+                !discovered
+            });
+        }
+        taken
+    }
+
     /// Every node as `pincer mission status` shows it.
     pub fn status(&self) -> Vec<NodeStatus> {
         self.nodes
@@ -469,6 +517,7 @@ impl Assets {
                     size: e.size,
                     sha256: e.digest.clone(),
                     request: e.request,
+                    revoked: e.revoked,
                 }),
                 dropped: node.dropped,
             })
@@ -514,6 +563,8 @@ pub struct EvidenceStatus {
     pub sha256: String,
     /// The request whose read observed it.
     pub request: u64,
+    /// Whether the owner revoked the source its content came from.
+    pub revoked: bool,
 }
 
 /// What kind the object `path` is, for the access: a new name is what the

@@ -215,3 +215,31 @@ fn a_dropped_node_admits_nothing_and_the_owner_pins_by_kind() {
     assert_eq!(pinned.by, Identified::Owner);
     assert!(x.assets.pin(2, &x.path("chart.png")).is_err());
 }
+
+#[test]
+fn revoking_the_source_of_the_evidence_takes_back_what_it_admitted() {
+    let mut x = Example::new();
+    let email = x.path("mail/alice.eml");
+    let m = fs::metadata(&email).unwrap();
+    let mut evidence = Evidence::read(&email, kernel_dev(m.dev()), m.ino(), 1).unwrap();
+    evidence.origin = (5, 1);
+    x.assets.observed(0, evidence);
+    assert_eq!(x.assets.watched_origins(), [(5, 1)]);
+    let image = Path::new("/tmp/pincer-assets-test/data.png");
+    x.admitted(image, ops::READ);
+    x.admitted(&x.path("repos/group/src/new.txt"), ops::CREATE);
+    // Another source, or the counter the evidence was read at: nothing.
+    assert!(x.assets.revoke_origin(6, 9).is_empty());
+    assert!(x.assets.revoke_origin(5, 1).is_empty());
+    let taken = x.assets.revoke_origin(5, 2);
+    assert_eq!(
+        taken,
+        [(1, 0, image.to_owned()), (2, 0, x.path("repos/group")),]
+    );
+    assert!(x.assets.watched_origins().is_empty());
+    assert_eq!(
+        x.refused(image, ops::READ),
+        "matches `image`, but the owner revoked the source of `email`'s evidence"
+    );
+    assert_eq!(x.assets.status()[1].status, Status::Unknown);
+}

@@ -139,6 +139,8 @@ pub trait Kernel {
     fn set_labels(&mut self, labels: &[(ObjectKey, Label)]) -> Result<(), LoadError>;
     /// Every label in the map.
     fn labels(&mut self) -> Result<Vec<(ObjectKey, Label)>, LoadError>;
+    /// The label of one object, if it has one.
+    fn label(&mut self, key: ObjectKey) -> Result<Option<Label>, LoadError>;
     /// Adds the labels the map lacks (what it holds is newer); returns how
     /// many were added.
     fn restore_labels(&mut self, labels: &[(ObjectKey, Label)]) -> Result<usize, LoadError>;
@@ -479,6 +481,15 @@ impl Kernel for Enforcer {
 
     fn labels(&mut self) -> Result<Vec<(ObjectKey, Label)>, LoadError> {
         self.entries(names::LABELS)
+    }
+
+    fn label(&mut self, key: ObjectKey) -> Result<Option<Label>, LoadError> {
+        let name = names::LABELS;
+        match self.hash_map::<ObjectKey, Label>(name)?.get(&key, 0) {
+            Ok(label) => Ok(Some(label)),
+            Err(aya::maps::MapError::KeyNotFound) => Ok(None),
+            Err(source) => Err(LoadError::Map { name, source }),
+        }
     }
 
     fn restore_labels(&mut self, labels: &[(ObjectKey, Label)]) -> Result<usize, LoadError> {

@@ -9,7 +9,7 @@
 
 use std::{os::unix::fs::MetadataExt, path::Path};
 
-use pincer_common::{AccessEvent, GrantKey, event_flags, kernel_dev};
+use pincer_common::{AccessEvent, GrantKey, ObjectKey, event_flags, kernel_dev};
 
 use super::{
     Twin, TwinError, Waiting,
@@ -75,7 +75,20 @@ impl<K: Kernel> Twin<K> {
             }
             Considered::Observe { node } => {
                 match Evidence::read(path, event.dev, event.ino, request.id) {
-                    Ok(evidence) => Some(Discovered::Observed { node, evidence }),
+                    Ok(mut evidence) => {
+                        // Its source, for a revocation to reach what it
+                        // admits; a label that cannot be read is none.
+                        let key = ObjectKey {
+                            dev: event.dev,
+                            ino: event.ino,
+                        };
+                        if let Ok(Some(label)) = self.kernel.label(key)
+                            && label.origin != 0
+                        {
+                            evidence.origin = (label.origin, label.stamp);
+                        }
+                        Some(Discovered::Observed { node, evidence })
+                    }
                     Err(reason) => {
                         request.discovery = Some(reason);
                         None
@@ -255,6 +268,69 @@ impl<K: Kernel> Twin<K> {
                 message: "not an asset request".into(),
             },
         }
+    }
+
+    /// Takes back what discovery admitted on the evidence of a source the
+    /// owner revoked since (`pincer label revoke`): its vote grants go, the
+    /// nodes lose those objects, the source admits nothing more; audited.
+    /// Looks at the counters only when some evidence came from a source.
+    pub(super) fn revoke_discovered(&mut self) -> Result<(), TwinError> {
+        let watched: Vec<u32> = self
+            .agents
+            .values()
+            .filter_map(|agent| agent.assets.as_ref())
+            .flat_map(assets::Assets::watched_origins)
+            .map(|(origin, _)| origin)
+            .collect();
+        if watched.is_empty() {
+            return Ok(());
+        }
+        let counters = self.kernel.revocations()?;
+        let mut result = Ok(());
+        for (origin, counter) in counters.into_iter().filter(|(o, _)| watched.contains(o)) {
+            let cgroups: Vec<u64> = self.agents.keys().copied().collect();
+            for cgroup in cgroups {
+                let Some(agent) = self.agents.get_mut(&cgroup) else {
+                    continue;
+                };
+                let Some(assets) = agent.assets.as_mut() else {
+                    continue;
+                };
+                let taken = assets.revoke_origin(origin, counter);
+                let ids: Vec<(String, String)> = taken
+                    .iter()
+                    .map(|(node, source, _)| {
+                        (
+                            assets.nodes()[*node].spec.id.clone(),
+                            assets.nodes()[*source].spec.id.clone(),
+                        )
+                    })
+                    .collect();
+                let (slot, name) = (agent.slot, agent.name.clone());
+                for ((_, _, object), (node, source)) in taken.iter().zip(&ids) {
+                    let path = object.display().to_string();
+                    for grant in self.grants.revoke(slot, Some(&path)) {
+                        result = result.and(self.write_target(&grant.target));
+                    }
+                    tracing::info!(agent = %name, node, %path, "a source was revoked: what it admitted is taken back");
+                    result = result.and(self.audit(&Record::Asset(AssetRecord {
+                        action: "revoke",
+                        agent: &name,
+                        node,
+                        path: Some(escape(object.as_os_str().as_encoded_bytes())),
+                        request: None,
+                        ops: None,
+                        extent: None,
+                        source: Some(source),
+                        evidence: None,
+                        bytes: None,
+                        excerpt: None,
+                        caller: None,
+                    })));
+                }
+            }
+        }
+        result
     }
 
     /// Every agent's asset nodes, as `pincer mission status` lists them.

@@ -145,6 +145,10 @@ impl Kernel for FakeKernel {
         Ok(self.labels.iter().map(|(k, l)| (*k, *l)).collect())
     }
 
+    fn label(&mut self, key: ObjectKey) -> Result<Option<Label>, LoadError> {
+        Ok(self.labels.get(&key).copied())
+    }
+
     fn restore_labels(&mut self, labels: &[(ObjectKey, Label)]) -> Result<usize, LoadError> {
         let mut added = 0;
         for (key, label) in labels {

@@ -475,7 +475,10 @@ impl<K: Kernel> Twin<K> {
     pub fn heartbeat(&mut self) -> Result<(), TwinError> {
         self.kernel
             .heartbeat(boottime_ns(), HEARTBEAT_TIMEOUT.as_nanos() as u64)?;
-        Ok(())
+        // A revocation is written by `pincer label revoke` straight into
+        // the kernel's counters: what discovery admitted on the revoked
+        // source's evidence is taken back within a heartbeat.
+        self.revoke_discovered()
     }
 
     /// Tells the programs no twin answers any more: nothing parks from now
