@@ -61,6 +61,14 @@ impl<K: Kernel> Twin<K> {
             return None;
         }
         let path = Path::new(&request.path);
+        // Evidence never makes a policy object (instructions, settings,
+        // hooks) part of the task, not even to read.
+        let policy = &self.agents.get(&event.cgroup_id)?.policy_set;
+        if !policy.covering(path).is_empty() {
+            request.discovery = Some("a policy object: discovery never admits one".to_owned());
+            return None;
+        }
+        let assets = self.agents.get(&event.cgroup_id)?.assets.as_ref()?;
         let access = assets::Access {
             path,
             ops: event.ops,

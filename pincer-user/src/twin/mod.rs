@@ -205,6 +205,8 @@ struct AgentState {
     taint: Vec<String>,
     /// Its mission's asset nodes.
     assets: Option<Assets>,
+    /// The objects only the owner changes, which discovery never admits.
+    policy_set: PolicySet,
 }
 
 /// The twin's state over a kernel.
@@ -365,6 +367,7 @@ impl<K: Kernel> Twin<K> {
                 sources,
                 taint,
                 assets,
+                policy_set,
             },
         );
         match before {
