@@ -130,8 +130,10 @@ impl Host {
             }),
             "the daemon runs with the unit's capabilities ({mask:#x}), not {effective:#x?}"
         );
+        // The daemon answers once its programs are loaded and verified,
+        // which under emulation on a busy machine takes minutes.
         assert!(
-            wait_for(Duration::from_secs(120), || self.agent_count()
+            wait_for(Duration::from_secs(200), || self.agent_count()
                 == Some(agents)),
             "the daemon never confined {agents} cgroups"
         );
