@@ -185,6 +185,34 @@ fn discovery_admits_what_the_email_names_and_nothing_an_injection_adds() {
         .map(|v| text(&v["decided_by"]))
         .collect();
     assert_eq!(decided, ["discovery", "discovery", "discovery"]);
+    // `pincer explain` tells the chain of an admitted access, and why a
+    // refused one was not discovered.
+    let explain = |what: &str| {
+        let out = Command::new(pincer_tests::pincer_bin())
+            .args(["explain", "--audit", &s.p("audit.jsonl"), what])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let told = explain(&s.p("data.png"));
+    assert!(told.contains("decided by discovery"), "{told}");
+    assert!(
+        told.contains(&format!(
+            "asset `image`: admit {} [read] file",
+            s.p("data.png")
+        )),
+        "{told}"
+    );
+    assert!(
+        told.contains(&format!("at bytes {start}..{end}: \"Please upload")),
+        "{told}"
+    );
+    let told = explain("/srv/drop/id_rsa");
+    assert!(
+        told.contains("not discovered: no asset of the mission matches"),
+        "{told}"
+    );
 
     // Everything else was refused, each with its reason.
     assert_eq!(
