@@ -128,6 +128,26 @@ pub struct AssetRecord<'a> {
     pub caller: Option<u32>,
 }
 
+impl<'a> AssetRecord<'a> {
+    /// A record of `action` on `node` of `agent`, with nothing else said.
+    pub fn new(action: &'static str, agent: &'a str, node: &'a str) -> Self {
+        Self {
+            action,
+            agent,
+            node,
+            path: None,
+            request: None,
+            ops: None,
+            extent: None,
+            source: None,
+            evidence: None,
+            bytes: None,
+            excerpt: None,
+            caller: None,
+        }
+    }
+}
+
 /// The verdict on a parked request, with every vote cast.
 #[derive(Debug, Serialize)]
 pub struct VerdictRecord<'a> {

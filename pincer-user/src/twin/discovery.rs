@@ -47,7 +47,8 @@ impl<K: Kernel> Twin<K> {
         event: &AccessEvent,
         request: &mut Request,
     ) -> Option<Discovered> {
-        let assets = self.agents.get(&event.cgroup_id)?.assets.as_ref()?;
+        let agent = self.agents.get(&event.cgroup_id)?;
+        let assets = agent.assets.as_ref()?;
         if !assets.discovers() {
             return None;
         }
@@ -63,12 +64,10 @@ impl<K: Kernel> Twin<K> {
         let path = Path::new(&request.path);
         // Evidence never makes a policy object (instructions, settings,
         // hooks) part of the task, not even to read.
-        let policy = &self.agents.get(&event.cgroup_id)?.policy_set;
-        if !policy.covering(path).is_empty() {
+        if !agent.policy_set.covering(path).is_empty() {
             request.discovery = Some("a policy object: discovery never admits one".to_owned());
             return None;
         }
-        let assets = self.agents.get(&event.cgroup_id)?.assets.as_ref()?;
         let access = assets::Access {
             path,
             ops: event.ops,
@@ -195,18 +194,11 @@ impl<K: Kernel> Twin<K> {
         let agent_name = waiting.request.mission.clone();
         let path = escape(object.as_os_str().as_encoded_bytes());
         let mut record = AssetRecord {
-            action: "observe",
-            agent: &agent_name,
-            node: &id,
             path: Some(path),
             request: Some(request_id),
             ops: Some(op_names(ops)),
             extent: Some(extent),
-            source: None,
-            evidence: None,
-            bytes: None,
-            excerpt: None,
-            caller: None,
+            ..AssetRecord::new("observe", &agent_name, &id)
         };
         let audited = match &discovered {
             Discovered::Observed { evidence, .. } => self.audit(&Record::Asset(AssetRecord {
@@ -322,18 +314,9 @@ impl<K: Kernel> Twin<K> {
                     }
                     tracing::info!(agent = %name, node, %path, "a source was revoked: what it admitted is taken back");
                     result = result.and(self.audit(&Record::Asset(AssetRecord {
-                        action: "revoke",
-                        agent: &name,
-                        node,
                         path: Some(escape(object.as_os_str().as_encoded_bytes())),
-                        request: None,
-                        ops: None,
-                        extent: None,
                         source: Some(source),
-                        evidence: None,
-                        bytes: None,
-                        excerpt: None,
-                        caller: None,
+                        ..AssetRecord::new("revoke", &name, node)
                     })));
                 }
             }
@@ -384,18 +367,8 @@ impl<K: Kernel> Twin<K> {
                 assets.drop_node(node);
             }
             self.audit(&Record::Asset(AssetRecord {
-                action: "drop",
-                agent: &name,
-                node: id,
-                path: None,
-                request: None,
-                ops: None,
-                extent: None,
-                source: None,
-                evidence: None,
-                bytes: None,
-                excerpt: None,
                 caller: Some(caller),
+                ..AssetRecord::new("drop", &name, id)
             }))
             .map_err(|e| e.to_string())?;
             return Ok(format!("dropped {id}"));
@@ -423,22 +396,15 @@ impl<K: Kernel> Twin<K> {
             assets.admitted(&admission, None);
         }
         self.audit(&Record::Asset(AssetRecord {
-            action: "pin",
-            agent: &name,
-            node: id,
             path: Some(escape(object.as_os_str().as_encoded_bytes())),
-            request: None,
             ops: Some(op_names(admission.ops)),
             extent: Some(if admission.tree {
                 Extent::Tree
             } else {
                 Extent::File
             }),
-            source: None,
-            evidence: None,
-            bytes: None,
-            excerpt: None,
             caller: Some(caller),
+            ..AssetRecord::new("pin", &name, id)
         }))
         .map_err(|e| e.to_string())?;
         Ok(format!("{id} is {}", object.display()))
