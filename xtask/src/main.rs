@@ -30,8 +30,21 @@ use crate::{kernels::Kernel, rootfs::Rootfs, scenario::Scenario};
 #[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {
-        eprintln!("xtask: {}", format_args!($($arg)*))
+        eprintln!("xtask [{}]: {}", $crate::elapsed(), format_args!($($arg)*))
     };
+}
+
+/// When this command started.
+static STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Minutes and seconds since this command started: every line it prints
+/// carries them, so a log shows where a run's time went.
+fn elapsed() -> String {
+    let seconds = STARTED
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_secs();
+    format!("{}:{:02}", seconds / 60, seconds % 60)
 }
 
 #[derive(Parser)]
@@ -291,6 +304,7 @@ fn run(cli: Cli) -> Result<u8> {
 }
 
 fn main() -> ExitCode {
+    STARTED.get_or_init(std::time::Instant::now);
     match run(Cli::parse()) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {

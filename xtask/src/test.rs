@@ -5,7 +5,7 @@
 use std::{
     io::{BufRead, BufReader},
     process::{Command, Stdio},
-    sync::Mutex,
+    sync::{Mutex, OnceLock, mpsc},
     thread,
     time::Duration,
 };
@@ -84,6 +84,12 @@ impl Tally {
         self.failed += counts.failed;
     }
 
+    fn merge(&mut self, other: Tally) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+        self.failed_steps.extend(other.failed_steps);
+    }
+
     /// A failed step; it counts as one failed test unless its own failed
     /// tests were counted already, so the summary never reads "0 failed".
     fn step_failed(&mut self, step: String, counted_failures: u64) {
@@ -96,12 +102,31 @@ impl Tally {
 
 pub fn command(opts: &Options) -> Result<u8> {
     let mut tally = Tally::default();
-    if opts.host {
-        host(&mut tally);
-    }
-    if opts.guest {
-        guest(opts, &mut tally);
-    }
+    // The guests are the long road: their builds go first, and the host's
+    // checks run while they boot and test, in the time the emulated
+    // machines leave the cores idle (waiting on timers, on each other).
+    let (booted, wait_for_boot) = mpsc::channel::<()>();
+    thread::scope(|s| {
+        let guests = opts.guest.then(|| {
+            s.spawn(move || {
+                let mut tally = Tally::default();
+                guest(opts, &mut tally, booted);
+                tally
+            })
+        });
+        if opts.host {
+            // Sent once the guests are on their way, or dropped if they
+            // never start (or none were asked for).
+            let _ = wait_for_boot.recv();
+            host(&mut tally);
+        }
+        if let Some(guests) = guests {
+            match guests.join() {
+                Ok(guest_tally) => tally.merge(guest_tally),
+                Err(_) => tally.step_failed("guest tests (the runner panicked)".to_owned(), 0),
+            }
+        }
+    });
     if !tally.failed_steps.is_empty() {
         say!("failed: {}", tally.failed_steps.join("; "));
     }
@@ -298,35 +323,74 @@ fn plan(kernels: &[Kernel], rootfs: Option<Rootfs>) -> Vec<GuestRun> {
 /// Guests booted at once: one per core of the machines the tests run on.
 const AT_ONCE: usize = 2;
 
-fn guest(opts: &Options, tally: &mut Tally) {
+/// Builds the guests' binaries and roots and runs the planned guests, two at
+/// a time; sends on `booted` once the first can start. The Debian root is
+/// built while the busybox guests run: only the guest after them needs it.
+fn guest(opts: &Options, tally: &mut Tally, booted: mpsc::Sender<()>) {
     let runs = plan(&opts.kernels, opts.rootfs);
-    let mut roots: Vec<Rootfs> = Vec::new();
-    for run in &runs {
-        if !roots.contains(&run.rootfs) {
-            roots.push(run.rootfs);
-        }
-    }
-    let guests = match vm::prepare_roots(&opts.kernels, true, &roots) {
-        Ok(guests) => guests,
+    let binaries = match vm::prepare_binaries(&opts.kernels, true) {
+        Ok(binaries) => binaries,
         Err(err) => {
             say!("error: {err:#}");
             tally.step_failed("building the guest".to_owned(), 0);
             return;
         }
     };
+    let mut roots: Vec<Rootfs> = Vec::new();
+    for run in &runs {
+        if !roots.contains(&run.rootfs) {
+            roots.push(run.rootfs);
+        }
+    }
+    // Each root packed once, by whichever worker needs it first (the
+    // packing thread below starts the Debian root meanwhile).
+    let packed: Vec<OnceLock<Result<vm::Guest, String>>> =
+        roots.iter().map(|_| OnceLock::new()).collect();
+    let packing: Vec<Mutex<()>> = roots.iter().map(|_| Mutex::new(())).collect();
+    let pack = |index: usize| -> &Result<vm::Guest, String> {
+        let _one_at_a_time = lock(&packing[index]);
+        packed[index].get_or_init(|| {
+            vm::Guest::pack(&binaries, roots[index]).map_err(|err| format!("{err:#}"))
+        })
+    };
     let args: Vec<String> = opts.filter.iter().map(|a| shell_quote(a)).collect();
     let queue = Mutex::new(runs.iter());
     let outcomes: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
+    let booted = Mutex::new(Some(booted));
     thread::scope(|s| {
+        // The roots the first guests do not boot, packed ahead of need.
+        let first: Vec<Rootfs> = runs.iter().take(AT_ONCE).map(|r| r.rootfs).collect();
+        for (index, root) in roots.iter().enumerate() {
+            if !first.contains(root) {
+                s.spawn(move || {
+                    let _ = pack(index);
+                });
+            }
+        }
         for _ in 0..AT_ONCE.min(runs.len()) {
             s.spawn(|| {
                 loop {
                     let next = lock(&queue).next().copied();
                     let Some(run) = next else { return };
-                    let guest = &guests[roots
+                    let index = roots
                         .iter()
                         .position(|r| *r == run.rootfs)
-                        .expect("prepared")];
+                        .expect("planned");
+                    let guest = match pack(index) {
+                        Ok(guest) => guest,
+                        Err(err) => {
+                            lock(&outcomes).push(Outcome {
+                                run,
+                                result: Err(anyhow::anyhow!("building the guest: {err}")),
+                                counts: Counts::default(),
+                                rows: Vec::new(),
+                            });
+                            continue;
+                        }
+                    };
+                    // The first guest is on its way: the host's checks may
+                    // start.
+                    lock(&booted).take();
                     let script = format!(
                         "{}set -- {}\n{RUN_TESTS}",
                         run.suites.variables(),

@@ -63,33 +63,30 @@ pub fn prepare(kernels: &[Kernel], build: bool, rootfs: Rootfs) -> Result<Guest>
 /// Like [`prepare`], for a guest of each root in `roots` (in that order),
 /// building the binaries once.
 pub fn prepare_roots(kernels: &[Kernel], build: bool, roots: &[Rootfs]) -> Result<Vec<Guest>> {
+    let binaries = prepare_binaries(kernels, build)?;
+    roots
+        .iter()
+        .map(|&rootfs| Guest::pack(&binaries, rootfs))
+        .collect()
+}
+
+/// Makes sure the kernels and tools are present and builds the eBPF object
+/// and the guest binaries (unless `build` is false: then whatever was built
+/// before is used).
+pub fn prepare_binaries(kernels: &[Kernel], build: bool) -> Result<Vec<binaries::Binary>> {
     for &kernel in kernels {
         setup::ensure_vm(kernel)?;
     }
-    let binaries = if build {
+    if build {
         let object = ebpf::build()?;
-        binaries::build(&object)?
-    } else {
-        let found = binaries::existing()?;
-        say!(
-            "not building; using {} binaries found in the static target directory",
-            found.len()
-        );
-        found
-    };
-    roots
-        .iter()
-        .map(|&rootfs| {
-            let debian = match rootfs {
-                Rootfs::Busybox => None,
-                Rootfs::Debian => Some(rootfs::ensure_debian()?),
-            };
-            Ok(Guest {
-                initramfs: Initramfs::build(&binaries, rootfs)?,
-                debian,
-            })
-        })
-        .collect()
+        return binaries::build(&object);
+    }
+    let found = binaries::existing()?;
+    say!(
+        "not building; using {} binaries found in the static target directory",
+        found.len()
+    );
+    Ok(found)
 }
 
 /// Builds everything and runs `script` in a VM booting `kernel`; returns the
@@ -113,6 +110,19 @@ struct Console {
 }
 
 impl Guest {
+    /// Packs `binaries` for guests of `rootfs`, building the Debian root
+    /// first when that is the root.
+    pub fn pack(binaries: &[binaries::Binary], rootfs: Rootfs) -> Result<Guest> {
+        let debian = match rootfs {
+            Rootfs::Busybox => None,
+            Rootfs::Debian => Some(rootfs::ensure_debian()?),
+        };
+        Ok(Guest {
+            initramfs: Initramfs::build(binaries, rootfs)?,
+            debian,
+        })
+    }
+
     /// Boots `kernel`, runs `script` with `sh` as root, streams the console
     /// to `sink` and returns the script's exit status. Fails if the guest
     /// panics, powers off without a status or outlives `timeout`.
