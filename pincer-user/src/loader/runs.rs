@@ -13,14 +13,15 @@
 //! A run's pins keep its agent confined whatever happens to its processes
 //! (with no twin, every ungranted access is refused at once).
 //!
-//! Loading verifies every program (a second or so on real hardware, several
-//! under emulation), and detaching the last program from a hook waits for
-//! RCU-tasks grace periods, about a tenth of a second per hook: a run's
-//! start and end would each take seconds. So a run that ends cleanly leaves
-//! its programs attached and idle — no agent in their map, so every task
-//! pays the one lookup it pays while any run is active — for its linger
-//! time, and the next run of the same build takes them over instead of
-//! loading, with every map cleared to what a fresh load has
+//! Loading verifies every program (a second or so on real hardware, half a
+//! minute under emulation), and detaching the last program from a hook
+//! waits for RCU-tasks grace periods, about a tenth of a second per hook: a
+//! run's start and end would each take seconds. So a run that ends (unless
+//! its agent could not be released from the maps) leaves its programs
+//! attached and idle — no agent in their map, so every task pays the one
+//! lookup it pays while any run is active — for its linger time, and the
+//! next run of the same build takes them over instead of loading, with
+//! every map cleared to what a fresh load has
 //! ([`Enforcer::clear_for_new_run`]). The watchdog of the run that left
 //! them removes them when the linger time is up, unless a run took them.
 //!

@@ -366,10 +366,12 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         (_, Err(error), _) | (_, _, Err(error)) => Some(error.to_string()),
         _ => None,
     };
-    // Programs that served a clean run confine nobody now: the next run may
-    // take them over. After a failure they go.
+    // Programs whose agent was released confine nobody now: the next run
+    // may take them over (clearing every map first), whether or not the
+    // command could start or its supervision failed. When the kernel state
+    // could not be stopped or released, they go.
     let idle_until = match &pins {
-        Some(pins) if failure.is_none() => {
+        Some(pins) if stopped.is_ok() && released.is_ok() => {
             pool.shelve(pins, options.linger, service.watchdog_pid())
         }
         _ => None,
