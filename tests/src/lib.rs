@@ -534,6 +534,44 @@ pub fn drop_idle_sets() {
     }
 }
 
+/// Removes every idle set but the newest, which the test's next run takes
+/// over: a test of what a run leaves behind then starts from nothing but the
+/// set its run uses, without removing programs a later test would have to
+/// load (and verify) again.
+pub fn keep_one_idle_set() {
+    let mut sets = idle_sets();
+    // Named `<expiry>-<pid>`: the newest expires last.
+    sets.sort_by_key(|set| {
+        set.split_once('-')
+            .and_then(|(expiry, _)| expiry.parse::<u64>().ok())
+    });
+    sets.pop();
+    for set in sets {
+        fs::remove_dir_all(Path::new(IDLE_PINS).join(&set)).unwrap();
+    }
+}
+
+/// Leaves the programs a stopped daemon pinned at `pins` idle, as a run
+/// that ends cleanly leaves its own, for the next test's run or daemon to
+/// take over (which clears every map first) instead of verifying them
+/// again; says whether it did. Only once no `pincer` process is left: a
+/// watchdog still continuing the daemon's parked tasks would write into
+/// the maps of whoever took the set over.
+pub fn shelve_pins(pins: &Path) -> bool {
+    if !pins.exists() || !wait_for(Duration::from_secs(30), || pincer_processes().is_empty()) {
+        return false;
+    }
+    let expiry = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 2 * 3600;
+    // Named as a watchdog names its set; once the test process is gone and
+    // the expiry passed, the next run's sweep removes it.
+    let idle = Path::new(IDLE_PINS).join(format!("{expiry}-{}", std::process::id()));
+    fs::create_dir_all(IDLE_PINS).is_ok() && fs::rename(pins, idle).is_ok()
+}
+
 /// Process ids of running `pincer` processes (the twin and its watchdog).
 pub fn pincer_processes() -> Vec<u32> {
     let Ok(entries) = fs::read_dir("/proc") else {

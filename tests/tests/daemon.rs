@@ -4,8 +4,10 @@
 //! count what happened, and reloads that never drop the running
 //! configuration.
 //!
-//! Every test has its own cgroup slice, pin directory and control socket,
-//! and removes its pins when it ends (`pincer daemon --uninstall`).
+//! Every test has its own cgroup slice, pin directory and control socket.
+//! When it ends, its daemon's programs are left idle for the next test to
+//! take over, as a finished run leaves its own (`pincer daemon
+//! --uninstall` when they cannot be).
 
 use std::{
     fs,
@@ -307,8 +309,12 @@ impl Drop for Host {
             let log = fs::read_to_string(self.s.path("daemon.log")).unwrap_or_default();
             eprintln!("daemon log:\n{log}");
         }
-        let _ = self.uninstall();
+        // The agents first: nothing is parked or running in the programs
+        // that go idle.
         remove_cgroups(&self.slice);
+        if !pincer_tests::shelve_pins(&self.pins) {
+            let _ = self.uninstall();
+        }
     }
 }
 
@@ -530,7 +536,9 @@ fn a_hundred_agents_each_see_only_their_own_grants() {
         assert_eq!(lines.len(), 2, "agent {i}: {out}");
         assert!(ok(lines[0]) && denied(lines[1]), "agent {i}: {out}");
     }
-    let grants = h.json(&["grants", "--agent", "a7", "--json"]).unwrap();
+    let out = h.cli(&["grants", "--agent", "a7", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let grants: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let paths: Vec<&str> = grants[0]["grants"]
         .as_array()
         .unwrap()

@@ -10,6 +10,12 @@
 # what every process was doing is printed, and whatever it left running
 # (pincer, its agents) is killed before the next test starts.
 limit=${PINCER_TEST_LIMIT:-300}
+# Loading the programs verifies them, which under emulation takes half a
+# minute or more; a run that ends cleanly leaves them idle for the next one
+# to take over. Here they wait for the next test however long this one took
+# (a test that needs a fresh load or none left says so with `--linger 0`
+# or by removing the idle sets).
+export PINCER_LINGER=${PINCER_LINGER:-2h}
 failed=0
 found=0
 
@@ -74,6 +80,10 @@ for exe in /bin/pincer-tests-*; do
             echo "==== $name $test failed with status $rc"
             failed=$((failed + 1))
         fi
+        # How many sets of programs are left idle: a test that loaded when
+        # it could have taken one over shows as a test that grew the count.
+        idle=$(ls /sys/fs/bpf/pincer-idle 2>/dev/null | wc -l)
+        echo "==== $test: $(($(cut -d. -f1 /proc/uptime) - started)) s, $idle idle set(s) after it"
     done
 done
 if [ "$found" -eq 0 ]; then
