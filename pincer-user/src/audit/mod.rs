@@ -98,6 +98,7 @@
 
 pub mod explain;
 mod lines;
+pub mod ocsf;
 mod record;
 mod summary;
 
