@@ -14,7 +14,7 @@
 
 use std::{
     fs::{File, OpenOptions},
-    io::{self, Write},
+    io::{self, BufRead, Write},
     os::unix::fs::OpenOptionsExt,
     path::{Path, PathBuf},
     time::UNIX_EPOCH,
@@ -139,6 +139,12 @@ fn str_of<'a>(object: &'a Map<String, Value>, key: &str) -> Result<&'a str, MapE
         .ok_or_else(|| missing(key))
 }
 
+/// A member pincer always writes but an event can do without (older logs
+/// lack some).
+fn optional_str<'a>(object: &'a Map<String, Value>, key: &str, default: &'a str) -> &'a str {
+    object.get(key).and_then(Value::as_str).unwrap_or(default)
+}
+
 fn u64_of(object: &Map<String, Value>, key: &str) -> Result<u64, MapError> {
     object
         .get(key)
@@ -156,19 +162,19 @@ fn operations<'a>(object: &'a Map<String, Value>) -> Result<Vec<&'a str>, MapErr
 
 impl<'a> Access<'a> {
     fn decision(record: &'a Map<String, Value>) -> Result<Self, MapError> {
-        let hook = str_of(record, "hook")?;
+        let hook = optional_str(record, "hook", "unknown");
         Ok(Self {
             record,
             pid: u64_of(record, "pid")?,
             tid: record.get("tid").and_then(Value::as_u64),
-            comm: str_of(record, "comm")?,
+            comm: optional_str(record, "comm", ""),
             exe: None,
             parent: None,
             operation: operations(record)?,
             path: str_of(record, "path")?,
             hook,
             verdict: str_of(record, "verdict")?,
-            reason: str_of(record, "reason")?,
+            reason: optional_str(record, "reason", ""),
             cgroup: record.get("cgroup").and_then(Value::as_u64),
             request: None,
             target_pid: matches!(hook, "task_kill" | "ptrace_access_check")
@@ -186,7 +192,7 @@ impl<'a> Access<'a> {
             record,
             pid: u64_of(request, "pid")?,
             tid: request.get("tid").and_then(Value::as_u64),
-            comm: str_of(request, "comm")?,
+            comm: optional_str(request, "comm", ""),
             exe: request.get("exe").and_then(Value::as_str),
             parent: request
                 .get("parents")
@@ -194,9 +200,9 @@ impl<'a> Access<'a> {
                 .and_then(|parents| parents.first()),
             operation: operations(request)?,
             path: str_of(request, "path")?,
-            hook: str_of(request, "hook")?,
+            hook: optional_str(request, "hook", "unknown"),
             verdict: str_of(record, "verdict")?,
-            reason: str_of(record, "reason")?,
+            reason: optional_str(record, "reason", ""),
             cgroup: request.get("cgroup").and_then(Value::as_u64),
             request: request.get("id").and_then(Value::as_u64),
             target_pid: None,
@@ -583,6 +589,54 @@ fn label(
     Ok(event)
 }
 
+/// Why an audit log could not be exported.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// A line is not an audit line, or a record lacks what its event needs.
+    #[error("line {line}: {problem}")]
+    Line {
+        /// Its number, from 1.
+        line: usize,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The log could not be read, or the events written.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// Writes the OCSF event of every line of an audit log that records an
+/// activity to `out`, one a line; returns how many. The chain is not
+/// checked (that is `pincer audit verify`'s work): the first line that is
+/// not an audit line stops the export.
+pub fn export(
+    mut reader: impl BufRead,
+    origin: &Origin,
+    out: &mut impl Write,
+) -> Result<usize, ExportError> {
+    let mut buf = Vec::new();
+    let mut number = 0;
+    let mut events = 0;
+    while let Some(end) = super::read_line(&mut reader, &mut buf)? {
+        number += 1;
+        let problem = |problem: String| ExportError::Line {
+            line: number,
+            problem,
+        };
+        if let Some((len, _)) = end.overlong {
+            return Err(problem(format!("{len} bytes, longer than any audit line")));
+        }
+        let line: Value = serde_json::from_slice(&buf)
+            .map_err(|e| problem(format!("not a JSON audit line ({e})")))?;
+        if let Some(event) = event(&line, origin).map_err(|e| problem(e.to_string()))? {
+            serde_json::to_writer(&mut *out, &event).map_err(io::Error::from)?;
+            out.write_all(b"\n")?;
+            events += 1;
+        }
+    }
+    Ok(events)
+}
+
 /// The OCSF file written beside the audit log. A write that fails is
 /// logged and counted, never passed on: the audit log and enforcement go
 /// on without the SIEM's copy.
@@ -760,6 +814,27 @@ mod tests {
         bad["time"] = json!("yesterday");
         assert!(event(&bad, &origin()).is_err());
         assert!(event(&json!([1]), &origin()).is_err());
+    }
+
+    #[test]
+    fn an_export_names_the_first_bad_line() {
+        let good = decision("file_open", &["read"], "/x", "deny").to_string();
+        let log = format!("{good}\n{{\"chain\":\"close\"}}\n{good}\n");
+        let mut out = Vec::new();
+        assert_eq!(export(log.as_bytes(), &origin(), &mut out).unwrap(), 2);
+        assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 2);
+
+        let log = format!("{good}\n{good}\n{{\"time\":\n");
+        let error = export(log.as_bytes(), &origin(), &mut Vec::new()).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("line 3: not a JSON audit line"),
+            "{error}"
+        );
+        let log = format!("{good}\n{}\n", good.replace("\"pid\":10,", ""));
+        let error = export(log.as_bytes(), &origin(), &mut Vec::new()).unwrap_err();
+        assert_eq!(error.to_string(), "line 2: no valid pid");
     }
 
     #[test]
