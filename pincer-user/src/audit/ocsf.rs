@@ -152,7 +152,7 @@ fn u64_of(object: &Map<String, Value>, key: &str) -> Result<u64, MapError> {
         .ok_or_else(|| missing(key))
 }
 
-fn operations<'a>(object: &'a Map<String, Value>) -> Result<Vec<&'a str>, MapError> {
+fn operations(object: &Map<String, Value>) -> Result<Vec<&str>, MapError> {
     object
         .get("operation")
         .and_then(Value::as_array)
@@ -932,7 +932,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("audit.jsonl");
             let mut log = AuditLog::open(Some(&path), "docs").unwrap();
-            for hook in pincer_common::hook::ALL.iter() {
+            for hook in &pincer_common::hook::ALL {
                 for (verdict, ops, path) in [
                     ("allow", &["read"][..], "/srv/a.txt"),
                     ("deny", &["write", "create"][..], "/srv/new"),
