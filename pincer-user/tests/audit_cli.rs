@@ -1,4 +1,4 @@
-//! `pincer audit verify` and `summary` as a script sees them: their exit
+//! `pincer audit verify`, `summary` and `export` as a script sees them: their exit
 //! status and what they print, on logs intact, cut, edited, missing and
 //! hostile.
 
@@ -125,4 +125,49 @@ fn a_log_that_cannot_be_read_exits_2_naming_the_log() {
     let (code, _, err) = code_and_out(&pincer(&["audit", "summary", path.to_str().unwrap()]));
     assert_eq!(code, 2);
     assert!(err.contains("failed to read audit key"), "{err}");
+}
+
+#[test]
+fn export_prints_one_ocsf_event_per_access() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = common::audit_run_log(
+        dir.path().join("audit.jsonl"),
+        "m",
+        &[(&["read"], "/srv/a"), (&["create"], "/srv/new")],
+    );
+    let (code, out, err) = code_and_out(&pincer(&[
+        "audit",
+        "export",
+        "--format",
+        "ocsf",
+        "--from",
+        path.to_str().unwrap(),
+        "--hostname",
+        "build-host",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    let events: Vec<serde_json::Value> = out
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    // Two decisions; the close line is no event.
+    assert_eq!(events.len(), 2, "{out}");
+    let activities: Vec<_> = events
+        .iter()
+        .map(|e| (e["type_uid"].as_u64(), e["file"]["path"].as_str()))
+        .collect();
+    assert_eq!(
+        activities,
+        [
+            (Some(100102), Some("/srv/a")),
+            (Some(100101), Some("/srv/new"))
+        ]
+    );
+    assert!(
+        events
+            .iter()
+            .all(|e| e["device"]["hostname"] == "build-host"
+                && e["metadata"]["version"] == "1.5.0"
+                && e.get("mac").is_none())
+    );
 }

@@ -673,6 +673,26 @@ fn cases() -> Vec<Case> {
             "[daemon]\naudit = \"/var/log/a.jsonl\"\naudit_key = \"/var/log/a.jsonl\"\n",
         ),
         Case::daemon(
+            "daemon-siem-relative",
+            "relative `daemon.siem`",
+            "[daemon]\nsiem = \"ocsf.jsonl\"\n",
+        ),
+        Case::daemon(
+            "daemon-siem-is-log",
+            "SIEM export to the audit log itself",
+            "[daemon]\naudit = \"/var/log/a.jsonl\"\nsiem = \"/var/log/a.jsonl\"\n",
+        ),
+        Case::daemon(
+            "daemon-siem-unknown-format",
+            "unknown SIEM format",
+            "[daemon]\nsiem = \"/var/log/o.jsonl\"\nsiem_format = \"cef\"\n",
+        ),
+        Case::daemon(
+            "daemon-siem-format-alone",
+            "`siem_format` without `siem`",
+            "[daemon]\nsiem_format = \"ocsf\"\n",
+        ),
+        Case::daemon(
             "daemon-metrics-hostname",
             "metrics address with a host name",
             "[daemon]\nmetrics = \"localhost:9464\"\n",
@@ -964,6 +984,26 @@ fn cases() -> Vec<Case> {
             "audit log that does not exist",
             &["verify", "absent.jsonl"],
             |_| {},
+        ),
+        Case::audit(
+            "audit-export-malformed-line",
+            "audit log to export with a line that is not JSON",
+            &["export", "--format", "ocsf", "--from", "a.jsonl"],
+            |dir| {
+                let path = run_log(dir);
+                let text = fs::read_to_string(&path).unwrap();
+                // First: a line written before it would put its event on stdout,
+                // whose time changes with every run.
+                fs::write(&path, format!("{{\"time\":\n{text}")).unwrap();
+            },
+        ),
+        Case::audit(
+            "audit-export-unknown-format",
+            "audit export to an unknown format",
+            &["export", "--format", "cef", "--from", "a.jsonl"],
+            |dir| {
+                audit_log(dir, true);
+            },
         ),
         Case::audit(
             "audit-log-directory",

@@ -98,6 +98,7 @@
 
 pub mod explain;
 mod lines;
+pub mod ocsf;
 mod record;
 mod summary;
 
@@ -640,6 +641,8 @@ pub struct AuditLog {
     /// Records written by this writer, for the close line.
     records: u64,
     closed: bool,
+    /// Where each record also goes as an OCSF event, outside the chain.
+    siem: Option<ocsf::SiemFile>,
 }
 
 impl AuditLog {
@@ -669,6 +672,7 @@ impl AuditLog {
             },
             records: 0,
             closed: false,
+            siem: None,
         };
         // Now rather than at the first record: a malformed last line is
         // reported when the log is opened.
@@ -686,9 +690,28 @@ impl AuditLog {
             .strip_prefix('{')
             .and_then(|o| o.strip_suffix('}'))
             .ok_or(AuditError::NotAnObject)?;
-        self.append(members, true)?;
+        let line = self.append(members, true)?;
         self.records += 1;
+        // After the chained line, and whatever becomes of it: the SIEM's
+        // copy never holds up the log or the decision behind it.
+        if let Some(siem) = &mut self.siem {
+            siem.write_line(line.trim_end());
+        }
         Ok(())
+    }
+
+    /// Writes every record from now on also to `path` as an OCSF event
+    /// ([`ocsf`]), one JSON object a line, outside the chain. Failures to
+    /// write there are logged and counted, never returned.
+    #[must_use]
+    pub fn with_siem(mut self, path: Option<&Path>) -> Self {
+        self.siem = path.map(ocsf::SiemFile::open);
+        self
+    }
+
+    /// How many OCSF events could not be written (none without an export).
+    pub fn siem_failures(&self) -> u64 {
+        self.siem.as_ref().map_or(0, ocsf::SiemFile::failures)
     }
 
     /// Ends the log with its close line, which tells `verify` that nothing
@@ -716,10 +739,11 @@ impl AuditLog {
         }
         self.closed = true;
         let members = format!("\"chain\":\"close\",\"records\":{}", self.records);
-        self.append(&members, false)
+        self.append(&members, false).map(drop)
     }
 
-    fn append(&mut self, members: &str, is_record: bool) -> Result<(), AuditError> {
+    /// Writes one line and returns it.
+    fn append(&mut self, members: &str, is_record: bool) -> Result<String, AuditError> {
         let chain = &mut self.chain;
         match &mut self.file {
             Some(file) => file.locked(|file| {
@@ -727,7 +751,7 @@ impl AuditLog {
                 let (line, next) = chain.seal(members, is_record)?;
                 file.write(&line)?;
                 chain.next = next;
-                Ok(())
+                Ok(line)
             }),
             None => {
                 let (line, next) = chain.seal(members, is_record)?;
@@ -736,7 +760,7 @@ impl AuditLog {
                     .write_all(line.as_bytes())
                     .map_err(AuditError::Write)?;
                 chain.next = next;
-                Ok(())
+                Ok(line)
             }
         }
     }
@@ -1516,6 +1540,42 @@ mod tests {
         log.record(&decision(0)).unwrap();
         log.close().unwrap();
         assert!(assert_intact(&verify_with_default_key(&path), 2, 0).is_empty());
+    }
+
+    #[test]
+    fn records_also_go_to_the_siem_file_outside_the_chain() {
+        let (dir, path) = temp_log_path();
+        let siem = dir.path().join("ocsf.jsonl");
+        let mut log = AuditLog::open(Some(&path), "m")
+            .unwrap()
+            .with_siem(Some(&siem));
+        log.record(&Record::Decision(&decision(0))).unwrap();
+        log.record(&Record::Counters {
+            counters: Default::default(),
+        })
+        .unwrap();
+        log.close().unwrap();
+        let events = lines(&siem);
+        // The counters are no activity, and the close line no record.
+        assert_eq!(events.len(), 1, "{events:?}");
+        let event = json(&events[0]);
+        assert_eq!(event["class_uid"], 1001);
+        assert!(event.get("mac").is_none() && event.get("prev").is_none());
+        assert!(assert_intact(&verify_with_default_key(&path), 3, 0).is_empty());
+    }
+
+    #[test]
+    fn a_siem_file_that_cannot_be_written_stops_nothing() {
+        let (dir, path) = temp_log_path();
+        // A directory: opening it for writing fails, every time.
+        let mut log = AuditLog::open(Some(&path), "m")
+            .unwrap()
+            .with_siem(Some(dir.path()));
+        log.record(&Record::Decision(&decision(0))).unwrap();
+        log.record(&Record::Decision(&decision(1))).unwrap();
+        assert_eq!(log.siem_failures(), 2);
+        log.close().unwrap();
+        assert!(assert_intact(&verify_with_default_key(&path), 3, 0).is_empty());
     }
 
     #[test]

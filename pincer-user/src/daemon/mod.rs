@@ -277,7 +277,8 @@ fn serve(
         Some(&config.daemon.audit),
         "pincer-daemon",
         AuditKey::File(config.daemon.audit_key_path()),
-    )?;
+    )?
+    .with_siem(config.daemon.siem.as_deref());
     let control = ControlServer::bind(&config.daemon.socket)?;
     let journal = paths::journal_dir(&config.daemon.socket);
     fs::create_dir_all(&journal).map_err(io_error(format!("creating {}", journal.display())))?;

@@ -84,6 +84,11 @@ pub struct RunOptions {
     /// + `.key`, created when missing); keep it out of the mission.
     #[arg(long, value_name = "FILE", requires = "audit")]
     pub audit_key: Option<PathBuf>,
+    /// Also append every audit record to this file as an OCSF event (JSON
+    /// lines, for a SIEM), outside the HMAC chain, which stays on the audit
+    /// log.
+    #[arg(long, value_name = "FILE")]
+    pub siem: Option<PathBuf>,
     /// Audit granted accesses too (verbose).
     #[arg(long)]
     pub log_allowed: bool,
@@ -236,11 +241,10 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         || AuditKey::default_for(options.audit.as_deref()),
         AuditKey::File,
     );
-    let audit = UntilConfined(Some(AuditLog::open_with_key(
-        options.audit.as_deref(),
-        &mission.name,
-        key,
-    )?));
+    let audit = UntilConfined(Some(
+        AuditLog::open_with_key(options.audit.as_deref(), &mission.name, key)?
+            .with_siem(options.siem.as_deref()),
+    ));
     let root = cgroup::cgroup2_mount()?;
     for stale in cgroup::sweep_stale(&root) {
         tracing::info!(cgroup = %stale.display(), "removed a stale agent cgroup");
@@ -429,8 +433,11 @@ fn run_registered(
     own: &Own,
     forwarded_set: &SigSet,
 ) -> Result<i32, RunError> {
-    if options.audit.is_some() {
-        tracing::warn!("a daemon confines this command: decisions go to the daemon's audit log");
+    if options.audit.is_some() || options.siem.is_some() {
+        tracing::warn!(
+            "a daemon confines this command: decisions go to the daemon's audit log \
+             (and its OCSF export, when its configuration has one)"
+        );
     }
     let root = cgroup::cgroup2_mount()?;
     let cgroup = AgentCgroup::create(&root, &cgroup::run_cgroup_name(std::process::id()))?;

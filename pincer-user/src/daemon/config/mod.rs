@@ -9,6 +9,8 @@
 //! on_stop = "keep"                         # "keep" (the default) or "remove"
 //! audit = "/var/log/pincer/audit.jsonl"    # audit log, JSON lines (the default)
 //! audit_key = "/var/lib/pincer/audit.key"  # by default the audit path + ".key"
+//! siem = "/var/log/pincer/ocsf.jsonl"      # audit records also as SIEM events; none by default
+//! siem_format = "ocsf"                     # their format: "ocsf" (the default, and the only one)
 //! metrics = "127.0.0.1:9464"               # Prometheus endpoint; none by default
 //! log_format = "text"                      # "text" (the default) or "json"
 //! cgroup_root = "/sys/fs/cgroup"           # the cgroup v2 mount (the default)
@@ -35,6 +37,11 @@
 //! - `socket`, `pin_dir`, `audit`, `audit_key` and `cgroup_root` must be
 //!   absolute paths, so that they do not depend on the directory the daemon
 //!   starts in. `audit_key` must not be the audit log itself.
+//! - `siem`, when set, receives every audit record that records an activity
+//!   as an event in `siem_format` (OCSF 1.5.0 JSON lines, see
+//!   [`crate::audit::ocsf`]), besides the audit log, whose HMAC chain it
+//!   does not carry. It must be an absolute path, neither the audit log nor
+//!   its key; `siem_format` without `siem` is refused.
 //! - `on_stop`: with `"keep"`, stopping the daemon (SIGTERM) leaves the
 //!   programs' links and maps pinned in `pin_dir`, so enforcement continues
 //!   without the daemon; with `"remove"` it removes the pins, and
@@ -166,6 +173,10 @@ pub struct DaemonConfig {
     /// The audit log's key file as written; see
     /// [`DaemonConfig::audit_key_path`] for the one to use.
     pub audit_key: Option<PathBuf>,
+    /// Where audit records also go as SIEM events, if anywhere.
+    pub siem: Option<PathBuf>,
+    /// The format of those events.
+    pub siem_format: SiemFormat,
     /// Where the Prometheus endpoint listens, if there is one.
     pub metrics: Option<SocketAddr>,
     /// How the daemon's own log lines are written.
@@ -186,6 +197,8 @@ impl Default for DaemonConfig {
             on_stop: OnStop::default(),
             audit: PathBuf::from(DEFAULT_AUDIT),
             audit_key: None,
+            siem: None,
+            siem_format: SiemFormat::default(),
             metrics: None,
             log_format: LogFormat::default(),
             cgroup_root: PathBuf::from(DEFAULT_CGROUP_ROOT),
@@ -227,6 +240,16 @@ pub enum LogFormat {
 }
 
 named!(LogFormat: "text" => Text, "json" => Json);
+
+/// The format of the SIEM export.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum SiemFormat {
+    /// OCSF events, one JSON object a line.
+    #[default]
+    Ocsf,
+}
+
+named!(SiemFormat: "ocsf" => Ocsf);
 
 /// One `[[agent]]` entry.
 ///
@@ -332,6 +355,14 @@ impl Config {
                     "# audit_key is not set: the key is {}",
                     path_string(&daemon.audit_key_path())
                 ),
+            },
+            match &daemon.siem {
+                Some(siem) => format!(
+                    "{}\n{}",
+                    setting("siem", &path_string(siem)),
+                    setting("siem_format", &toml_string(&daemon.siem_format.to_string()))
+                ),
+                None => "# siem is not set: no SIEM export".to_owned(),
             },
             match &daemon.metrics {
                 Some(address) => setting("metrics", &toml_string(&address.to_string())),
@@ -465,6 +496,8 @@ fn parse_daemon(doc: &Document<'_>, table: &Field<'_>) -> Result<DaemonConfig, T
         on_stop,
         audit,
         audit_key,
+        siem,
+        siem_format,
         metrics,
         log_format,
         cgroup_root,
@@ -478,6 +511,8 @@ fn parse_daemon(doc: &Document<'_>, table: &Field<'_>) -> Result<DaemonConfig, T
             "on_stop",
             "audit",
             "audit_key",
+            "siem",
+            "siem_format",
             "metrics",
             "log_format",
             "cgroup_root",
@@ -505,6 +540,26 @@ fn parse_daemon(doc: &Document<'_>, table: &Field<'_>) -> Result<DaemonConfig, T
             return Err(doc.error(&field, "must not be the audit log itself"));
         }
         config.audit_key = Some(key);
+    }
+    if let Some(field) = &siem {
+        let path = absolute_path(doc, field)?;
+        // Either would be garbled by lines of another kind.
+        if path == config.audit {
+            return Err(doc.error(field, "must not be the audit log itself"));
+        }
+        if path == config.audit_key_path() {
+            return Err(doc.error(field, "must not be the audit log's key"));
+        }
+        config.siem = Some(path);
+    }
+    if let Some(field) = siem_format {
+        if siem.is_none() {
+            return Err(doc.error(
+                &field,
+                "is set but daemon.siem is not: set siem to the file the events go to",
+            ));
+        }
+        config.siem_format = choice(doc, &field, SiemFormat::NAMES)?;
     }
     if let Some(field) = metrics {
         let text = doc.string(&field)?;
@@ -806,6 +861,8 @@ mod tests {
                 on_stop: OnStop::Remove,
                 audit: PathBuf::from("/var/log/p/audit.jsonl"),
                 audit_key: Some(PathBuf::from("/var/lib/p/audit.key")),
+                siem: Some(PathBuf::from("/var/log/p/ocsf.jsonl")),
+                siem_format: SiemFormat::Ocsf,
                 metrics: Some("[::1]:9464".parse().unwrap()),
                 log_format: LogFormat::Json,
                 cgroup_root: PathBuf::from("/mnt/cgroup2"),
@@ -835,12 +892,12 @@ mod tests {
             Path::new("/etc/pincer/missions/claude.toml")
         );
         assert_eq!(claude.mode, Some(Mode::Ask));
-        assert_eq!((claude.number, claude.line), (1, 17));
+        assert_eq!((claude.number, claude.line), (1, 19));
         assert_eq!(codex.name, "codex_2.0-beta");
         // Relative to the configuration's directory.
         assert_eq!(codex.mission, Path::new("/etc/pincer/missions/codex.toml"));
         assert_eq!(codex.mode, None);
-        assert_eq!((codex.number, codex.line), (2, 23));
+        assert_eq!((codex.number, codex.line), (2, 25));
     }
 
     #[test]
@@ -869,8 +926,8 @@ mod tests {
                 8,
                 field("daemon.sokcet"),
                 "unknown field `sokcet`, expected one of `socket`, `pin_dir`, `on_stop`, \
-                 `audit`, `audit_key`, `metrics`, `log_format`, `cgroup_root`, `scan_every`, \
-                 `ring_bytes`"
+                 `audit`, `audit_key`, `siem`, `siem_format`, `metrics`, `log_format`, \
+                 `cgroup_root`, `scan_every`, `ring_bytes`"
                     .to_owned()
             )
         );
@@ -903,8 +960,8 @@ mod tests {
             error.to_string(),
             format!(
                 "{}:2:1: daemon.bogus: unknown field `bogus`, expected one of `socket`, \
-                 `pin_dir`, `on_stop`, `audit`, `audit_key`, `metrics`, `log_format`, \
-                 `cgroup_root`, `scan_every`, `ring_bytes`",
+                 `pin_dir`, `on_stop`, `audit`, `audit_key`, `siem`, `siem_format`, \
+                 `metrics`, `log_format`, `cgroup_root`, `scan_every`, `ring_bytes`",
                 path.display()
             )
         );
@@ -1499,6 +1556,7 @@ pin_dir = "/sys/fs/bpf/pincer"
 on_stop = "keep"
 audit = "/var/log/pincer/audit.jsonl"
 # audit_key is not set: the key is "/var/log/pincer/audit.jsonl.key"
+# siem is not set: no SIEM export
 # metrics is not set: no Prometheus endpoint
 log_format = "text"
 cgroup_root = "/sys/fs/cgroup"
@@ -1510,6 +1568,10 @@ ring_bytes = 262144
         );
         let full = parse(FULL).unwrap().render();
         assert!(full.contains("\nmetrics = \"[::1]:9464\"\n"), "{full}");
+        assert!(
+            full.contains("\nsiem = \"/var/log/p/ocsf.jsonl\"\nsiem_format = \"ocsf\"\n"),
+            "{full}"
+        );
         assert!(full.contains("\nscan_every = \"250ms\"\n"), "{full}");
         assert!(
             full.contains("\nmission = \"/etc/pincer/missions/codex.toml\"\n# mode is not set"),
