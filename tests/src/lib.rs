@@ -799,12 +799,13 @@ impl Terminal {
         self.read_until_times(needle, 1)
     }
 
-    /// Reads the screen until it shows `needle` `times` times (a minute at
-    /// most), wherever other lines fall between them; returns whether it
-    /// did.
+    /// Reads the screen until it shows `needle` `times` times, wherever
+    /// other lines fall between them; returns whether it did. Generous: the
+    /// first prompt may follow a load of the programs, which under
+    /// emulation on a busy machine takes minutes.
     pub fn read_until_times(&mut self, needle: &str, times: usize) -> bool {
         let (master, screen) = (&mut self.master, &mut self.screen);
-        wait_for(Duration::from_secs(60), || {
+        wait_for(Duration::from_secs(200), || {
             let mut buf = [0u8; 4096];
             if let Ok(n) = std::io::Read::read(master, &mut buf) {
                 screen.push_str(&String::from_utf8_lossy(&buf[..n]));

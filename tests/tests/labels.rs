@@ -559,7 +559,9 @@ fn what_lands_in_a_source_directory_later_is_a_source() {
             .unwrap(),
     );
     assert!(
-        pincer_tests::wait_for(Duration::from_secs(60), || s.path("project/ready").exists()),
+        pincer_tests::wait_for(Duration::from_secs(200), || s
+            .path("project/ready")
+            .exists()),
         "the agent never started"
     );
     // Saved by a program outside every agent (a browser), once the agent

@@ -519,7 +519,7 @@ fn identical_requests_share_one_prompt_and_one_verdict() {
         format!("{probe} read {secret} & {probe} read {secret} & wait")
     });
     assert!(
-        wait_for(Duration::from_secs(60), || stopped_probes() == 2),
+        wait_for(Duration::from_secs(200), || stopped_probes() == 2),
         "both readers are parked"
     );
     let requests = wait_pending(1);

@@ -83,8 +83,19 @@ fn cargo_fuzz(stub: &Path) -> Command {
     cmd
 }
 
+/// How the targets are compiled.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Build {
+    /// Optimized, for long runs (`cargo xtask fuzz`).
+    Optimized,
+    /// Unoptimized, for the test command's brief runs: the instrumented
+    /// build of every dependency takes about half as long, and a few
+    /// seconds replay the corpus and try thousands of inputs either way.
+    Quick,
+}
+
 /// Checks the fuzz crate's formatting and lints, and builds every target.
-pub fn build() -> Result<PathBuf> {
+pub fn build(how: Build) -> Result<PathBuf> {
     setup::ensure_cargo_fuzz()?;
     let stub = stub_object()?;
     let manifest = fuzz_dir().join("Cargo.toml");
@@ -110,15 +121,20 @@ pub fn build() -> Result<PathBuf> {
     say!("fuzz: building the targets");
     // `cargo fuzz build` takes no `--locked`: the lints above, which do, have
     // checked that `fuzz/Cargo.lock` is up to date.
-    process::run(
-        cargo_fuzz(&stub)
-            .args(["fuzz", "build", "--sanitizer", SANITIZER, "--fuzz-dir"])
-            .arg(fuzz_dir())
-            .arg("--target-dir")
-            .arg(target_dir()),
-    )
-    .context("building the fuzz targets")?;
-    Ok(target_dir().join(host_triple()?).join("release"))
+    let mut cmd = cargo_fuzz(&stub);
+    cmd.args(["fuzz", "build", "--sanitizer", SANITIZER, "--fuzz-dir"])
+        .arg(fuzz_dir())
+        .arg("--target-dir")
+        .arg(target_dir());
+    let profile = match how {
+        Build::Optimized => "release",
+        Build::Quick => {
+            cmd.arg("--dev");
+            "debug"
+        }
+    };
+    process::run(&mut cmd).context("building the fuzz targets")?;
+    Ok(target_dir().join(host_triple()?).join(profile))
 }
 
 /// What a run of one target did.
@@ -130,9 +146,9 @@ pub struct Outcome {
 
 /// Builds the targets and runs each of `targets` for `seconds`, from a copy
 /// of its committed corpus; returns one outcome per target.
-pub fn run(targets: &[&'static str], seconds: u64) -> Result<Vec<Outcome>> {
+pub fn run(targets: &[&'static str], seconds: u64, how: Build) -> Result<Vec<Outcome>> {
     let started = Instant::now();
-    let binaries = build()?;
+    let binaries = build(how)?;
     say!("fuzz: built in {:.0} s", started.elapsed().as_secs_f64());
     targets
         .iter()
@@ -220,7 +236,7 @@ pub fn command(target: Option<&str>, seconds: u64) -> Result<u8> {
         },
         None => TARGETS.to_vec(),
     };
-    let outcomes = run(&targets, seconds)?;
+    let outcomes = run(&targets, seconds, Build::Optimized)?;
     let failed: Vec<&str> = outcomes
         .iter()
         .filter(|o| !o.ok)

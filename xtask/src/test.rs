@@ -210,7 +210,7 @@ fn host(tally: &mut Tally) {
     // broke in a parser or a verifier that the seeds or the first mutations
     // reach. A target that crashes fails this step.
     say!("host: fuzz targets ({} s each)", fuzz::BRIEF_SECONDS);
-    match fuzz::run(fuzz::TARGETS, fuzz::BRIEF_SECONDS) {
+    match fuzz::run(fuzz::TARGETS, fuzz::BRIEF_SECONDS, fuzz::Build::Quick) {
         Ok(outcomes) => {
             for outcome in outcomes.iter().filter(|o| !o.ok) {
                 tally.step_failed(format!("fuzz target {}", outcome.target), 0);
