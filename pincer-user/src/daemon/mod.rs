@@ -355,6 +355,10 @@ fn serve(
         );
         daemon.publish();
         let mut scan = tokio::time::interval(daemon.config.daemon.scan_every);
+        // A scan slower than the period (many cgroups, a busy machine) waits
+        // a whole period before the next rather than catching up at once:
+        // the control socket and the events get their turn in between.
+        scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 step = daemon.service.step() => {
