@@ -490,7 +490,7 @@ pub fn guarded_pids() -> Vec<u32> {
 /// and then once a second: iterating them while the last descriptors are
 /// being closed coincided with soft lockups of the 6.1 guest.
 pub fn leftovers_after_exit() -> Vec<String> {
-    let gone = wait_for(Duration::from_secs(120), || pincer_processes().is_empty());
+    let gone = wait_for(Duration::from_secs(250), || pincer_processes().is_empty());
     if !gone {
         return pincer_processes()
             .into_iter()
@@ -633,7 +633,7 @@ pub fn pending() -> Vec<serde_json::Value> {
 /// busy machine (6.1 checks about two million instructions) takes a while.
 pub fn wait_pending(n: usize) -> Vec<serde_json::Value> {
     let mut found = Vec::new();
-    let ok = wait_for(Duration::from_secs(150), || {
+    let ok = wait_for(Duration::from_secs(250), || {
         found = pending();
         found.len() == n
     });
@@ -805,7 +805,7 @@ impl Terminal {
     /// emulation on a busy machine takes minutes.
     pub fn read_until_times(&mut self, needle: &str, times: usize) -> bool {
         let (master, screen) = (&mut self.master, &mut self.screen);
-        wait_for(Duration::from_secs(200), || {
+        wait_for(Duration::from_secs(250), || {
             let mut buf = [0u8; 4096];
             if let Ok(n) = std::io::Read::read(master, &mut buf) {
                 screen.push_str(&String::from_utf8_lossy(&buf[..n]));

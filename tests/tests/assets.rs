@@ -308,7 +308,7 @@ fn the_owner_sees_the_nodes_and_pins_or_drops_them() {
     // Once the email is read it is fetched; the others are unknown.
     let mut listed = None;
     assert!(
-        pincer_tests::wait_for(std::time::Duration::from_secs(150), || {
+        pincer_tests::wait_for(std::time::Duration::from_secs(250), || {
             listed = nodes().filter(|n| n[0]["status"] == "fetched");
             listed.is_some()
         }),
@@ -405,7 +405,7 @@ fn revoking_the_emails_source_takes_back_what_it_admitted() {
         .stdout(std::process::Stdio::piped());
     let mut agent = pincer_tests::Reaped(command.spawn().unwrap());
     assert!(
-        pincer_tests::wait_for(std::time::Duration::from_secs(150), || {
+        pincer_tests::wait_for(std::time::Duration::from_secs(250), || {
             nodes()
                 .is_some_and(|n| n[1]["status"] == "identified" && n[2]["status"] == "identified")
         }),

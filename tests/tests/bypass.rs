@@ -540,7 +540,7 @@ fn an_asking_agent_using_io_uring_is_denied_at_once_not_parked() {
 }
 
 /// Listens on `socket` and sends each of `fds`, in order, to one
-/// connection (`SCM_RIGHTS`). Gives up, failing the thread, after 200 s
+/// connection (`SCM_RIGHTS`). Gives up, failing the thread, after 250 s
 /// without a connection (the run may load its programs first): a probe
 /// that never connects fails the test instead of leaving it waiting.
 fn send_on_connect(socket: &std::path::Path, fds: Vec<OwnedFd>) -> thread::JoinHandle<()> {
@@ -548,7 +548,7 @@ fn send_on_connect(socket: &std::path::Path, fds: Vec<OwnedFd>) -> thread::JoinH
     listener.set_nonblocking(true).unwrap();
     thread::spawn(move || {
         for fd in fds {
-            let deadline = Instant::now() + Duration::from_secs(200);
+            let deadline = Instant::now() + Duration::from_secs(250);
             let stream = loop {
                 match listener.accept() {
                     Ok((stream, _)) => break stream,
@@ -714,7 +714,7 @@ fn every_thread_of_the_twin_is_guarded() {
     let mut run = Reaped(command.stdout(Stdio::piped()).spawn().unwrap());
     let twin = run.0.id();
     assert!(
-        wait_for(Duration::from_secs(120), || fs::metadata(&ready).is_ok()),
+        wait_for(Duration::from_secs(250), || fs::metadata(&ready).is_ok()),
         "the agent runs"
     );
     let task = format!("/proc/{twin}/task");
@@ -736,7 +736,7 @@ fn every_thread_of_the_twin_is_guarded() {
     let mut seen = Vec::new();
     let mut thread = None;
     assert!(
-        wait_for(Duration::from_secs(200), || {
+        wait_for(Duration::from_secs(250), || {
             let now = threads();
             thread = now.iter().copied().filter(|tid| seen.contains(tid)).max();
             seen = now;
@@ -1547,7 +1547,7 @@ fn one_run_cannot_free_another_and_a_killed_run_stays_confined() {
     );
     let run_b = b.0.id();
     let mut watchdog = None;
-    assert!(pincer_tests::wait_for(Duration::from_secs(200), || {
+    assert!(pincer_tests::wait_for(Duration::from_secs(250), || {
         watchdog = watchdog_of(run_b);
         watchdog.is_some()
     }));

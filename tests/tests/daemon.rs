@@ -135,7 +135,7 @@ impl Host {
         // The daemon answers once its programs are loaded and verified,
         // which under emulation on a busy machine takes minutes.
         assert!(
-            wait_for(Duration::from_secs(200), || self.agent_count()
+            wait_for(Duration::from_secs(250), || self.agent_count()
                 == Some(agents)),
             "the daemon never confined {agents} cgroups"
         );
@@ -541,7 +541,7 @@ fn a_hundred_agents_each_see_only_their_own_grants() {
     // a hundred takes it longer than a client waits, so ask once it is
     // through.
     assert!(
-        wait_for(Duration::from_secs(120), || h.s.denials().len() >= N),
+        wait_for(Duration::from_secs(250), || h.s.denials().len() >= N),
         "{} refusals reported",
         h.s.denials().len()
     );
@@ -549,7 +549,7 @@ fn a_hundred_agents_each_see_only_their_own_grants() {
     // a busy emulated machine, may take longer: ask again until it answers.
     let mut out = None;
     assert!(
-        wait_for(Duration::from_secs(120), || {
+        wait_for(Duration::from_secs(250), || {
             let answer = h.cli(&["grants", "--agent", "a7", "--json"]);
             let ok = answer.status.success();
             out = Some(answer);
@@ -759,7 +759,7 @@ fn pincer_run_registers_with_a_running_daemon() {
         ),
     );
     let mut listed = serde_json::Value::Null;
-    assert!(wait_for(Duration::from_secs(200), || {
+    assert!(wait_for(Duration::from_secs(250), || {
         listed = h.json(&["agents", "--json"]).unwrap_or_default();
         listed.as_array().is_some_and(|a| a.len() == 1)
     }));

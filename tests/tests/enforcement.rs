@@ -137,7 +137,7 @@ fn process_outside_the_cgroup_is_unaffected() {
         .unwrap();
     let _agent = Reaped(agent);
     assert!(
-        wait_for(Duration::from_secs(120), || !agent_cgroups().is_empty()),
+        wait_for(Duration::from_secs(250), || !agent_cgroups().is_empty()),
         "the agent cgroup appears"
     );
     // This test process is outside every agent cgroup.
@@ -273,7 +273,7 @@ fn nothing_is_left_behind_after_sigterm() {
         .unwrap();
     let mut child = Reaped(child);
     assert!(
-        wait_for(Duration::from_secs(120), || !agent_cgroups().is_empty()),
+        wait_for(Duration::from_secs(250), || !agent_cgroups().is_empty()),
         "the agent cgroup appears"
     );
     assert!(
@@ -360,7 +360,7 @@ fn a_file_moved_out_of_the_tree_is_no_longer_granted() {
             .spawn()
             .unwrap(),
     );
-    assert!(wait_for(Duration::from_secs(120), || s
+    assert!(wait_for(Duration::from_secs(250), || s
         .path("project/ready")
         .exists()));
     fs::rename(s.path("project/a.txt"), s.path("secret/a.txt")).unwrap();
@@ -396,7 +396,7 @@ fn a_file_linked_out_of_the_tree_is_no_longer_granted_once_its_name_there_is_gon
             .spawn()
             .unwrap(),
     );
-    assert!(wait_for(Duration::from_secs(120), || s
+    assert!(wait_for(Duration::from_secs(250), || s
         .path("project/ready")
         .exists()));
     fs::hard_link(s.path("project/a.txt"), s.path("secret/a.txt")).unwrap();

@@ -229,7 +229,7 @@ fn only_the_owner_allows_a_change_to_a_policy_file() {
         &s,
         &format!("{probe} append {claude} first; {probe} append {claude} second"),
     );
-    let parked = pincer_tests::wait_for(Duration::from_secs(150), || {
+    let parked = pincer_tests::wait_for(Duration::from_secs(250), || {
         !pincer_tests::pending().is_empty()
     });
     if !parked {
@@ -559,7 +559,7 @@ fn what_lands_in_a_source_directory_later_is_a_source() {
             .unwrap(),
     );
     assert!(
-        pincer_tests::wait_for(Duration::from_secs(200), || s
+        pincer_tests::wait_for(Duration::from_secs(250), || s
             .path("project/ready")
             .exists()),
         "the agent never started"

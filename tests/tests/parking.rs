@@ -379,7 +379,7 @@ fn a_ring_buffer_overflow_denies_every_overflowed_request() {
             .spawn()
             .unwrap(),
     );
-    assert!(wait_for(Duration::from_secs(120), || s
+    assert!(wait_for(Duration::from_secs(250), || s
         .path("project/ready")
         .exists()));
     // Stop the twin so nothing drains the ring during the burst.
@@ -519,7 +519,7 @@ fn identical_requests_share_one_prompt_and_one_verdict() {
         format!("{probe} read {secret} & {probe} read {secret} & wait")
     });
     assert!(
-        wait_for(Duration::from_secs(200), || stopped_probes() == 2),
+        wait_for(Duration::from_secs(250), || stopped_probes() == 2),
         "both readers are parked"
     );
     let requests = wait_pending(1);
