@@ -693,6 +693,17 @@ fn cases() -> Vec<Case> {
             "[daemon]\nsiem_format = \"ocsf\"\n",
         ),
         Case::daemon(
+            "daemon-source-relative",
+            "relative `[[source]]` path in the daemon configuration",
+            "[[source]]\npath = \"downloads\"\n",
+        ),
+        Case::daemon(
+            "daemon-source-missing",
+            "daemon `[[source]]` that does not exist, at `--check`",
+            "[[source]]\npath = \"[DIR]/absent\"\n\n[[agent]]\nname = \"a\"\ncgroup = \"agents/*\"\nmission = \"m.toml\"\n",
+        )
+        .file("m.toml", "[mission]\nname = \"m\"\n", 0o644),
+        Case::daemon(
             "daemon-metrics-hostname",
             "metrics address with a host name",
             "[daemon]\nmetrics = \"localhost:9464\"\n",

@@ -151,6 +151,9 @@ impl Daemon {
         registered_by: Option<u32>,
         run: &[RunGrant],
     ) -> Result<(), DaemonError> {
+        // The configuration's sources are every agent's, registered runs'
+        // included.
+        let mission = &self.config.with_sources(mission);
         let twin = self.service.twin();
         let slot = twin.new_slot();
         let grants = mission

@@ -205,11 +205,11 @@ fn init_logging(format: LogFormat) {
 fn check(path: &std::path::Path, config: &Config) -> Result<(), DaemonError> {
     let missions = load_missions(config)?;
     for agent in &config.agents {
-        let checked =
-            crate::mission::check(&missions[&agent.name]).map_err(|source| DaemonError::Check {
-                place: agent.mission_place(&config.path),
-                source: Box::new(source),
-            })?;
+        let mission = config.with_sources(&missions[&agent.name]);
+        let checked = crate::mission::check(&mission).map_err(|source| DaemonError::Check {
+            place: agent.mission_place(&config.path),
+            source: Box::new(source),
+        })?;
         for warning in &checked.warnings {
             eprintln!("warning: agent `{}`: {warning}", agent.name);
         }

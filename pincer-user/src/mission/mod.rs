@@ -70,6 +70,7 @@ pub use model::{
     ActionSpec, AssetKind, AssetSpec, Baseline, Constraints, GrantSpec, MAX_VOTE_TIMEOUT, Mission,
     MissionError, Mode, Profile, RunGrant, SourceSpec, Tmp,
 };
+pub(crate) use parse::SOURCE_AUTHORITIES;
 pub use parse::asset_glob;
 pub use profile::BUILT_IN as PROFILES;
 pub use resolve::{PrefixKey, Reason, ResolvedGrants, format_ops};

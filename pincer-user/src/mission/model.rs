@@ -201,6 +201,9 @@ pub struct SourceSpec {
     pub authority: u32,
     /// The line of the entry, for messages.
     pub line: usize,
+    /// The file that declares it when that is not the mission: the
+    /// daemon's configuration, whose sources every agent it confines gets.
+    pub file: Option<PathBuf>,
 }
 
 /// One `[[action]]`: operations on an object (executing a program, writing

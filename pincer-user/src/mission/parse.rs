@@ -298,7 +298,7 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
 
 /// The authorities a source may have: a source of policy authority would
 /// lower nobody, so it is not one.
-const SOURCE_AUTHORITIES: [(&str, u32); 2] =
+pub(crate) const SOURCE_AUTHORITIES: [(&str, u32); 2] =
     [("evidence", authority::EVIDENCE), ("user", authority::USER)];
 
 /// The levels an action may require: an action open to evidence would be
@@ -332,6 +332,7 @@ fn parse_source(
         path: expanded,
         authority,
         line: doc.line(path.span().start),
+        file: None,
     })
 }
 

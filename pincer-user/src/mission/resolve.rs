@@ -230,7 +230,12 @@ impl Mission {
         let prefixes = with_shorter_prefixes(prefixes.finish());
         let mut sources = Vec::new();
         for (index, source) in self.sources.iter().enumerate() {
-            resolve_source(&self.source, index + 1, source, &mut sources)?;
+            // Numbered in the file that declares it, as its messages say.
+            let number = 1 + self.sources[..index]
+                .iter()
+                .filter(|earlier| earlier.file == source.file)
+                .count();
+            resolve_source(&self.source, number, source, &mut sources)?;
         }
         let actions = self
             .actions
@@ -259,6 +264,8 @@ fn resolve_source(
     into: &mut Vec<(ObjectKey, Label, PathBuf)>,
 ) -> Result<(), MissionError> {
     let field = format!("source[{number}].path");
+    // A source of the daemon's configuration is that file's to answer for.
+    let mission = source.file.as_deref().unwrap_or(mission);
     let unresolvable = |path: &Path, error: io::Error| MissionError::Unresolvable {
         mission: mission.to_owned(),
         line: source.line,

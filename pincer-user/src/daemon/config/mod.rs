@@ -26,6 +26,10 @@
 //!
 //! [labels]
 //! policy = ["README.md", "/srv/site/config/"]  # added to every agent's policy set
+//!
+//! [[source]]                               # added to every agent's sources
+//! path = "/srv/agent-cache/fetched"        # a file, or a directory and all in it
+//! authority = "evidence"                   # "evidence" (the default) or "user"
 //! ```
 //!
 //! Every key of `[daemon]` is optional, and so is the table. A configuration
@@ -57,6 +61,15 @@
 //! (`crate::labels::policy`), except that `~` is not expanded. The
 //! configuration file itself and every agent's mission file are always
 //! policy objects.
+//!
+//! `[[source]]` (optional, any number; `path` is required): content of
+//! lower authority every agent the daemon confines reads as such, beside
+//! its mission's own `[[source]]`s (`crate::mission`): a directory where
+//! the host's harnesses keep fetched pages or tool results, a shared
+//! download directory. `path` must be absolute (`~` is not expanded);
+//! `authority` is `"evidence"` (the default) or `"user"`. The path is
+//! resolved and its objects labelled when an agent is confined, like a
+//! mission's; `pincer label revoke PATH` revokes it the same way.
 //!
 //! `[[agent]]` (`name`, `cgroup` and `mission` are required):
 //!
@@ -155,6 +168,9 @@ pub struct Config {
     /// `[labels] policy`: patterns every agent's policy set gets besides
     /// the default set and its mission's (see [`crate::labels::policy`]).
     pub policy: Vec<crate::labels::PolicyPattern>,
+    /// The `[[source]]` entries: every confined agent's sources besides
+    /// its mission's.
+    pub sources: Vec<crate::mission::SourceSpec>,
     /// The file the configuration was read from (or would have been).
     pub path: PathBuf,
 }
@@ -321,6 +337,7 @@ impl Config {
             daemon: DaemonConfig::default(),
             agents: Vec::new(),
             policy: Vec::new(),
+            sources: Vec::new(),
             path: path.to_owned(),
         }
     }
@@ -395,6 +412,19 @@ impl Config {
                 },
             ]);
         }
+        for source in &self.sources {
+            let authority = if source.authority == pincer_common::authority::USER {
+                "user"
+            } else {
+                "evidence"
+            };
+            lines.extend([
+                String::new(),
+                "[[source]]".to_owned(),
+                setting("path", &path_string(&source.path)),
+                setting("authority", &toml_string(authority)),
+            ]);
+        }
         if !self.policy.is_empty() {
             let patterns: Vec<String> = self
                 .policy
@@ -410,6 +440,18 @@ impl Config {
         let mut text = lines.join("\n");
         text.push('\n');
         text
+    }
+
+    /// `mission` with this configuration's `[[source]]`s added to its own
+    /// (a path the mission already declares keeps the mission's entry).
+    pub fn with_sources(&self, mission: &crate::mission::Mission) -> crate::mission::Mission {
+        let mut mission = mission.clone();
+        for source in &self.sources {
+            if !mission.sources.iter().any(|own| own.path == source.path) {
+                mission.sources.push(source.clone());
+            }
+        }
+        mission
     }
 
     /// The policy set of an agent of this configuration running `mission`:
@@ -446,7 +488,8 @@ fn path_string(path: &Path) -> String {
 fn parse(doc: &Document<'_>) -> Result<Config, TomlError> {
     let root: Node = doc.deserialize()?;
     let root = Field::root(&root);
-    let [daemon, agents, labels] = doc.fields(&root, ["daemon", "agent", "labels"])?;
+    let [daemon, agents, labels, sources] =
+        doc.fields(&root, ["daemon", "agent", "labels", "source"])?;
     let daemon = match daemon {
         Some(table) => parse_daemon(doc, &table)?,
         None => DaemonConfig::default(),
@@ -459,12 +502,52 @@ fn parse(doc: &Document<'_>) -> Result<Config, TomlError> {
         Some(table) => parse_labels(doc, &table)?,
         None => Vec::new(),
     };
+    let sources = match sources {
+        Some(list) => parse_sources(doc, &list)?,
+        None => Vec::new(),
+    };
     Ok(Config {
         daemon,
         agents,
         policy,
+        sources,
         path: doc.path().to_owned(),
     })
+}
+
+/// `[[source]]`: `path` (absolute) and `authority`, as in a mission.
+fn parse_sources(
+    doc: &Document<'_>,
+    list: &Field<'_>,
+) -> Result<Vec<crate::mission::SourceSpec>, TomlError> {
+    let Some(items) = list.items() else {
+        let mut error = doc.wrong_type(list, "an array of tables");
+        error
+            .message
+            .push_str(" (write each source as a [[source]] table)");
+        return Err(error);
+    };
+    let mut sources: Vec<crate::mission::SourceSpec> = Vec::new();
+    for table in items {
+        let [path, authority] = doc.fields(&table, ["path", "authority"])?;
+        let path = doc.required_in(&table, "path", path)?;
+        let line = doc.line(path.offset);
+        let resolved = absolute_path(doc, &path)?;
+        if sources.iter().any(|earlier| earlier.path == resolved) {
+            return Err(doc.error(&path, "is already a source above"));
+        }
+        let authority = match authority {
+            Some(field) => choice(doc, &field, &crate::mission::SOURCE_AUTHORITIES)?,
+            None => pincer_common::authority::EVIDENCE,
+        };
+        sources.push(crate::mission::SourceSpec {
+            path: resolved,
+            authority,
+            line,
+            file: Some(doc.path().to_owned()),
+        });
+    }
+    Ok(sources)
 }
 
 /// `[labels]`: `policy`, patterns added to every agent's policy set. `~`
@@ -996,9 +1079,112 @@ mod tests {
                 2,
                 2,
                 field("agents"),
-                "unknown field `agents`, expected one of `daemon`, `agent`, `labels`".to_owned()
+                "unknown field `agents`, expected one of `daemon`, `agent`, `labels`, `source`"
+                    .to_owned()
             )
         );
+    }
+
+    #[test]
+    fn sources_are_every_agents_and_named_in_this_file() {
+        let config = parse(
+            "[[source]]\npath = \"/srv/fetched\"\n\n[[source]]\npath = \"/srv/notes\"\n\
+             authority = \"user\"\n",
+        )
+        .unwrap();
+        let found: Vec<_> = config
+            .sources
+            .iter()
+            .map(|s| {
+                (
+                    s.path.to_str().unwrap(),
+                    s.authority,
+                    s.line,
+                    s.file.clone(),
+                )
+            })
+            .collect();
+        let file = Some(PathBuf::from(CONFIG));
+        assert_eq!(
+            found,
+            [
+                (
+                    "/srv/fetched",
+                    pincer_common::authority::EVIDENCE,
+                    2,
+                    file.clone()
+                ),
+                ("/srv/notes", pincer_common::authority::USER, 5, file),
+            ]
+        );
+        // A mission keeps its own entry for a path both declare, and gets
+        // the others.
+        let mut mission = crate::mission::Mission::parse(
+            "[mission]\nname = \"m\"\n\n[[source]]\npath = \"/srv/notes\"\n",
+            Path::new("/m.toml"),
+        )
+        .unwrap();
+        mission = config.with_sources(&mission);
+        let sources: Vec<_> = mission
+            .sources
+            .iter()
+            .map(|s| (s.path.to_str().unwrap(), s.file.is_some()))
+            .collect();
+        assert_eq!(sources, [("/srv/notes", false), ("/srv/fetched", true)]);
+        // And the effective configuration prints them back.
+        let printed = config.render();
+        let reread: Vec<_> = parse(&printed)
+            .unwrap()
+            .sources
+            .into_iter()
+            .map(|s| (s.path, s.authority))
+            .collect();
+        let written: Vec<_> = config
+            .sources
+            .iter()
+            .map(|s| (s.path.clone(), s.authority))
+            .collect();
+        assert_eq!(reread, written, "{printed}");
+    }
+
+    #[test]
+    fn bad_sources() {
+        for (text, expected) in [
+            (
+                "[[source]]\nauthority = \"user\"\n",
+                (1, 1, Some("source[1].path"), "missing field"),
+            ),
+            (
+                "[[source]]\npath = \"fetched\"\n",
+                (2, 8, Some("source[1].path"), "must be an absolute path"),
+            ),
+            (
+                "[[source]]\npath = \"/a\"\nauthority = \"policy\"\n",
+                (
+                    3,
+                    13,
+                    Some("source[1].authority"),
+                    "unknown value \"policy\"",
+                ),
+            ),
+            (
+                "[[source]]\npath = \"/a\"\n[[source]]\npath = \"/a\"\n",
+                (4, 8, Some("source[2].path"), "is already a source above"),
+            ),
+            (
+                "[[source]]\npath = \"/a\"\nowner = true\n",
+                (3, 1, Some("source[1].owner"), "unknown field `owner`"),
+            ),
+            ("source = \"/a\"\n", (1, 10, Some("source"), "invalid type")),
+        ] {
+            let (line, column, field_name, message) = invalid(text);
+            assert_eq!(
+                (line, column, field_name.as_deref()),
+                (expected.0, expected.1, expected.2),
+                "{text}: {message}"
+            );
+            assert!(message.contains(expected.3), "{text}: {message}");
+        }
     }
 
     #[test]
