@@ -1168,6 +1168,7 @@ fn parse_webhook(
         line: doc.line(webhook.span().start),
         secret_line: doc.line(secret_written.span().start),
         owner: raw.owner.as_ref().is_some_and(|owner| *owner.get_ref()),
+        node: None,
     })
 }
 
@@ -2132,6 +2133,7 @@ ops = ["write", "raed"]
                     line: 13,
                     secret_line: 15,
                     owner: false,
+                    node: None,
                 }),
                 rules: vec![
                     Rule {
