@@ -39,7 +39,7 @@ impl Key {
             id: request.id,
             cgroup: request.cgroup,
             path: request.path.clone(),
-            operation: request.operation.iter().map(|op| op.to_string()).collect(),
+            operation: request.operation.iter().map(ToString::to_string).collect(),
             hook: request.hook.to_string(),
         }
     }

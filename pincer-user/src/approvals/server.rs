@@ -199,13 +199,13 @@ async fn handle(
         (&Method::GET, "/") => asset("text/html; charset=utf-8", INDEX_HTML),
         (&Method::GET, "/app.js") => asset("text/javascript; charset=utf-8", APP_JS),
         (&Method::GET, "/app.css") => asset("text/css; charset=utf-8", APP_CSS),
-        (&Method::GET, "/api/pending") => match operator(&state, peer, request.headers()) {
-            Ok(()) => pending(&state),
-            Err(refused) => refused,
+        (&Method::GET, "/api/pending") => match not_operator(&state, peer, request.headers()) {
+            None => pending(&state),
+            Some(refused) => refused,
         },
-        (&Method::POST, "/api/decide") => match operator(&state, peer, request.headers()) {
-            Ok(()) => decide(&state, peer, request).await,
-            Err(refused) => refused,
+        (&Method::POST, "/api/decide") => match not_operator(&state, peer, request.headers()) {
+            None => decide(&state, peer, request).await,
+            Some(refused) => refused,
         },
         (_, "/webhook" | "/" | "/app.js" | "/app.css" | "/api/pending" | "/api/decide") => {
             error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
@@ -555,21 +555,22 @@ fn signed_answer(
     response
 }
 
-/// Checks the operator's bearer token; the refusal otherwise.
-fn operator(state: &State, peer: SocketAddr, headers: &HeaderMap) -> Result<(), Answer> {
+/// Checks the operator's bearer token: the refusal when it is missing or
+/// wrong.
+fn not_operator(state: &State, peer: SocketAddr, headers: &HeaderMap) -> Option<Answer> {
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "));
     match given {
-        Some(token) if same(token.as_bytes(), &state.config.token) => Ok(()),
+        Some(token) if same(token.as_bytes(), &state.config.token) => None,
         Some(_) => {
             tracing::warn!(%peer, "operator request refused: wrong token");
-            Err(error(StatusCode::UNAUTHORIZED, "wrong operator token"))
+            Some(error(StatusCode::UNAUTHORIZED, "wrong operator token"))
         }
         None => {
             tracing::warn!(%peer, "operator request refused: no token");
-            Err(error(
+            Some(error(
                 StatusCode::UNAUTHORIZED,
                 "no operator token: send `Authorization: Bearer <token>`",
             ))
