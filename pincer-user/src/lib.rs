@@ -16,11 +16,13 @@
 //!   webhook), [`audit`] (the HMAC-chained log), [`metrics`];
 //! - the shells: [`run`] (`pincer run`), [`daemon`] (`pincer daemon`),
 //!   [`control`] (the control socket), [`cli`] (the command line),
-//!   [`doctor`] (kernel support checks);
+//!   [`doctor`] (kernel support checks), [`approvals`] (one approval service
+//!   for the webhooks of many nodes);
 //! - learning from a run: [`recommend`] (a minimal mission from an audit
 //!   log);
 //! - [`paths`]: default paths, in one place.
 
+pub mod approvals;
 pub mod assets;
 pub mod audit;
 pub mod btf;

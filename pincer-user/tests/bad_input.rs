@@ -77,6 +77,27 @@ impl Case {
             .file("d.toml", text, 0o644)
     }
 
+    /// `pincer approvals serve --config a.toml`, `a.toml` holding `text`,
+    /// beside a good secret (`webhook.key`) and token (`token`): these fail
+    /// before the service listens.
+    fn approvals(name: &'static str, input: &'static str, text: impl Into<Vec<u8>>) -> Self {
+        Case::new(
+            name,
+            input,
+            &[
+                "approvals",
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--config",
+                "a.toml",
+            ],
+        )
+        .file("a.toml", text, 0o644)
+        .file("webhook.key", "sixteen bytes!!!\n", 0o600)
+        .file("token", "operator token, long\n", 0o600)
+    }
+
     /// `pincer run` with `args`, against a socket where no daemon answers:
     /// these fail before anything is loaded.
     fn run(name: &'static str, input: &'static str, args: &[&str]) -> Self {
@@ -1247,6 +1268,67 @@ fn cases() -> Vec<Case> {
             "control answer of another request's kind (`approve` answered with a list)",
             &["approve", "7"],
             b"{\"status\":\"pending\",\"requests\":[]}\n",
+        ),
+        // The approval service's configuration and the operators' commands.
+        Case::approvals(
+            "approvals-no-secret",
+            "approval service configuration without a webhook secret",
+            "token_file = \"token\"\n",
+        ),
+        Case::approvals(
+            "approvals-both-secrets",
+            "approval service configuration with a shared secret and `[[node]]` secrets",
+            "secret_file = \"webhook.key\"\ntoken_file = \"token\"\n\n[[node]]\nname = \"a\"\nsecret_file = \"webhook.key\"\n",
+        ),
+        Case::approvals(
+            "approvals-short-secret",
+            "approval service secret shorter than 16 bytes",
+            "secret_file = \"short.key\"\ntoken_file = \"token\"\n",
+        )
+        .file("short.key", "hunter2\n", 0o600),
+        Case::approvals(
+            "approvals-token-readable",
+            "operator token file readable by others",
+            "secret_file = \"webhook.key\"\ntoken_file = \"open-token\"\n",
+        )
+        .file("open-token", "operator token, long\n", 0o644),
+        Case::approvals(
+            "approvals-no-token",
+            "approval service configuration without `token_file`",
+            "secret_file = \"webhook.key\"\n",
+        ),
+        Case::approvals(
+            "approvals-unknown-key",
+            "misspelled approval service key (`clock_skw`)",
+            "secret_file = \"webhook.key\"\ntoken_file = \"token\"\nclock_skw = \"30s\"\n",
+        ),
+        Case::approvals(
+            "approvals-hold-too-long",
+            "`hold` over an hour",
+            "secret_file = \"webhook.key\"\ntoken_file = \"token\"\nhold = \"2h\"\n",
+        ),
+        Case::approvals(
+            "approvals-node-twice",
+            "the same node listed twice",
+            "token_file = \"token\"\n\n[[node]]\nname = \"a\"\nsecret_file = \"webhook.key\"\n\n[[node]]\nname = \"a\"\nsecret_file = \"webhook.key\"\n",
+        ),
+        Case::new(
+            "approvals-server-url",
+            "operator command with a server URL that is not http or https",
+            &[
+                "approvals",
+                "pending",
+                "--server",
+                "ftp://approvals.example",
+                "--token-file",
+                "token",
+            ],
+        )
+        .file("token", "operator token, long\n", 0o600),
+        Case::new(
+            "approvals-token-missing",
+            "operator command whose token file does not exist",
+            &["approvals", "pending", "--token-file", "absent"],
         ),
     ]
 }

@@ -25,6 +25,15 @@ const PACKAGES: &[&str] = &[
     "systemd",
 ];
 
+/// What the host's tests need beyond [`PACKAGES`]: a headless browser, in
+/// which the approval service's page is rendered with hostile names
+/// (`pincer-user/tests/approvals_page.rs`). Only the host checks install it.
+const HOST_TEST_PACKAGES: &[&str] = &["chromium"];
+
+/// The browser [`HOST_TEST_PACKAGES`] installs, as the tests are told of it
+/// (`PINCER_CHROMIUM`).
+pub const CHROMIUM: &str = "/usr/bin/chromium";
+
 /// What building the Debian root for the guest needs beyond [`PACKAGES`]:
 /// only that guest needs them, so only it installs them.
 const DEBIAN_ROOT_PACKAGES: &[&str] = &["mmdebstrap", "e2fsprogs"];
@@ -38,6 +47,7 @@ const LLVM_PREFIX: &str = "/usr/lib/llvm-22";
 /// that guest is asked for.
 pub fn setup_all(rootfs: Rootfs) -> Result<()> {
     ensure_toolchain()?;
+    ensure_host_test_packages()?;
     for kernel in Kernel::ALL {
         kernels::ensure(kernel)?;
     }
@@ -70,6 +80,11 @@ fn is_installed(package: &str) -> bool {
 
 pub fn ensure_packages() -> Result<()> {
     install(PACKAGES)
+}
+
+/// The headless browser of the host's tests.
+pub fn ensure_host_test_packages() -> Result<()> {
+    install(HOST_TEST_PACKAGES)
 }
 
 /// mmdebstrap and mke2fs, for the Debian root.

@@ -135,8 +135,10 @@ pub fn command(opts: &Options) -> Result<u8> {
 }
 
 fn host(tally: &mut Tally) {
-    // The unit tests use some of them (`systemd-analyze`).
-    if let Err(err) = crate::setup::ensure_packages() {
+    // The unit tests use some of them (`systemd-analyze`, chromium).
+    if let Err(err) =
+        crate::setup::ensure_packages().and_then(|()| crate::setup::ensure_host_test_packages())
+    {
         say!("error: {err:#}");
         tally.step_failed("installing packages".to_owned(), 0);
     }
@@ -182,6 +184,7 @@ fn host(tally: &mut Tally) {
 
     say!("host: unit tests");
     let mut cmd = process::cargo();
+    cmd.env("PINCER_CHROMIUM", crate::setup::CHROMIUM);
     cmd.current_dir(workspace_root()).args([
         "test",
         "--locked",

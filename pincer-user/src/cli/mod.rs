@@ -1,7 +1,8 @@
 //! The `pincer` command line: the subcommands, their help text (the doc
 //! comments), and what each prints. One file per group of subcommands:
 //! `requests` (answering parked requests), `daemon` (asking the
-//! daemon), `mission`, `audit`, `recommend` and `doctor`.
+//! daemon), `approvals` (the approval service of a fleet), `mission`,
+//! `audit`, `recommend` and `doctor`.
 
 /// The `pick` of [`list`] for answers of kind `$kind`, whose list is their
 /// field `$field`.
@@ -14,6 +15,7 @@ macro_rules! pick {
     };
 }
 
+mod approvals;
 mod audit;
 mod daemon;
 mod doctor;
@@ -137,6 +139,11 @@ enum Command {
         #[command(flatten)]
         socket: Socket,
     },
+    /// Approvals across a fleet: serve the nodes' webhook requests to
+    /// operators, and answer them (see the README's "Approvals across a
+    /// fleet").
+    #[command(subcommand)]
+    Approvals(approvals::ApprovalsCommand),
     /// Check whether this machine can enforce, and say what is missing.
     Doctor,
     /// Work with mission files.
@@ -226,6 +233,7 @@ pub fn main() -> ExitCode {
             socket,
         } => report(daemon::revoke(&socket.socket, agent, path)),
         Command::Log { lines, socket } => report(daemon::log(&socket.socket, lines)),
+        Command::Approvals(command) => report(approvals::main(command)),
         Command::Doctor => doctor::main(),
         Command::Mission(command) => report(mission::main(command)),
         Command::Audit(command) => audit::main(command),
@@ -430,6 +438,29 @@ mod tests {
             &["pincer", "agents", "--json"],
             &["pincer", "grants", "--agent", "a"],
             &["pincer", "log", "-n", "3"],
+            &["pincer", "approvals", "serve", "--config", "a.toml"],
+            &["pincer", "approvals", "pending", "--token-file", "t"],
+            &[
+                "pincer",
+                "approvals",
+                "approve",
+                "3",
+                "--ttl",
+                "10m",
+                "--tree",
+                "--token-file",
+                "t",
+            ],
+            &[
+                "pincer",
+                "approvals",
+                "deny",
+                "3",
+                "--reason",
+                "no",
+                "--token-file",
+                "t",
+            ],
         ] {
             parse(args);
         }

@@ -1169,6 +1169,7 @@ fn parse_webhook(
         line: doc.line(webhook.span().start),
         secret_line: doc.line(secret_written.span().start),
         owner: raw.owner.as_ref().is_some_and(|owner| *owner.get_ref()),
+        node: None,
     })
 }
 
@@ -2133,6 +2134,7 @@ ops = ["write", "raed"]
                     line: 13,
                     secret_line: 15,
                     owner: false,
+                    node: None,
                 }),
                 rules: vec![
                     Rule {

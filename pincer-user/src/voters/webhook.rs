@@ -13,13 +13,20 @@
 //! X-Pincer-Nonce: <32 lower-case hex characters, 16 random bytes>
 //! X-Pincer-Signature: sha256=<hex HMAC-SHA256(secret, "<timestamp>.<nonce>." + body)>
 //!
-//! {"request": {...}, "nonce": "<nonce>", "timestamp": <unix seconds>}
+//! {"request": {...}, "nonce": "<nonce>", "timestamp": <unix seconds>,
+//!  "node": "<host name>", "timeout_ms": <milliseconds>}
 //! ```
 //!
 //! `request` is the sanitized request (`id`, `mission`, `cgroup`, `pid`,
 //! `tid`, `comm`, `exe`, `parents`, `operation`, `path`, `hook`, `why`). The
 //! timestamp and nonce in the body are the ones in the headers; the
-//! signature covers the body bytes exactly as sent.
+//! signature covers the body bytes exactly as sent. `node` names the
+//! machine asking (its host name, escaped, unless configured): request ids
+//! are unique on one machine only, and an endpoint serving many machines
+//! with one secret tells them apart by it. `timeout_ms` is how long pincer
+//! waits for the answer: an endpoint that holds the request until a person
+//! decides answers before then (`pincer approvals serve` answers `abstain`
+//! just before).
 //!
 //! The endpoint answers `200 OK` with a JSON body and two headers:
 //!
@@ -172,6 +179,8 @@ pub struct WebhookConfig {
     /// counts for a change to a policy object (its secret is the owner's
     /// key: keep it apart from any other webhook's).
     pub owner: bool,
+    /// The `node` the requests carry; `None`: the host's name.
+    pub node: Option<String>,
 }
 
 impl WebhookConfig {
@@ -184,6 +193,7 @@ impl WebhookConfig {
             line: 0,
             secret_line: 0,
             owner: false,
+            node: None,
         }
     }
 }
@@ -205,6 +215,7 @@ struct Inner {
     timeout: Duration,
     accepted: Mutex<AcceptedNonces>,
     owner: bool,
+    node: String,
 }
 
 impl fmt::Debug for WebhookVoter {
@@ -253,6 +264,7 @@ impl WebhookVoter {
                 timeout,
                 accepted: Mutex::new(AcceptedNonces::new(REMEMBERED_NONCES)),
                 owner: config.owner,
+                node: config.node.unwrap_or_else(host_name),
             }),
         })
     }
@@ -318,6 +330,8 @@ impl Inner {
             request,
             nonce,
             timestamp,
+            node: &self.node,
+            timeout_ms: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX),
         })
         .map_err(|error| format!("cannot encode the request: {error}"))?;
         let signature = sign(&self.secret, timestamp, nonce, &body);
@@ -484,6 +498,17 @@ struct Outgoing<'a> {
     request: &'a Request,
     nonce: &'a str,
     timestamp: u64,
+    node: &'a str,
+    timeout_ms: u64,
+}
+
+/// The host's name, escaped like every name pincer shows (the
+/// administrator chose it, but it reaches other machines' screens); empty
+/// when it cannot be read.
+fn host_name() -> String {
+    std::fs::read("/proc/sys/kernel/hostname")
+        .map(|bytes| escape(bytes.trim_ascii_end()))
+        .unwrap_or_default()
 }
 
 /// The body an endpoint answers.
@@ -901,6 +926,8 @@ mod tests {
         assert_eq!(sent["request"], serde_json::to_value(&*request).unwrap());
         assert_eq!(sent["nonce"], json!(nonce));
         assert_eq!(sent["timestamp"], json!(timestamp));
+        assert_eq!(sent["node"], json!(host_name()));
+        assert_eq!(sent["timeout_ms"], json!(5000));
     }
 
     #[tokio::test]
