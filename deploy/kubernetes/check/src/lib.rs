@@ -5,9 +5,9 @@
 //! and shows up as a difference, named by its document and JSON path; a
 //! value of the wrong type does not read at all. Either is a [`Finding`].
 //!
-//! The API server would refuse such a document at `kubectl apply` time, or
-//! worse, a client-side `apply` without validation would drop the field in
-//! silence; this catches both without a cluster.
+//! Applied to a cluster, such a field is refused at best, and at worst
+//! dropped with no more than a warning (as field validation is set); this
+//! catches it without a cluster.
 
 use std::{
     fmt,
