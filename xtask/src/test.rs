@@ -182,9 +182,20 @@ fn host(tally: &mut Tally) {
         }
     }
 
+    // The check of the Kubernetes deployment renders it with this kubectl;
+    // without one it fails, and says so, among the unit tests.
+    let kubectl = crate::setup::ensure_kubectl();
+    if let Err(err) = &kubectl {
+        say!("error: {err:#}");
+        tally.step_failed("installing kubectl".to_owned(), 0);
+    }
+
     say!("host: unit tests");
     let mut cmd = process::cargo();
     cmd.env("PINCER_CHROMIUM", crate::setup::CHROMIUM);
+    if let Ok(kubectl) = &kubectl {
+        cmd.env("PINCER_KUBECTL", kubectl);
+    }
     cmd.current_dir(workspace_root()).args([
         "test",
         "--locked",
