@@ -303,10 +303,30 @@ pub fn decide_pair(
         _ => FIRST,
     };
     let ret = finish(which);
-    if ret == 0 && placed && labels::Placed::of(&object.access).in_policy().is_err() {
+    if ret == 0 && placed && (!run(place_step, FIRST) || entry(FIRST).is_none_or(|o| o.ret != 0)) {
         return -EACCES;
     }
     ret
+}
+
+/// The callback that labels the object of the entry its context holds as
+/// placed in a policy place ([`labels::Placed::in_policy`]), leaving
+/// `-EACCES` in the entry's `ret` when that label cannot be written. A
+/// callback of its own: the label it builds stays off the hook's stack,
+/// which the verifier adds to every callback's.
+extern "C" fn place_step(_index: u64, ctx: *mut c_void) -> i64 {
+    // SAFETY: `ctx` is the entry number on the caller's stack, for the
+    // duration of `bpf_loop`.
+    let which = unsafe { *ctx.cast::<u32>() };
+    let Some(checked) = entry(which) else {
+        return 1;
+    };
+    checked.ret = if labels::Placed::of(&checked.access).in_policy().is_err() {
+        -EACCES
+    } else {
+        0
+    };
+    1
 }
 
 impl Checked {

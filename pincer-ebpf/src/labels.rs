@@ -36,8 +36,8 @@
 
 use aya_ebpf::helpers::{bpf_get_current_cgroup_id, bpf_get_current_pid_tgid};
 use pincer_common::{
-    GrantKey, Label, Making, ObjectKey, Taint, authority, counter, file_type, hook, label_flags,
-    ops,
+    GrantKey, Label, Making, ObjectKey, Origins, Taint, authority, counter, file_type, hook,
+    label_flags, ops,
 };
 
 use crate::{
@@ -57,56 +57,60 @@ pub const fn none() -> Label {
         generation: 0,
         taint: 0,
         agent: 0,
-        origin: 0,
-        stamp: 0,
+        origins: Origins::NONE,
     }
 }
 
-/// A taint with where it came from: the level (zero: none), the source
-/// and its revocation counter then.
+/// A taint with where it came from: the level (zero: none), and the
+/// sources with their revocation counters then.
 #[derive(Clone, Copy)]
 struct Derived {
     taint: u32,
-    origin: u32,
-    stamp: u32,
+    origins: Origins,
 }
 
 impl Derived {
     const NONE: Derived = Derived {
         taint: 0,
-        origin: 0,
-        stamp: 0,
+        origins: Origins::NONE,
     };
-
-    /// What a label's content was derived from.
-    #[inline(always)]
-    fn of(label: &Label) -> Derived {
-        Derived {
-            taint: label.taint,
-            origin: label.origin,
-            stamp: label.stamp,
-        }
-    }
 
     /// What is made now in a source directory: the source's content as of
     /// its counter now.
     #[inline(always)]
     fn arriving(source: &Label) -> Derived {
+        let mut origins = source.origins;
+        for origin in &mut origins.at {
+            if origin.source != 0 {
+                origin.stamp = counter(origin.source);
+            }
+        }
         Derived {
             taint: source.taint,
-            origin: source.origin,
-            stamp: counter(source.origin),
+            origins,
         }
     }
 
-    /// The lower of two (zero is none, above every level); the first when
-    /// they are level.
+    /// Content derived from `taint` and `origins` and written by the
+    /// current agent: the lower level (zero is none, above every level)
+    /// and every source of either. The agent's level is read in place
+    /// (the verifier allows 512 bytes of stack for the whole call chain).
     #[inline(always)]
-    fn lowest(self, other: Derived) -> Derived {
-        if other.taint != 0 && (self.taint == 0 || other.taint < self.taint) {
-            other
-        } else {
-            self
+    fn with_agent(taint: u32, origins: &Origins) -> Derived {
+        let agent = unsafe { bpf_get_current_cgroup_id() };
+        match unsafe { TAINTS.get(agent) } {
+            Some(level) => Derived {
+                taint: if level.level != 0 && (taint == 0 || level.level < taint) {
+                    level.level
+                } else {
+                    taint
+                },
+                origins: origins.union(&level.origins, counter),
+            },
+            None => Derived {
+                taint,
+                origins: *origins,
+            },
         }
     }
 }
@@ -118,26 +122,16 @@ pub fn level() -> u32 {
     unsafe { TAINTS.get(agent) }.map_or(0, |taint| taint.level)
 }
 
-/// The current agent's level, with its source.
-#[inline(always)]
-fn agent_taint() -> Derived {
-    let agent = unsafe { bpf_get_current_cgroup_id() };
-    unsafe { TAINTS.get(agent) }.map_or(Derived::NONE, |taint| Derived {
-        taint: taint.level,
-        origin: taint.origin,
-        stamp: taint.stamp,
-    })
-}
-
-/// Whether a label's content was derived from a source revoked since. A
-/// source directory itself is not revoked (its names are not content, and
-/// what arrives in it after the revocation is not revoked).
+/// Whether a label's content was derived from a source revoked since (any
+/// of its sources). A source directory itself is not revoked (its names
+/// are not content, and what arrives in it after the revocation is not
+/// revoked).
 #[inline(always)]
 pub fn revoked(label: &Label) -> bool {
-    if label.origin == 0 || label.flags & label_flags::TREE != 0 {
+    if label.flags & label_flags::TREE != 0 {
         return false;
     }
-    label.stamp < counter(label.origin)
+    label.origins.revoked(counter)
 }
 
 /// A source's revocation counter now.
@@ -147,11 +141,14 @@ fn counter(origin: u32) -> u32 {
 }
 
 /// After an allowed access: when it read (or executed) an object whose
-/// content is tainted below the agent's level, the agent drops to it.
-/// Returns whether it did, so the read is reported: the twin keeps the
-/// chain of what tainted each agent. `Err` when the lowered level could
-/// not be written (counted): the read is then refused, since the agent
-/// would otherwise act on the content at its old level.
+/// content is tainted below the agent's level, the agent drops to it; a
+/// read of tainted content from a source the agent had not read yet adds
+/// that source to its own, whatever its level, so what it writes next is
+/// revoked with either. Returns whether it did either, so the read is
+/// reported: the twin keeps the chain of what tainted each agent. `Err`
+/// when the new level could not be written (counted): the read is then
+/// refused, since the agent would otherwise act on the content at its old
+/// level.
 #[inline(always)]
 pub fn read(access: &Access, own: &Label) -> Result<bool, ()> {
     let taint = own.taint;
@@ -159,21 +156,32 @@ pub fn read(access: &Access, own: &Label) -> Result<bool, ()> {
         return Ok(false);
     }
     let agent = unsafe { bpf_get_current_cgroup_id() };
-    let level = unsafe { TAINTS.get(agent) }.map_or(0, |taint| taint.level);
-    if level != 0 && level <= taint {
-        return Ok(false);
-    }
-    let lowered = Taint {
+    // Read in place: a copy of the agent's level is one more on a stack
+    // the verifier allows 512 bytes for the whole call chain.
+    let was = unsafe { TAINTS.get(agent) };
+    let level = was.map_or(0, |was| was.level);
+    let lowers = level == 0 || taint < level;
+    let mut now = Taint {
         level: taint,
-        origin: own.origin,
+        _pad: 0,
         dev: access.dev,
         ino: access.ino,
-        stamp: own.stamp,
-        _pad: 0,
+        origins: own.origins,
     };
+    if let Some(was) = was {
+        now.origins = was.origins.union(&own.origins, counter);
+        if !lowers {
+            if now.origins == was.origins {
+                return Ok(false);
+            }
+            now.level = was.level;
+            now.dev = was.dev;
+            now.ino = was.ino;
+        }
+    }
     // The map has room for every agent; should the insert fail anyway,
     // the read is refused and counted.
-    if TAINTS.insert(agent, lowered, 0).is_err() {
+    if TAINTS.insert(agent, now, 0).is_err() {
         count(counter::LABEL_FAILED);
         return Err(());
     }
@@ -282,11 +290,11 @@ pub fn allowed(access: &Access, own: &Label, barrier: bool) -> Result<(), ()> {
     // What the file held stays in what it holds now: a write keeps the
     // lowest taint of the two, so appending to a page (or to what a
     // tainted agent summarised) launders nothing.
-    let derived = Derived::of(own).lowest(agent_taint());
+    let derived = Derived::with_agent(own.taint, &own.origins);
     if own.authority == authority::EVIDENCE
         && own.agent == agent
         && own.taint == derived.taint
-        && own.origin == derived.origin
+        && own.origins == derived.origins
     {
         return Ok(());
     }
@@ -359,7 +367,7 @@ impl Placed {
             self.inode,
             0,
             agent,
-            Derived::of(&own).lowest(agent_taint()),
+            Derived::with_agent(own.taint, &own.origins),
         )
     }
 }
@@ -402,8 +410,7 @@ pub fn bound(dentry: *const u8, inode: *const u8) {
         generation,
         taint: source.taint,
         agent: 0,
-        origin: source.origin,
-        stamp: counter(source.origin),
+        origins: Derived::arriving(&source).origins,
     };
     if LABELS.insert(key, label, 0).is_err() {
         count(counter::LABEL_FAILED);
@@ -431,8 +438,9 @@ pub fn instantiated(dentry: *const u8, inode: *const u8) -> bool {
     let agent = unsafe { bpf_get_current_cgroup_id() };
     // Made in a source directory (a download, a fetched page saved there),
     // its content is the source's as well as the agent's.
-    let derived = agent_taint()
-        .lowest(source_dir(off, dentry).map_or(Derived::NONE, |source| Derived::arriving(&source)));
+    let arriving =
+        source_dir(off, dentry).map_or(Derived::NONE, |source| Derived::arriving(&source));
+    let derived = Derived::with_agent(arriving.taint, &arriving.origins);
     // Counted when it fails; the object exists already, nothing to refuse.
     let _ = write(dev, ino, inode, making.flags, agent, derived);
     true
@@ -460,8 +468,7 @@ fn write(
         generation,
         taint: derived.taint,
         agent,
-        origin: derived.origin,
-        stamp: derived.stamp,
+        origins: derived.origins,
     };
     if LABELS.insert(ObjectKey { dev, ino }, label, 0).is_err() {
         count(counter::LABEL_FAILED);

@@ -117,7 +117,7 @@ pub static TAINTS: HashMap<u64, Taint> = HashMap::with_max_entries(MAX_AGENTS, 0
 #[map(name = "PINCER_ACTIONS")]
 pub static ACTIONS: HashMap<GrantKey, Action> = HashMap::with_max_entries(MAX_ACTIONS, 0);
 
-/// Revocation counters of sources (see `pincer_common::Label::stamp`),
+/// Revocation counters of sources (see `pincer_common::Origin::stamp`),
 /// shared by every pincer on the host.
 #[map(name = "PINCER_REVOKED")]
 pub static REVOKED: HashMap<u32, u32> = HashMap::with_max_entries(MAX_REVOKED, 0);

@@ -43,7 +43,7 @@ pub const GUARDED_PIN: &str = "/sys/fs/bpf/pincer-guarded";
 /// `pincer run` and the daemon load it from this pin, or create it there):
 /// what one agent made is evidence to every other. The suffix is the
 /// layout's version: a build with another layout of `Label` makes its own.
-pub const LABELS_PIN: &str = "/sys/fs/bpf/pincer-labels-v2";
+pub const LABELS_PIN: &str = "/sys/fs/bpf/pincer-labels-v3";
 /// The sources' revocation counters, one map for every pincer on the host
 /// (kept in the state directory too, sealed: the map is gone after a
 /// reboot).

@@ -790,3 +790,67 @@ fn revoking_a_source_refuses_what_was_derived_from_it_and_survives_a_reboot() {
         ("read @project/a.txt", 0),
     ]);
 }
+
+#[test]
+fn what_an_agent_derives_from_two_sources_is_revoked_with_either() {
+    // Two sources of the same authority: once the page lowered the agent,
+    // reading the mail lowers it no further, but what it writes next is
+    // derived from both.
+    let s = with_source_and_action("origins", "");
+    fs::create_dir_all(s.path("mail")).unwrap();
+    fs::write(s.path("mail/note.txt"), "Deploy it tonight.\n").unwrap();
+    let mut mission = fs::read_to_string(s.mission_path()).unwrap();
+    mission.push_str(&format!(
+        "\n[[grant]]\npath = \"{mail}\"\nops = [\"read\"]\nextent = \"tree\"\n\n\
+         [[source]]\npath = \"{mail}\"\nauthority = \"evidence\"\n",
+        mail = s.p("mail")
+    ));
+    s.mission(&mission);
+    s.assert_probes(&[
+        ("read @downloads/pages/invoice.txt", 0),
+        ("read @mail/note.txt", 0),
+        ("create-write @project/summary.md both say deploy\n", 0),
+        ("read @project/a.txt", 0),
+    ]);
+    // Both reads are in the agent's chain: the second named a new source.
+    let reads: Vec<String> = taint_reads(&s).into_iter().map(|(path, _)| path).collect();
+    assert_eq!(
+        reads,
+        [s.p("downloads/pages/invoice.txt"), s.p("mail/note.txt")]
+    );
+    let summary = label_show(&s.p("project/summary.md"));
+    let origins = summary["origins"].as_array().unwrap();
+    assert!(
+        (1..=2).contains(&origins.len()) && origins.iter().all(|o| o["revoked"] == json!(false)),
+        "{summary}"
+    );
+
+    // The owner revokes the mail alone: the summary goes with it, the page
+    // (derived from the downloads only) and the project stay.
+    let out = std::process::Command::new(pincer_bin())
+        .args([
+            "label",
+            "revoke",
+            &s.p("mail"),
+            "--journal",
+            &s.p("journal.jsonl"),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    s.assert_probes(&[
+        ("read @project/summary.md", EACCES),
+        ("read @mail/note.txt", EACCES),
+        ("read @downloads/pages/invoice.txt", 0),
+        ("read @project/a.txt", 0),
+    ]);
+    let summary = label_show(&s.p("project/summary.md"));
+    assert!(
+        summary["origins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["revoked"] == json!(true)),
+        "{summary}"
+    );
+}

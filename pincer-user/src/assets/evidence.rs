@@ -39,11 +39,11 @@ pub struct Evidence {
     pub digest: String,
     /// The id of the request whose read observed it.
     pub request: u64,
-    /// The source (`[[source]]`) its content came from, by the file's
-    /// label when it was read, and that source's revocation counter then
-    /// (zero: none): when the owner revokes the source, what this evidence
+    /// The sources (`[[source]]`) its content came from, by the file's
+    /// label when it was read, with their revocation counters then (none:
+    /// no source): when the owner revokes one of them, what this evidence
     /// admitted is withdrawn.
-    pub origin: (u32, u32),
+    pub origins: pincer_common::Origins,
     /// Whether the owner revoked its source since: it admits nothing more.
     pub revoked: bool,
 }
@@ -90,7 +90,7 @@ impl Evidence {
             size: metadata.len(),
             digest,
             request,
-            origin: (0, 0),
+            origins: pincer_common::Origins::NONE,
             revoked: false,
         })
     }
@@ -192,7 +192,7 @@ mod tests {
             size: text.len() as u64,
             digest: String::new(),
             request: 1,
-            origin: (0, 0),
+            origins: pincer_common::Origins::NONE,
             revoked: false,
         }
     }

@@ -456,8 +456,8 @@ impl Assets {
         self.nodes
             .iter()
             .filter_map(|n| n.evidence.as_ref())
-            .filter(|e| e.origin.0 != 0 && !e.revoked)
-            .map(|e| e.origin)
+            .filter(|e| !e.revoked)
+            .flat_map(|e| e.origins.sources().map(|o| (o.source, o.stamp)))
             .collect()
     }
 
@@ -469,8 +469,10 @@ impl Assets {
         let mut sources = Vec::new();
         for (index, node) in self.nodes.iter_mut().enumerate() {
             if let Some(evidence) = &mut node.evidence
-                && evidence.origin.0 == origin
-                && evidence.origin.1 < counter
+                && evidence
+                    .origins
+                    .sources()
+                    .any(|o| o.source == origin && o.stamp < counter)
                 && !evidence.revoked
             {
                 evidence.revoked = true;

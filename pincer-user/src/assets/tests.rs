@@ -222,7 +222,7 @@ fn revoking_the_source_of_the_evidence_takes_back_what_it_admitted() {
     let email = x.path("mail/alice.eml");
     let m = fs::metadata(&email).unwrap();
     let mut evidence = Evidence::read(&email, kernel_dev(m.dev()), m.ino(), 1).unwrap();
-    evidence.origin = (5, 1);
+    evidence.origins = pincer_common::Origins::one(5, 1);
     x.assets.observed(0, evidence);
     assert_eq!(x.assets.watched_origins(), [(5, 1)]);
     let image = Path::new("/tmp/pincer-assets-test/data.png");

@@ -163,6 +163,48 @@ struct Shown {
     agent: Option<u64>,
     /// The policy patterns whose names or places cover the path.
     policy_patterns: Vec<String>,
+    /// The sources its content was derived from.
+    origins: Vec<ShownOrigin>,
+}
+
+/// One source a label names.
+#[derive(Debug, Serialize)]
+struct ShownOrigin {
+    /// Its path when a revocation recorded it, otherwise its id in hex
+    /// (`any source` where two sources met in one position).
+    source: String,
+    /// Its counter when the content was derived from it.
+    stamp: u32,
+    /// Whether a revocation since refuses the content to agents.
+    revoked: bool,
+}
+
+/// The sources a label names, with their paths where the state directory
+/// recorded them and whether the kernel's counters revoke them.
+fn shown_origins(origins: &pincer_common::Origins) -> Vec<ShownOrigin> {
+    let counters: std::collections::HashMap<u32, u32> = MapData::from_pin(paths::REVOKED_PIN)
+        .ok()
+        .and_then(|data| HashMap::<MapData, u32, u32>::try_from(Map::HashMap(data)).ok())
+        .map(|map| map.iter().filter_map(Result::ok).collect())
+        .unwrap_or_default();
+    let names = crate::labels::Store::at(Path::new(paths::STATE_DIR))
+        .revocations()
+        .unwrap_or_default();
+    origins
+        .sources()
+        .map(|origin| ShownOrigin {
+            source: if origin.source == pincer_common::ANY_SOURCE {
+                "any source".to_owned()
+            } else {
+                names
+                    .iter()
+                    .find(|r| r.source == origin.source)
+                    .map_or_else(|| format!("{:#010x}", origin.source), |r| r.path.clone())
+            },
+            stamp: origin.stamp,
+            revoked: origin.stamp < counters.get(&origin.source).copied().unwrap_or(0),
+        })
+        .collect()
 }
 
 /// The host's labels map.
@@ -228,6 +270,7 @@ fn show(path: &Path, json: bool) -> anyhow::Result<()> {
             .iter()
             .map(|pattern| pattern.text())
             .collect(),
+        origins: shown_origins(&label.origins),
     };
     if json {
         println!("{}", serde_json::to_string(&shown)?);
@@ -247,6 +290,18 @@ fn show(path: &Path, json: bool) -> anyhow::Result<()> {
         println!(
             "  policy by  {} (only the owner changes it)",
             shown.policy_patterns.join(", ")
+        );
+    }
+    for origin in &shown.origins {
+        println!(
+            "  from       {} (counter {}{})",
+            origin.source,
+            origin.stamp,
+            if origin.revoked {
+                ", revoked since"
+            } else {
+                ""
+            }
         );
     }
     Ok(())
@@ -294,8 +349,7 @@ fn promote(path: &Path, to: &str, journal: &Path) -> anyhow::Result<()> {
         generation: crate::labels::generation(&real).unwrap_or(0),
         taint: 0,
         agent: 0,
-        origin: 0,
-        stamp: 0,
+        origins: pincer_common::Origins::NONE,
     };
     // Recorded before it takes effect: a promotion the journal does not
     // hold never happened.
@@ -352,32 +406,45 @@ fn revoke(source: &Path, state: &Path, journal: &Path) -> anyhow::Result<()> {
     };
     let store = crate::labels::Store::at(state);
     let mut revoked = store.revocations()?;
-    let in_kernel = kernel
-        .as_ref()
-        .and_then(|map| map.get(&id, 0).ok())
-        .unwrap_or(0);
-    let counter = revoked
-        .iter()
-        .find(|r| r.source == id)
-        .map_or(0, |r| r.counter)
-        .max(in_kernel)
-        .checked_add(1)
-        .context("this source was revoked too many times")?;
-    match revoked.iter_mut().find(|r| r.source == id) {
-        Some(r) => r.counter = counter,
-        None => revoked.push(crate::labels::Revoked {
-            source: id,
-            counter,
-            path: path.clone(),
-        }),
+    // The source's counter, and the one that counts every revocation:
+    // content derived from more sources than its label names by position
+    // is stamped with that one (`pincer_common::ANY_SOURCE`).
+    let mut counters = Vec::new();
+    for (source, named) in [
+        (id, path.clone()),
+        (pincer_common::ANY_SOURCE, "(any source)".to_owned()),
+    ] {
+        let in_kernel = kernel
+            .as_ref()
+            .and_then(|map| map.get(&source, 0).ok())
+            .unwrap_or(0);
+        let counter = revoked
+            .iter()
+            .find(|r| r.source == source)
+            .map_or(0, |r| r.counter)
+            .max(in_kernel)
+            .checked_add(1)
+            .context("this source was revoked too many times")?;
+        match revoked.iter_mut().find(|r| r.source == source) {
+            Some(r) => r.counter = counter,
+            None => revoked.push(crate::labels::Revoked {
+                source,
+                counter,
+                path: named,
+            }),
+        }
+        counters.push((source, counter));
     }
     // Sealed first: a counter the file does not hold would be taken, at
     // the next start, for a file restored from an earlier copy.
     store.save_revocations(&revoked)?;
     if let Some(map) = kernel.as_mut() {
-        map.insert(id, counter, 0)
-            .with_context(|| format!("cannot write {}", paths::REVOKED_PIN))?;
+        for (source, counter) in &counters {
+            map.insert(source, counter, 0)
+                .with_context(|| format!("cannot write {}", paths::REVOKED_PIN))?;
+        }
     }
+    let counter = counters[0].1;
     let line = serde_json::to_string(&Revocation {
         time: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
         // SAFETY: getuid cannot fail.

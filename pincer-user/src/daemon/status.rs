@@ -267,7 +267,8 @@ impl Daemon {
     ) -> Result<ControlResponse, DaemonError> {
         let twin = self.service.twin();
         let labels = twin.all_labels()?;
-        let derived = match labels::harness::derive(path, from, &labels) {
+        let counters = twin.revocations()?;
+        let derived = match labels::harness::derive(path, from, &labels, &counters) {
             Ok(derived) => derived,
             Err(message) => return Ok(ControlResponse::Error { message }),
         };

@@ -9,11 +9,12 @@
 //! (`pincer label promote`), one file at a time, with its digest recorded.
 
 use std::{
+    collections::HashMap,
     os::unix::fs::MetadataExt,
     path::{Path, PathBuf},
 };
 
-use pincer_common::{Label, ObjectKey, authority, kernel_dev, label_flags};
+use pincer_common::{Label, ObjectKey, Origins, authority, kernel_dev, label_flags};
 
 /// A label to write, with the object and its escaped path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,8 +81,7 @@ pub fn map(path: &Path, authority: &str) -> Result<Labelled, String> {
             taint: level,
             agent: 0,
             // Not a declared source: nothing revokes it.
-            origin: 0,
-            stamp: 0,
+            origins: Origins::NONE,
         },
         path: escaped(&real),
     })
@@ -94,8 +94,7 @@ pub fn map(path: &Path, authority: &str) -> Result<Labelled, String> {
 struct Content {
     authority: u32,
     taint: u32,
-    origin: u32,
-    stamp: u32,
+    origins: Origins,
 }
 
 fn content_of(key: ObjectKey, generation: u32, labels: &[(ObjectKey, Label)]) -> Content {
@@ -109,28 +108,27 @@ fn content_of(key: ObjectKey, generation: u32, labels: &[(ObjectKey, Label)]) ->
                     level => level,
                 },
                 taint: label.taint,
-                origin: label.origin,
-                stamp: label.stamp,
+                origins: label.origins,
             }
         }
         _ => Content {
             authority: authority::USER,
             taint: 0,
-            origin: 0,
-            stamp: 0,
+            origins: Origins::NONE,
         },
     }
 }
 
 /// `derive`: a file was made from others. Derived content gets the lowest
 /// authority of its inputs and their lowest taint (the low-water mark),
-/// with the source that taint came from, so revoking that source revokes
-/// it too; it is never raised by this, even when its inputs are the
-/// user's.
+/// with every source its inputs came from, so revoking any of them revokes
+/// it too (`counters`: the sources' revocation counters now); it is never
+/// raised by this, even when its inputs are the user's.
 pub fn derive(
     path: &Path,
     from: &[PathBuf],
     labels: &[(ObjectKey, Label)],
+    counters: &HashMap<u32, u32>,
 ) -> Result<Labelled, String> {
     if from.is_empty() {
         return Err("`from` must name at least one file".to_owned());
@@ -143,9 +141,10 @@ pub fn derive(
         derived.authority = derived.authority.min(input.authority);
         if input.taint != 0 && (derived.taint == 0 || input.taint < derived.taint) {
             derived.taint = input.taint;
-            derived.origin = input.origin;
-            derived.stamp = input.stamp;
         }
+        derived.origins = derived
+            .origins
+            .union(&input.origins, |s| counters.get(&s).copied().unwrap_or(0));
     }
     Ok(Labelled {
         key,
@@ -159,8 +158,7 @@ pub fn derive(
             generation,
             taint: derived.taint,
             agent: 0,
-            origin: derived.origin,
-            stamp: derived.stamp,
+            origins: derived.origins,
         },
         path: escaped(&real),
     })
@@ -206,18 +204,59 @@ mod tests {
         );
 
         let labels = vec![(mapped.key, mapped.label)];
+        let counters = HashMap::new();
         // From the user's notes alone: the user's, tainting nobody.
-        let derived = derive(&summary, std::slice::from_ref(&notes), &labels).unwrap();
+        let derived = derive(&summary, std::slice::from_ref(&notes), &labels, &counters).unwrap();
         assert_eq!(
             (derived.label.authority, derived.label.taint),
             (authority::USER, 0)
         );
         // From the page too: evidence, and it taints.
-        let derived = derive(&summary, &[notes, page], &labels).unwrap();
+        let derived = derive(&summary, &[notes.clone(), page.clone()], &labels, &counters).unwrap();
         assert_eq!(
             (derived.label.authority, derived.label.taint),
             (authority::EVIDENCE, authority::EVIDENCE)
         );
-        assert!(derive(&summary, &[], &labels).is_err());
+        assert!(derive(&summary, &[], &labels, &counters).is_err());
+
+        // Inputs from two sources (one a teammate's notes, of higher
+        // authority): the derived file names both, so revoking either
+        // revokes it.
+        let (user_source, page_source) = (pincer_common::source_id(b"/notes"), 0x8000_0003);
+        let from = |key: ObjectKey, level: u32, source: u32| {
+            (
+                key,
+                Label {
+                    authority: level,
+                    taint: level,
+                    origins: Origins::one(source, 0),
+                    generation: 0,
+                    ..mapped.label
+                },
+            )
+        };
+        let notes_key = object(&notes).unwrap().0;
+        let labels = vec![
+            from(mapped.key, authority::EVIDENCE, page_source),
+            from(notes_key, authority::USER, user_source),
+        ];
+        let derived = derive(&summary, &[notes, page], &labels, &counters).unwrap();
+        assert_eq!(derived.label.taint, authority::EVIDENCE);
+        let mut named: Vec<u32> = derived.label.origins.sources().map(|o| o.source).collect();
+        named.sort_unstable();
+        let mut both = vec![user_source, page_source];
+        both.sort_unstable();
+        if Origins::position(user_source) != Origins::position(page_source) {
+            assert_eq!(named, both);
+        }
+        for revoked in both {
+            assert!(
+                derived
+                    .label
+                    .origins
+                    .revoked(|s| u32::from(s == revoked || s == pincer_common::ANY_SOURCE)),
+                "{revoked:#x}"
+            );
+        }
     }
 }

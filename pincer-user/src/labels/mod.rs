@@ -41,8 +41,7 @@ pub fn policy_labels(set: &PolicySet) -> Vec<(ObjectKey, Label)> {
                     generation: generation(&path).unwrap_or(0),
                     taint: 0,
                     agent: 0,
-                    origin: 0,
-                    stamp: 0,
+                    origins: pincer_common::Origins::NONE,
                 },
             )
         })

@@ -22,7 +22,7 @@ use std::{
 };
 
 use hmac::{Hmac, Mac};
-use pincer_common::{Label, ObjectKey};
+use pincer_common::{Label, ObjectKey, Origin, Origins};
 use sha2::Sha256;
 
 /// The snapshot's file name in the state directory.
@@ -91,8 +91,30 @@ pub struct Store {
 }
 
 /// One saved label: device, inode, authority, flags, generation, taint,
-/// agent, origin, stamp.
-type Saved = (u64, u64, u32, u32, u32, u32, u64, u32, u32);
+/// agent, and the sources it was derived from as `[source, stamp]` pairs
+/// by position ([`pincer_common::Origins`]).
+type Saved = (
+    u64,
+    u64,
+    u32,
+    u32,
+    u32,
+    u32,
+    u64,
+    [[u32; 2]; pincer_common::MAX_ORIGINS],
+);
+
+/// A label as a snapshot of an earlier pincer saved it, with one source
+/// and its stamp: read back as a set of that one.
+type SavedOne = (u64, u64, u32, u32, u32, u32, u64, u32, u32);
+
+/// Either form, as the snapshot holds it.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum Stored {
+    Now(Saved),
+    Earlier(SavedOne),
+}
 
 impl Store {
     /// The snapshot in `dir`.
@@ -217,7 +239,7 @@ impl Store {
         let Some(body) = self.read_sealed(SNAPSHOT, "labels")? else {
             return Ok(Vec::new());
         };
-        let saved: Vec<Saved> =
+        let saved: Vec<Stored> =
             serde_json::from_str(&body).map_err(|error| StoreError::Malformed {
                 path: self.snapshot(),
                 line: 1,
@@ -225,22 +247,46 @@ impl Store {
             })?;
         Ok(saved
             .into_iter()
-            .map(
-                |(dev, ino, authority, flags, generation, taint, agent, origin, stamp)| {
-                    (
-                        ObjectKey { dev, ino },
-                        Label {
-                            authority,
-                            flags,
-                            generation,
-                            taint,
-                            agent,
-                            origin,
-                            stamp,
-                        },
-                    )
-                },
-            )
+            .map(|stored| {
+                let (dev, ino, authority, flags, generation, taint, agent, origins) = match stored {
+                    Stored::Now((dev, ino, authority, flags, generation, taint, agent, at)) => {
+                        let mut origins = Origins::NONE;
+                        for (origin, [source, stamp]) in origins.at.iter_mut().zip(at) {
+                            *origin = Origin { source, stamp };
+                        }
+                        (
+                            dev, ino, authority, flags, generation, taint, agent, origins,
+                        )
+                    }
+                    Stored::Earlier((
+                        dev,
+                        ino,
+                        authority,
+                        flags,
+                        generation,
+                        taint,
+                        agent,
+                        source,
+                        stamp,
+                    )) => {
+                        let origins = Origins::one(source, stamp);
+                        (
+                            dev, ino, authority, flags, generation, taint, agent, origins,
+                        )
+                    }
+                };
+                (
+                    ObjectKey { dev, ino },
+                    Label {
+                        authority,
+                        flags,
+                        generation,
+                        taint,
+                        agent,
+                        origins,
+                    },
+                )
+            })
             .collect())
     }
 
@@ -259,8 +305,7 @@ impl Store {
                     l.generation,
                     l.taint,
                     l.agent,
-                    l.origin,
-                    l.stamp,
+                    l.origins.at.map(|o| [o.source, o.stamp]),
                 )
             })
             .collect();
@@ -316,8 +361,7 @@ mod tests {
             generation,
             taint: 1,
             agent: 99,
-            origin: 5,
-            stamp: 2,
+            origins: Origins::one(5, 2),
         }
     }
 
@@ -332,6 +376,21 @@ mod tests {
         assert_eq!(store.load().unwrap(), [a]);
         let mode = fs::metadata(store.key_path()).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_snapshot_an_earlier_pincer_saved_with_one_source_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::at(&dir.path().join("state"));
+        store
+            .write_sealed(SNAPSHOT, "[[8,2,1,1,7,1,99,5,2],[8,3,2,0,9,0,0,0,0]]")
+            .unwrap();
+        let loaded = store.load().unwrap();
+        assert_eq!(loaded[0], (ObjectKey { dev: 8, ino: 2 }, label(7)));
+        assert!(loaded[1].1.origins.is_empty());
+        // And it is saved back in the form of now.
+        store.save(&loaded).unwrap();
+        assert_eq!(store.load().unwrap(), loaded);
     }
 
     #[test]

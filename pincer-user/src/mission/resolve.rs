@@ -318,8 +318,7 @@ fn resolve_source(
             generation: crate::labels::generation(entry.path()).unwrap_or(0),
             taint: source.authority,
             agent: 0,
-            origin,
-            stamp: 0,
+            origins: pincer_common::Origins::one(origin, 0),
         };
         into.push((key, label, entry.path().to_owned()));
     }

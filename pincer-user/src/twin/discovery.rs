@@ -89,10 +89,8 @@ impl<K: Kernel> Twin<K> {
                             dev: event.dev,
                             ino: event.ino,
                         };
-                        if let Ok(Some(label)) = self.kernel.label(key)
-                            && label.origin != 0
-                        {
-                            evidence.origin = (label.origin, label.stamp);
+                        if let Ok(Some(label)) = self.kernel.label(key) {
+                            evidence.origins = label.origins;
                         }
                         Some(Discovered::Observed { node, evidence })
                     }

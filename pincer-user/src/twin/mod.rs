@@ -310,8 +310,11 @@ impl<K: Kernel> Twin<K> {
             .sources
             .iter()
             .map(|(key, label, _)| {
-                let stamp = counters.get(&label.origin).copied().unwrap_or(0);
-                (*key, Label { stamp, ..*label })
+                let mut label = *label;
+                for origin in &mut label.origins.at {
+                    origin.stamp = counters.get(&origin.source).copied().unwrap_or(0);
+                }
+                (*key, label)
             })
             .collect();
         self.kernel.restore_labels(&sources)?;
@@ -444,6 +447,11 @@ impl<K: Kernel> Twin<K> {
     /// Every label in the map.
     pub fn all_labels(&mut self) -> Result<Vec<(ObjectKey, Label)>, TwinError> {
         Ok(self.kernel.labels()?)
+    }
+
+    /// The sources' revocation counters now, by source id.
+    pub fn revocations(&mut self) -> Result<HashMap<u32, u32>, TwinError> {
+        Ok(self.kernel.revocations()?.into_iter().collect())
     }
 
     /// Sets one object's label.

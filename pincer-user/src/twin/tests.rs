@@ -751,11 +751,10 @@ async fn a_tainting_read_is_audited_and_a_reserved_action_asks_the_owner_with_th
         CGROUP,
         pincer_common::Taint {
             level: pincer_common::authority::EVIDENCE,
-            origin: 0,
+            _pad: 0,
             dev: DEV,
             ino: SECRET,
-            stamp: 0,
-            _pad: 0,
+            origins: pincer_common::Origins::NONE,
         },
     );
     let mut read = parked(41, SECRET, ops::READ, &["key", "secret"]);
@@ -804,8 +803,7 @@ async fn a_confinement_writes_its_sources_labels_and_its_actions() {
         generation: 0,
         taint: pincer_common::authority::EVIDENCE,
         agent: 0,
-        origin: 0,
-        stamp: 0,
+        origins: pincer_common::Origins::NONE,
     };
     confinement
         .grants
@@ -827,11 +825,10 @@ async fn a_confinement_writes_its_sources_labels_and_its_actions() {
         CGROUP,
         pincer_common::Taint {
             level: pincer_common::authority::EVIDENCE,
-            origin: 0,
+            _pad: 0,
             dev: DEV,
             ino: 77,
-            stamp: 0,
-            _pad: 0,
+            origins: pincer_common::Origins::NONE,
         },
     );
     assert_eq!(
