@@ -147,11 +147,15 @@ impl Scratch {
         self.root.join("audit.jsonl")
     }
 
-    /// The audit lines written so far, parsed.
+    /// The audit lines written so far, parsed. A writer appends a line with
+    /// one write under its lock, but a reader that does not take the lock can
+    /// see that write half done: a last line without its newline is still
+    /// being written and is left for the next read.
     pub fn audit(&self) -> Vec<serde_json::Value> {
         fs::read_to_string(self.audit_path())
             .unwrap_or_default()
-            .lines()
+            .split_inclusive('\n')
+            .filter(|l| l.ends_with('\n'))
             .map(|l| serde_json::from_str(l).expect("audit lines are JSON"))
             .collect()
     }
