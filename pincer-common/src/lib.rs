@@ -75,6 +75,24 @@ pub mod mode {
     /// Park the task and ask the userspace twin; deny at once when no twin
     /// is alive or the request cannot be parked.
     pub const ASK: u32 = 3;
+    /// Not an agent yet: the cgroup was made below a cgroup the daemon
+    /// watches ([`crate::watch`]), and the daemon has not decided what it
+    /// is. Every task of it stops at its first hook until the daemon has
+    /// confined the cgroup (the hook then decides again under its mission)
+    /// or let it go; with no twin alive it is refused instead.
+    pub const HELD: u32 = 4;
+}
+
+/// Values of [`names::WATCHED`]: what happens to a cgroup made below a
+/// cgroup of that map. The nearest ancestor in the map decides.
+pub mod watch {
+    /// Hold it ([`crate::mode::HELD`]) until the daemon decides.
+    pub const HOLD: u32 = 1;
+    /// Leave it alone: a subtree someone else confines (`pincer run`'s own
+    /// cgroups) below a held one.
+    pub const EXEMPT: u32 = 2;
+    /// How many ancestors of a new cgroup are looked up at most.
+    pub const MAX_DEPTH: u32 = 16;
 }
 
 /// Bits of [`Agent::flags`].
@@ -97,6 +115,9 @@ pub mod verdict {
     pub const AUDITED: u32 = 3;
     /// Not granted: the task is stopped until the twin answers.
     pub const PARKED: u32 = 4;
+    /// The task's cgroup is held ([`crate::mode::HELD`]): the task is
+    /// stopped until the daemon has decided what the cgroup is.
+    pub const HELD: u32 = 5;
 }
 
 pub mod caps;
@@ -177,6 +198,11 @@ pub mod event_flags {
     /// The object was derived from a source revoked since
     /// ([`crate::Label::stamp`]): only the owner may allow it.
     pub const REVOKED: u32 = 1 << 20;
+    /// Refused: the task's cgroup is held until the daemon decides what it
+    /// is ([`crate::mode::HELD`]), and the task could not wait for that
+    /// (the hook's caller cannot restart, no twin is alive, the task cannot
+    /// be stopped).
+    pub const HELD: u32 = 1 << 21;
 }
 
 /// Indices of the per-CPU counters in [`names::COUNTERS`].
@@ -225,8 +251,14 @@ pub mod counter {
     pub const ACTION: u32 = 19;
     /// Accesses to revoked content refused or parked for the owner.
     pub const REVOKED: u32 = 20;
+    /// New cgroups held below a watched one ([`crate::mode::HELD`]).
+    pub const HELD: u32 = 21;
+    /// New cgroups below a watched one that could not be held (the agents
+    /// map full, a kernel read failed): they run unconfined until the
+    /// daemon's scan finds them.
+    pub const HOLD_FAILED: u32 = 22;
     /// Number of counters.
-    pub const COUNT: u32 = 21;
+    pub const COUNT: u32 = 23;
 
     /// Names for metrics and `pincer` output, by index.
     pub const NAMES: [&str; COUNT as usize] = [
@@ -251,6 +283,8 @@ pub mod counter {
         "tainted",
         "action",
         "revoked",
+        "held",
+        "hold_failed",
     ];
 }
 
@@ -318,6 +352,9 @@ pub mod names {
     /// Source id ([`crate::source_id`]) → its revocation counter, one map
     /// for every pincer on the host.
     pub const REVOKED: &str = "PINCER_REVOKED";
+    /// Cgroup id → one of [`crate::watch`]: the cgroups below which new
+    /// cgroups are held until the daemon decides what they are.
+    pub const WATCHED: &str = "PINCER_WATCHED";
 }
 
 /// Authority levels of content (see [`Label`]), lowest first: what it may
@@ -666,6 +703,8 @@ pub const MAX_AGENTS: u32 = 4096;
 pub const MAX_ACTIONS: u32 = 4096;
 /// Capacity of [`names::REVOKED`]: sources ever revoked on the host.
 pub const MAX_REVOKED: u32 = 4096;
+/// Capacity of [`names::WATCHED`]: cgroups below which new ones are held.
+pub const MAX_WATCHED: u32 = 256;
 /// Maximum number of inode grants over all agents.
 pub const MAX_GRANTS: u32 = 65536;
 /// Maximum number of name grants over all agents.
@@ -1004,8 +1043,9 @@ pub struct KernelOffsets {
     pub task_struct_real_cred: u32,
     /// `inode.i_generation`.
     pub inode_i_generation: u32,
-    /// Explicit padding; always zero.
-    pub _pad: u32,
+    /// `kernfs_node.parent` (`__parent` from 6.15): a cgroup's parent, by
+    /// its directory.
+    pub kernfs_node_parent: u32,
 }
 
 impl KernelOffsets {
@@ -1047,7 +1087,7 @@ impl KernelOffsets {
             key_serial: 0,
             task_struct_real_cred: 0,
             inode_i_generation: 0,
-            _pad: 0,
+            kernfs_node_parent: 0,
         }
     }
 }

@@ -11,7 +11,9 @@
 //! devices, debugfs, `/proc`). The self-protection hooks ([`hooks::guard`])
 //! refuse with `EPERM` whatever the grants, capabilities outside the agent's
 //! set among them; IPC objects and keys ([`hooks::owned`]) are reached only
-//! by the cgroup that created them. Every decision that userspace must see
+//! by the cgroup that created them. A cgroup made below one the daemon
+//! watches is held from its first instant until the daemon has decided
+//! what it is ([`held`]). Every decision that userspace must see
 //! is sent on the [`maps::EVENTS`] ring buffer ([`report`]); a full ring
 //! buffer never turns a denial into an allow, it is counted (and a request
 //! that cannot be sent is denied).
@@ -28,6 +30,7 @@
 
 mod access;
 mod decide;
+mod held;
 mod hooks;
 mod kernel;
 mod labels;

@@ -8,8 +8,9 @@ use aya_ebpf::{
 use pincer_common::{
     Action, Agent, COMPONENT_LEN, CachedGrant, EVENTS_BYTES, GrantKey, GrantValue, Label,
     MAX_ACTIONS, MAX_AGENTS, MAX_CACHED_GRANTS, MAX_COMPONENTS, MAX_GRANTS, MAX_GUARDED,
-    MAX_LABELS, MAX_MAKING, MAX_NAME_GRANTS, MAX_OWNED, MAX_PENDING, MAX_REVOKED, Making,
-    NameGrantKey, ObjectKey, Pending, PolicyName, PrefixName, Taint, Twin, Verdict, counter,
+    MAX_LABELS, MAX_MAKING, MAX_NAME_GRANTS, MAX_OWNED, MAX_PENDING, MAX_REVOKED, MAX_WATCHED,
+    Making, NameGrantKey, ObjectKey, Pending, PolicyName, PrefixName, Taint, Twin, Verdict,
+    counter,
 };
 
 /// `BPF_F_NO_PREALLOC`: entries are allocated as they are inserted.
@@ -121,6 +122,11 @@ pub static ACTIONS: HashMap<GrantKey, Action> = HashMap::with_max_entries(MAX_AC
 /// shared by every pincer on the host.
 #[map(name = "PINCER_REVOKED")]
 pub static REVOKED: HashMap<u32, u32> = HashMap::with_max_entries(MAX_REVOKED, 0);
+
+/// Cgroups below which new cgroups are held (see `crate::held`): cgroup id
+/// → one of `pincer_common::watch`.
+#[map(name = "PINCER_WATCHED")]
+pub static WATCHED: HashMap<u64, u32> = HashMap::with_max_entries(MAX_WATCHED, 0);
 
 /// The agent the current task belongs to, if any: the one lookup every task
 /// outside agent cgroups pays.

@@ -141,7 +141,7 @@ fn restarted(tid: u32, pending: &Pending) -> Prepared {
 /// with an error; and which of its accesses come from the ring cannot be
 /// told from here. Such accesses are denied with `EACCES` and flagged.
 #[inline(always)]
-fn unparkable() -> Option<u32> {
+pub fn unparkable() -> Option<u32> {
     let task = unsafe { bpf_get_current_task() } as *const u8;
     let off = kernel::off();
     let Ok(flags) = kernel::read::<u32>(task, off.task_struct_flags) else {

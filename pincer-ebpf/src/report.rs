@@ -224,12 +224,14 @@ extern "C" fn path_step(index: u64, ctx: *mut c_void) -> i64 {
 /// Sends the event of a refusal that names no file: a self-protection
 /// refusal (`event_flags::GUARD`: the process, capability or kind of kernel
 /// data acted on, or zero, in `ino`), or an IPC object or key not the
-/// agent's (`event_flags::NOT_OWNED`: its id in `ino`). No path.
+/// agent's (`event_flags::NOT_OWNED`: its id in `ino`), or a task of a
+/// held cgroup (`crate::held`). No path. False when the ring buffer was
+/// full.
 #[inline(always)]
-pub fn send_refusal(agent: &Agent, hook: u32, object: u64, verdict: u32, flags: u32) {
+pub fn send_refusal(agent: &Agent, hook: u32, object: u64, verdict: u32, flags: u32) -> bool {
     let Some(mut entry) = EVENTS.reserve::<AccessEvent>(0) else {
         count(counter::RINGBUF_FULL);
-        return;
+        return false;
     };
     let event = entry.as_mut_ptr();
     let pid_tgid = bpf_get_current_pid_tgid();
@@ -255,4 +257,5 @@ pub fn send_refusal(agent: &Agent, hook: u32, object: u64, verdict: u32, flags: 
         (*event).comm = bpf_get_current_comm().unwrap_or([0; 16]);
     }
     entry.submit(0);
+    true
 }

@@ -163,7 +163,9 @@ fn offsets(btf: &Resolver<'_>) -> Result<KernelOffsets, BtfError> {
         key_serial: btf.offset("key", "serial")?,
         task_struct_real_cred: btf.offset("task_struct", "real_cred")?,
         inode_i_generation: btf.offset("inode", "i_generation")?,
-        _pad: 0,
+        kernfs_node_parent: btf
+            .offset("kernfs_node", "parent")
+            .or_else(|_| btf.offset("kernfs_node", "__parent"))?,
     })
 }
 

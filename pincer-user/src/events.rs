@@ -224,6 +224,17 @@ fn refused_always(flags: u32) -> Option<&'static str> {
         .map(|(_, why)| *why)
 }
 
+/// Why a task of a held cgroup was refused: it could not wait for the
+/// daemon to decide what its cgroup is.
+fn held_reason(flags: u32) -> String {
+    let why = match flags {
+        _ if flags & event_flags::NO_TWIN != 0 => "no live daemon to decide",
+        _ if flags & event_flags::NOT_RESTARTABLE != 0 => "this hook cannot wait",
+        _ => "the task cannot be stopped",
+    };
+    format!("the cgroup is held until the daemon decides what it is; {why}: denied at once")
+}
+
 /// Why the kernel denied an access at once.
 fn deny_reason(flags: u32, missing: u32) -> String {
     if let Some(why) = refused_always(flags) {
@@ -460,6 +471,7 @@ pub fn decision(event: &AccessEvent, mounts: &Mounts) -> Decision {
             format!("{}: asking", not_granted(event.flags, missing)),
         ),
         _ if event.flags & event_flags::GUARD != 0 => ("deny", guard_reason(event)),
+        _ if event.flags & event_flags::HELD != 0 => ("deny", held_reason(event.flags)),
         _ if event.flags & event_flags::READ_FAILED != 0 && event.ops == 0 => (
             "deny",
             "the object could not be identified; denied".to_owned(),
@@ -467,8 +479,9 @@ pub fn decision(event: &AccessEvent, mounts: &Mounts) -> Decision {
         _ => ("deny", deny_reason(event.flags, missing)),
     };
     // Refusals that name no file: a task, a capability, an IPC object, a key.
-    let path = if event.flags & (event_flags::GUARD | event_flags::NOT_OWNED) != 0
-        && !reads_a_file(event.hook)
+    let path = if event.flags & event_flags::HELD != 0
+        || event.flags & (event_flags::GUARD | event_flags::NOT_OWNED) != 0
+            && !reads_a_file(event.hook)
     {
         String::new()
     } else {
@@ -608,6 +621,28 @@ mod tests {
         assert_eq!(d.comm, "cat");
         assert_eq!(d.dev, "8:1");
         assert_eq!((d.pid, d.tid), (99, 100));
+    }
+
+    #[test]
+    fn a_held_task_that_could_not_wait_is_refused_with_no_path() {
+        let mut e = event(&[b"secret"], event_flags::HELD | event_flags::NO_TWIN);
+        e.hook = hook::FILE_OPEN;
+        e.ops = 0;
+        e.granted = 0;
+        let d = decision(&e, &Mounts::default());
+        assert_eq!(d.verdict, "deny");
+        assert_eq!(d.path, "");
+        assert_eq!(
+            d.reason,
+            "the cgroup is held until the daemon decides what it is; no live daemon to decide: denied at once"
+        );
+        e.flags = event_flags::HELD | event_flags::NOT_RESTARTABLE;
+        e.hook = hook::CAPABLE;
+        assert!(
+            decision(&e, &Mounts::default())
+                .reason
+                .ends_with("this hook cannot wait: denied at once")
+        );
     }
 
     #[test]

@@ -604,6 +604,78 @@ fn a_cgroup_created_after_start_is_confined() {
     );
 }
 
+#[test]
+fn a_new_cgroup_is_decided_before_its_first_process_runs() {
+    let h = Host::new("hold");
+    let m = h.mission("m", &tree_mission(&h.s.p("project"), READ_ONLY));
+    h.configure("", &[("held".into(), "agent-*".into(), m)]);
+    // The scan comes once an hour: only the kernel's hold can confine a
+    // new cgroup before its first process runs.
+    let text = fs::read_to_string(h.config_path()).unwrap();
+    fs::write(
+        h.config_path(),
+        text.replace("scan_every = \"200ms\"", "scan_every = \"1h\""),
+    )
+    .unwrap();
+    let mut daemon = h.start(0);
+
+    // The shell moves itself in and execs the probe at once: that exec is
+    // the first open of the cgroup's first process, and the probe's first
+    // read already meets the mission.
+    let secret = h.s.p("secret/key");
+    let project = h.s.p("project/a.txt");
+    let cg = h.cgroup("agent-1");
+    let lines = h.probe_in(&cg, &["read", &secret, ",", "read", &project]);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(denied(&lines[0]) && ok(&lines[1]), "{lines:?}");
+    assert_eq!(h.agent_count(), Some(1));
+    let refused: Vec<_> =
+        h.s.decisions_at("file_open")
+            .into_iter()
+            .filter(|d| d["path"] == secret.as_str())
+            .collect();
+    assert_eq!(refused.len(), 1, "{refused:#?}");
+    assert_eq!(refused[0]["verdict"], "deny");
+
+    // A cgroup below the same parent that no pattern matches is held just
+    // as long, then let go: its process runs as any other, secret and all.
+    let other = h.cgroup("other");
+    let lines = h.probe_in(&other, &["read", &secret]);
+    assert!(lines.len() == 1 && ok(&lines[0]), "{lines:?}");
+    assert_eq!(h.agent_count(), Some(1));
+
+    // With the daemon dead, nobody decides: the first process of a new
+    // cgroup is refused its first open (the exec) at once, not stopped
+    // for ever.
+    kill(Pid::from_raw(daemon.0.id() as i32), Signal::SIGKILL).unwrap();
+    let _ = daemon.0.wait();
+    let late = h.cgroup("agent-2");
+    let mut out = None;
+    assert!(
+        wait_for(Duration::from_secs(30), || {
+            let run = Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "echo 0 > {}/cgroup.procs && exec \"$@\"",
+                    late.display()
+                ))
+                .arg("sh")
+                .arg(probe_bin())
+                .args(["read", &project])
+                .output()
+                .unwrap();
+            let refused = run.status.code() == Some(126)
+                && String::from_utf8_lossy(&run.stderr).contains("Permission denied");
+            out = Some(run);
+            refused
+        }),
+        "{out:?}"
+    );
+    // The unmatched cgroup, held no more, is untouched by the daemon's end.
+    let lines = h.probe_in(&other, &["read", &secret]);
+    assert!(lines.len() == 1 && ok(&lines[0]), "{lines:?}");
+}
+
 /// `GET /metrics` from the daemon's endpoint.
 fn scrape(addr: &str) -> String {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();

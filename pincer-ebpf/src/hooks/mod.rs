@@ -13,6 +13,7 @@
 //! |----------------------------------------|----------------------------|
 //! | an earlier program on the hook refused | that refusal, nothing read |
 //! | not in an agent cgroup                 | allow (one hash lookup)    |
+//! | in a held cgroup ([`crate::held`])     | wait for the daemon        |
 //! | in an agent cgroup                     | the function's own table   |
 //!
 //! and every file hook's table ends the same way, as [`crate::decide`] does:
@@ -26,9 +27,9 @@ pub mod guard;
 pub mod owned;
 
 use aya_ebpf::{EbpfContext, programs::LsmContext};
-use pincer_common::{Agent, hook};
+use pincer_common::{Agent, hook, mode};
 
-use crate::maps;
+use crate::{held, maps};
 
 /// The agent a program decides for, or the program's answer without
 /// deciding (`Err`): the refusal of an earlier program on the hook, or 0
@@ -45,7 +46,11 @@ pub fn agent<const HOOK: u32>(ctx: &LsmContext) -> Result<Agent, i32> {
             return Err(previous);
         }
     }
-    maps::current_agent().ok_or(0)
+    let agent = maps::current_agent().ok_or(0)?;
+    if agent.mode == mode::HELD {
+        return Err(held::stop(&agent, HOOK));
+    }
+    Ok(agent)
 }
 
 /// Defines the programs: for each `name => function(args)`, an `#[lsm]`

@@ -2,7 +2,12 @@
 //! cgroups matching an agent pattern, and the confinement of one cgroup
 //! with its agent's mission.
 
-use std::{collections::HashMap, fs, os::unix::fs::MetadataExt, path::Path};
+use std::{
+    collections::HashMap,
+    fs,
+    os::unix::fs::MetadataExt,
+    path::{Path, PathBuf},
+};
 
 use pincer_common::Agent;
 
@@ -35,9 +40,22 @@ impl Daemon {
     /// matching ones. `previous` are kernel agents of an earlier daemon:
     /// those not taken over are released, and their grants removed.
     pub(super) fn scan(&mut self, previous: &[(u64, Agent)]) -> Result<(), DaemonError> {
+        self.watch()?;
         let root = self.config.daemon.cgroup_root.clone();
+        // Read before the walk: a cgroup held after it is decided at the
+        // next scan, which its report brings on.
+        let mut held: HashMap<u64, Option<PathBuf>> = self
+            .service
+            .twin()
+            .held()?
+            .into_iter()
+            .map(|id| (id, None))
+            .collect();
         let mut found: HashMap<u64, (String, String)> = HashMap::new();
         walk(&root, &root, 0, &mut |relative, id| {
+            if let Some(path) = held.get_mut(&id) {
+                *path = Some(relative.to_owned());
+            }
             // `pincer run`'s own cgroups are its business.
             if relative.starts_with(PINCER_DIR) {
                 return;
@@ -73,6 +91,7 @@ impl Daemon {
                 tracing::error!(agent = %agent, cgroup = %relative, error = %error, "cannot confine a cgroup");
             }
         }
+        self.decide_held(held.into_iter().collect())?;
         if !previous.is_empty() {
             self.service.twin().take_over(previous)?;
         }

@@ -43,6 +43,7 @@
 
 mod agents;
 pub mod config;
+mod held;
 mod pins;
 mod registrations;
 mod replay;
@@ -253,6 +254,10 @@ struct Daemon {
     reattached: bool,
     reloads: u64,
     last_reload_error: Option<String>,
+    /// What the kernel holds new cgroups below ([`held`]), as last written.
+    watched: Vec<(u64, u32)>,
+    /// Agents' parent cgroups found missing (each is warned about once).
+    unwatched: std::collections::HashSet<PathBuf>,
 }
 
 fn serve(
@@ -315,6 +320,8 @@ fn serve(
         reattached,
         reloads: 0,
         last_reload_error: None,
+        watched: Vec::new(),
+        unwatched: std::collections::HashSet::new(),
     };
 
     let result = runtime.block_on(async {
@@ -366,6 +373,11 @@ fn serve(
                     // from now on.
                     if step? != Step::Records {
                         daemon.publish();
+                    }
+                    // A held cgroup's task waits: decide it now rather
+                    // than at the next tick.
+                    if daemon.service.twin().take_held_reports() {
+                        daemon.scan(&[])?;
                     }
                 }
                 _ = scan.tick() => daemon.scan(&[])?,

@@ -19,6 +19,10 @@ impl Daemon {
         let pending = twin.kernel_pending().unwrap_or_default();
         let mut replayed = 0;
         for (tid, parked) in pending {
+            // A task of a held cgroup is no request: the scan continued it.
+            if parked.id == 0 {
+                continue;
+            }
             if !Path::new(&format!("/proc/{tid}")).exists() {
                 let _ = twin.forget_pending(tid);
                 continue;

@@ -152,6 +152,9 @@ pub trait Kernel {
     fn set_actions(&mut self, actions: &[(GrantKey, Action)]) -> Result<(), LoadError>;
     /// An agent cgroup's level, if its reads lowered it.
     fn taint(&mut self, cgroup: u64) -> Result<Option<Taint>, LoadError>;
+    /// Replaces the cgroups below which new ones are held: cgroup id → one
+    /// of `pincer_common::watch`.
+    fn set_watched(&mut self, watched: &[(u64, u32)]) -> Result<(), LoadError>;
     /// Takes hold of a stopped task.
     fn hold(&mut self, pid: u32, tid: u32) -> Held;
     /// Continues a held task; `false` when it is gone.
@@ -239,7 +242,7 @@ impl Enforcer {
     /// Clears what a run left in programs it pinned, so that the next run
     /// that takes them over finds what a fresh load has: no agent, grant,
     /// parked request, verdict, recorded owner or heartbeat, counters at
-    /// zero, every cached walk stale and no event waiting. The guard map is
+    /// zero, no cgroup watched, every cached walk stale and no event waiting. The guard map is
     /// every pincer's and stays; request ids go on counting.
     pub fn clear_for_new_run(&mut self) -> Result<(), LoadError> {
         self.clear::<u64, Agent>(names::AGENTS)?;
@@ -255,6 +258,8 @@ impl Enforcer {
         self.clear::<u32, Making>(names::MAKING)?;
         self.clear::<u64, Taint>(names::TAINTS)?;
         self.clear::<GrantKey, Action>(names::ACTIONS)?;
+        // What a daemon watched is the next daemon's to write.
+        self.clear::<u64, u32>(names::WATCHED)?;
         self.heartbeat(0, 0)?;
         self.bump_epoch()?;
         let name = names::COUNTERS;
@@ -522,6 +527,20 @@ impl Kernel for Enforcer {
     fn set_actions(&mut self, actions: &[(GrantKey, Action)]) -> Result<(), LoadError> {
         for (key, action) in actions {
             self.insert(names::ACTIONS, *key, *action)?;
+        }
+        Ok(())
+    }
+
+    fn set_watched(&mut self, watched: &[(u64, u32)]) -> Result<(), LoadError> {
+        // Added before the old ones go, so a cgroup watched before and
+        // after is watched all along.
+        for (cgroup, value) in watched {
+            self.insert(names::WATCHED, *cgroup, *value)?;
+        }
+        for old in self.keys::<u64, u32>(names::WATCHED)? {
+            if !watched.iter().any(|(cgroup, _)| *cgroup == old) {
+                self.remove::<u64, u32>(names::WATCHED, &old)?;
+            }
         }
         Ok(())
     }

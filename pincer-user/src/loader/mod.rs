@@ -13,6 +13,8 @@
 //!   object-<hash>                 the object's identity: its hash names a second
 //!                                 pin of the PINCER_TWIN map
 //!   links/<hook>                  one LSM link per attached hook (file_open, ...)
+//!   links/cgroup_mkdir            the tracepoint that holds new cgroups below
+//!                                 watched ones
 //!   maps/<MAP>                    every map (PINCER_AGENTS, PINCER_GRANTS, ...)
 //! ```
 //!
@@ -34,7 +36,10 @@ use std::{
 use aya::{
     Ebpf, EbpfLoader,
     maps::{Map, MapData, RingBuf},
-    programs::{Lsm, links::FdLink, links::PinnedLink, lsm::LsmLinkId},
+    programs::{
+        Lsm, RawTracePoint, links::FdLink, links::PinnedLink, lsm::LsmLinkId,
+        raw_trace_point::RawTracePointLinkId,
+    },
 };
 use pincer_common::{
     hook::{self, Attach, Hook},
@@ -44,6 +49,10 @@ use sha2::Digest;
 
 pub use self::maps::{Held, Kernel};
 use crate::{btf, doctor, paths};
+
+/// The program (and tracepoint) that holds new cgroups below watched ones
+/// until the daemon decides what they are.
+pub const HOLD_PROGRAM: &str = "cgroup_mkdir";
 
 /// The BPF object, embedded at build time (empty when it was not built).
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/pincer.bpf.o"));
@@ -178,6 +187,8 @@ pub struct Enforcer {
     ebpf: Option<Ebpf>,
     /// The attached hooks and their links, until they are pinned.
     links: Vec<(&'static str, LsmLinkId)>,
+    /// The attached [`HOLD_PROGRAM`]'s link, until it is pinned.
+    hold_link: Option<RawTracePointLinkId>,
 }
 
 impl Enforcer {
@@ -268,6 +279,21 @@ impl Enforcer {
             links.push((hook, link));
         }
         drop(programs);
+        let hold: &mut RawTracePoint = ebpf
+            .program_mut(HOLD_PROGRAM)
+            .ok_or(LoadError::MissingProgram(HOLD_PROGRAM))?
+            .try_into()
+            .map_err(|source| LoadError::Program {
+                hook: HOLD_PROGRAM,
+                source,
+            })?;
+        let hold_link = hold
+            .load()
+            .and_then(|()| hold.attach(HOLD_PROGRAM))
+            .map_err(|source| LoadError::Program {
+                hook: HOLD_PROGRAM,
+                source,
+            })?;
         tracing::debug!(elapsed = ?started.elapsed(), "programs loaded and attached");
         let names: Vec<String> = ebpf.maps().map(|(name, _)| name.to_owned()).collect();
         let maps = names
@@ -278,6 +304,7 @@ impl Enforcer {
             maps,
             ebpf: Some(ebpf),
             links,
+            hold_link: Some(hold_link),
         })
     }
 
@@ -343,6 +370,24 @@ impl Enforcer {
                 .pin(&path)
                 .map_err(|e| pins(&path, format!("cannot pin link: {e}")))?;
         }
+        if let Some(id) = self.hold_link.take() {
+            let path = dir.join(HOLD_PROGRAM);
+            let program: &mut RawTracePoint = ebpf
+                .program_mut(HOLD_PROGRAM)
+                .ok_or(LoadError::MissingProgram(HOLD_PROGRAM))?
+                .try_into()
+                .map_err(|source| LoadError::Program {
+                    hook: HOLD_PROGRAM,
+                    source,
+                })?;
+            let link = program.take_link(id).map_err(|source| LoadError::Program {
+                hook: HOLD_PROGRAM,
+                source,
+            })?;
+            FdLink::from(link)
+                .pin(&path)
+                .map_err(|e| pins(&path, format!("cannot pin link: {e}")))?;
+        }
         Ok(())
     }
 
@@ -362,8 +407,8 @@ impl Enforcer {
             ));
         }
         let links_dir = dir.join("links");
-        for hook in hook::required() {
-            let path = links_dir.join(hook.name);
+        for name in hook::required().map(|hook| hook.name).chain([HOLD_PROGRAM]) {
+            let path = links_dir.join(name);
             PinnedLink::from_pin(&path).map_err(|e| pins(&path, format!("no link: {e}")))?;
         }
         let maps_dir = dir.join("maps");
@@ -398,6 +443,7 @@ impl Enforcer {
             names::TAINTS,
             names::ACTIONS,
             names::REVOKED,
+            names::WATCHED,
         ] {
             if !maps.contains_key(name) {
                 return Err(pins(&maps_dir.join(name), "missing map".into()));
@@ -407,6 +453,7 @@ impl Enforcer {
             maps,
             ebpf: None,
             links: Vec::new(),
+            hold_link: None,
         })
     }
 

@@ -35,6 +35,7 @@ pub(super) struct FakeKernel {
     pub actions: HashMap<GrantKey, Action>,
     pub taints: HashMap<u64, Taint>,
     pub revoked: HashMap<u32, u32>,
+    pub watched: HashMap<u64, u32>,
 }
 
 impl Kernel for FakeKernel {
@@ -162,6 +163,11 @@ impl Kernel for FakeKernel {
 
     fn revocations(&mut self) -> Result<Vec<(u32, u32)>, LoadError> {
         Ok(self.revoked.iter().map(|(k, v)| (*k, *v)).collect())
+    }
+
+    fn set_watched(&mut self, watched: &[(u64, u32)]) -> Result<(), LoadError> {
+        self.watched = watched.iter().copied().collect();
+        Ok(())
     }
 
     fn set_revocation(&mut self, source: u32, counter: u32) -> Result<(), LoadError> {

@@ -221,6 +221,9 @@ pub struct Twin<K> {
     next_slot: u32,
     journal: Option<Journal>,
     metrics: Option<Arc<Metrics>>,
+    /// A task of a held cgroup was reported since [`Twin::take_held_reports`]
+    /// was last called: the daemon has a cgroup to decide.
+    held_reported: bool,
 }
 
 impl<K: Kernel> Twin<K> {
@@ -250,6 +253,7 @@ impl<K: Kernel> Twin<K> {
             next_slot,
             journal: None,
             metrics: None,
+            held_reported: false,
         };
         Ok((twin, receiver))
     }
@@ -401,14 +405,56 @@ impl<K: Kernel> Twin<K> {
     /// (`previous`), those this twin has not confined again are released,
     /// and every grant of a slot no agent uses now is removed.
     pub fn take_over(&mut self, previous: &[(u64, Agent)]) -> Result<(), TwinError> {
-        for (cgroup, _) in previous {
-            if !self.agents.contains_key(cgroup) {
+        for (cgroup, agent) in previous {
+            // A held cgroup is the daemon's to decide, not an agent to let go.
+            if agent.mode != pincer_common::mode::HELD && !self.agents.contains_key(cgroup) {
                 let _ = self.kernel.remove_agent(*cgroup);
             }
         }
         let live: HashSet<u32> = self.agents.values().map(|a| a.slot).collect();
         self.kernel.retain_slots(&live)?;
         Ok(())
+    }
+
+    /// Replaces the cgroups below which new cgroups are held (cgroup id →
+    /// one of [`pincer_common::watch`]).
+    pub fn watch(&mut self, watched: &[(u64, u32)]) -> Result<(), TwinError> {
+        Ok(self.kernel.set_watched(watched)?)
+    }
+
+    /// The cgroups the kernel holds now, waiting for the daemon to decide
+    /// what they are.
+    pub fn held(&mut self) -> Result<Vec<u64>, TwinError> {
+        Ok(self
+            .kernel
+            .agents()?
+            .into_iter()
+            .filter(|(_, agent)| agent.mode == pincer_common::mode::HELD)
+            .map(|(cgroup, _)| cgroup)
+            .collect())
+    }
+
+    /// Lets a held cgroup go: it is no agent, and its tasks run as any
+    /// other task once continued.
+    pub fn let_go(&mut self, cgroup: u64) -> Result<(), TwinError> {
+        Ok(self.kernel.remove_agent(cgroup)?)
+    }
+
+    /// Forgets the pending entries of the held tasks of `cgroup` (entries
+    /// with no request id), before they are continued: once continued, a
+    /// task may park for a request of its own under the same thread id.
+    pub fn forget_held_tasks(&mut self, cgroup: u64) -> Result<(), TwinError> {
+        for (tid, pending) in self.kernel.pending()? {
+            if pending.id == 0 && pending.ino == cgroup {
+                self.kernel.remove_pending(tid)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a task of a held cgroup was reported since the last call.
+    pub fn take_held_reports(&mut self) -> bool {
+        std::mem::take(&mut self.held_reported)
     }
 
     /// The cgroups the kernel confines now, with their entries.
@@ -556,6 +602,11 @@ impl<K: Kernel> Twin<K> {
         };
         if event.verdict == verdict::PARKED {
             self.on_parked(event)
+        } else if event.verdict == verdict::HELD {
+            // The daemon decides the cgroup and continues its tasks; each
+            // decision the restarted calls make is audited then.
+            self.held_reported = true;
+            Ok(Handled::Audited)
         } else {
             let mut decision = events::decision(&event, &self.mounts);
             if event.flags & event_flags::TAINT != 0 {

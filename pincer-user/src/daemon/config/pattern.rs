@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 /// A pattern of cgroup paths relative to the cgroup root; see the
 /// [configuration's documentation](super#cgroup-patterns) for the syntax.
@@ -84,6 +84,34 @@ impl CgroupPattern {
     /// The pattern as written.
     pub fn as_str(&self) -> &str {
         &self.text
+    }
+
+    /// The deepest cgroup every match lies below: the pattern's leading
+    /// components without a wildcard, less the last component (every match
+    /// is a cgroup below this one, never this one). Empty for the root.
+    /// New cgroups below it are held until the daemon decides what they are.
+    pub fn literal_parent(&self) -> PathBuf {
+        let literal = self
+            .parts
+            .iter()
+            .map_while(|part| match part {
+                Part::Glob(tokens) => tokens
+                    .iter()
+                    .map(|token| match token {
+                        Token::Literal(c) => Some(*c),
+                        Token::Star | Token::One => None,
+                    })
+                    .collect::<Option<String>>(),
+                Part::AnyDepth => None,
+            })
+            .collect::<Vec<_>>();
+        let whole = literal.len() == self.parts.len();
+        let keep = if whole {
+            literal.len().saturating_sub(1)
+        } else {
+            literal.len()
+        };
+        literal[..keep].iter().collect()
     }
 
     /// Whether a cgroup, by its path relative to the cgroup root, matches.
@@ -194,6 +222,26 @@ pub(super) mod tests {
 
     fn pattern(text: &str) -> CgroupPattern {
         CgroupPattern::parse(text).unwrap()
+    }
+
+    #[test]
+    fn the_literal_parent_is_the_deepest_cgroup_every_match_is_below() {
+        for (text, parent) in [
+            ("agents.slice/*", "agents.slice"),
+            ("agents.slice/claude-*.scope", "agents.slice"),
+            ("agents.slice/claude", "agents.slice"),
+            ("a.slice/b.slice/**/c-*", "a.slice/b.slice"),
+            ("a.slice/b?.slice/c", "a.slice"),
+            ("*", ""),
+            ("**/x", ""),
+            ("claude", ""),
+        ] {
+            assert_eq!(pattern(text).literal_parent(), Path::new(parent), "{text}");
+            // Whatever it matches lies below that parent.
+        }
+        let p = pattern("agents.slice/claude-*.scope");
+        assert!(p.matches(Path::new("agents.slice/claude-1.scope")));
+        assert!(Path::new("agents.slice/claude-1.scope").starts_with(p.literal_parent()));
     }
 
     /// Patterns that are refused, and why.
