@@ -103,6 +103,13 @@ pub mod agent_flags {
     /// level. Without it a granted access never looks up the agent's
     /// level: an untainted mission's opens cost no lookup for it.
     pub const ACTIONS: u32 = 1 << 1;
+    /// Confinement starts at the first program a task of the cgroup
+    /// executes: until then the agent's tasks are let through (a container
+    /// runtime sets the container up in its cgroup before it executes the
+    /// entrypoint, and that set-up is no agent's). The open of the first
+    /// executed program clears the flag and is itself decided under the
+    /// mission, like everything after it.
+    pub const FROM_EXEC: u32 = 1 << 2;
 }
 
 /// Verdicts carried by an [`AccessEvent`].

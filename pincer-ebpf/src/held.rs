@@ -33,10 +33,11 @@
 use aya_ebpf::{
     helpers::{bpf_get_current_cgroup_id, bpf_get_current_pid_tgid},
     macros::raw_tracepoint,
-    programs::RawTracePointContext,
+    programs::{LsmContext, RawTracePointContext},
 };
 use pincer_common::{
-    Agent, EACCES, ERESTARTNOINTR, Pending, counter, event_flags, hook, mode, verdict, watch,
+    Agent, EACCES, ERESTARTNOINTR, Pending, agent_flags, counter, event_flags, fmode, hook, mode,
+    verdict, watch,
 };
 
 use crate::{
@@ -144,6 +145,38 @@ pub fn stop(agent: &Agent, hook: u32) -> i32 {
         return refuse(agent, hook, event_flags::UNPARKABLE);
     }
     -ERESTARTNOINTR
+}
+
+/// An agent confined from its first exec ([`agent_flags::FROM_EXEC`]):
+/// every hook lets its tasks through until one opens a program to execute
+/// it; that open ends the wait for the whole cgroup and is decided, as
+/// everything after it, under the mission.
+///
+/// | the hook, for a task of such an agent      | result                                       |
+/// |--------------------------------------------|----------------------------------------------|
+/// | `file_open` of a program being executed    | the flag cleared; decided under the mission  |
+/// | `file_open` whose flags cannot be read     | decided under the mission (flag kept)        |
+/// | anything else                              | allowed, nothing reported                    |
+#[inline(always)]
+pub fn armed<const HOOK: u32>(ctx: &LsmContext, mut agent: Agent) -> Result<Agent, i32> {
+    if HOOK != hook::FILE_OPEN {
+        return Err(0);
+    }
+    let file: *const u8 = ctx.arg(0);
+    let Ok(flags) = kernel::read::<u32>(file, kernel::off().file_f_flags) else {
+        return Ok(agent);
+    };
+    if flags & fmode::EXEC == 0 {
+        return Err(0);
+    }
+    let cgroup = unsafe { bpf_get_current_cgroup_id() };
+    if let Some(entry) = AGENTS.get_ptr_mut(cgroup) {
+        // SAFETY: the map's value for this cgroup; a plain store of an
+        // aligned word, as the daemon's own updates replace whole entries.
+        unsafe { (*entry).flags &= !agent_flags::FROM_EXEC };
+    }
+    agent.flags &= !agent_flags::FROM_EXEC;
+    Ok(agent)
 }
 
 /// Refuses a held task's hook with `EACCES` and says why.

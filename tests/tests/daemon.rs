@@ -676,6 +676,53 @@ fn a_new_cgroup_is_decided_before_its_first_process_runs() {
     assert!(lines.len() == 1 && ok(&lines[0]), "{lines:?}");
 }
 
+#[test]
+fn an_agent_confined_from_exec_is_decided_from_its_entrypoint_on() {
+    let h = Host::new("fromexec");
+    let m = h.mission("m", &tree_mission(&h.s.p("project"), READ_ONLY));
+    h.configure("", &[("ctr".into(), "ctr-*".into(), m)]);
+    let text = fs::read_to_string(h.config_path()).unwrap();
+    fs::write(h.config_path(), format!("{text}confine_from = \"exec\"\n")).unwrap();
+    let _daemon = h.start(0);
+    let secret = h.s.p("secret/key");
+    let project = h.s.p("project/a.txt");
+    let cg = h.cgroup("ctr-1");
+
+    // As a container runtime does: in the container's cgroup, set up with
+    // what no agent may touch, then execute the entrypoint, which is
+    // confined from its own open on.
+    let runtime = |then: &str| {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "echo 0 > {}/cgroup.procs && read line < {secret} && echo \"set up: $line\" && {then}",
+                cg.display()
+            ))
+            .arg("sh")
+            .arg(probe_bin())
+            .args(["read", &secret, ",", "read", &project])
+            .output()
+            .unwrap();
+        (stdout_lines(&out), out.status.code())
+    };
+    let (lines, _) = runtime("exec \"$@\"");
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[0], "set up: TOP SECRET");
+    assert!(denied(&lines[1]) && ok(&lines[2]), "{lines:?}");
+    assert_eq!(h.agent_count(), Some(1));
+
+    // The exec ended the set-up for the whole cgroup: a later process is
+    // confined from its first instruction.
+    let (lines, status) = runtime("true");
+    assert!(lines.is_empty() && status != Some(0), "{lines:?}");
+    let refused =
+        h.s.decisions_at("file_open")
+            .into_iter()
+            .filter(|d| d["path"] == secret.as_str() && d["verdict"] == "deny")
+            .count();
+    assert_eq!(refused, 2);
+}
+
 /// `GET /metrics` from the daemon's endpoint.
 fn scrape(addr: &str) -> String {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();

@@ -14,6 +14,7 @@
 //! | an earlier program on the hook refused | that refusal, nothing read |
 //! | not in an agent cgroup                 | allow (one hash lookup)    |
 //! | in a held cgroup ([`crate::held`])     | wait for the daemon        |
+//! | confined from its first exec, before it ([`crate::held::armed`]) | allow; the exec's open is decided and ends this |
 //! | in an agent cgroup                     | the function's own table   |
 //!
 //! and every file hook's table ends the same way, as [`crate::decide`] does:
@@ -27,7 +28,7 @@ pub mod guard;
 pub mod owned;
 
 use aya_ebpf::{EbpfContext, programs::LsmContext};
-use pincer_common::{Agent, hook, mode};
+use pincer_common::{Agent, agent_flags, hook, mode};
 
 use crate::{held, maps};
 
@@ -49,6 +50,9 @@ pub fn agent<const HOOK: u32>(ctx: &LsmContext) -> Result<Agent, i32> {
     let agent = maps::current_agent().ok_or(0)?;
     if agent.mode == mode::HELD {
         return Err(held::stop(&agent, HOOK));
+    }
+    if agent.flags & agent_flags::FROM_EXEC != 0 {
+        return held::armed::<HOOK>(ctx, agent);
     }
     Ok(agent)
 }

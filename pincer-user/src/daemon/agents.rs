@@ -190,6 +190,7 @@ impl Daemon {
                 slot,
                 mode,
                 report_allowed: false,
+                from_exec: config.from_exec,
                 capabilities: mission.capabilities,
                 grants,
                 voters: voters::for_mission(&mission.vote, &self.board)?,

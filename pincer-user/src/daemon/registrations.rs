@@ -131,6 +131,9 @@ impl Daemon {
             cgroup: pattern,
             mission: registration.mission.clone(),
             mode,
+            // `pincer run`'s command is the agent from its first
+            // instruction.
+            from_exec: false,
             number: 0,
             line: 0,
         };

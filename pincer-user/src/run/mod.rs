@@ -300,6 +300,8 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
                 slot: twin::FIRST_SLOT,
                 mode,
                 report_allowed: options.log_allowed,
+                // The run's command is the agent from its first instruction.
+                from_exec: false,
                 capabilities: mission.capabilities,
                 grants,
                 voters,

@@ -174,6 +174,9 @@ pub struct Confinement {
     pub mode: Mode,
     /// Report granted accesses too.
     pub report_allowed: bool,
+    /// Confinement starts at the first program a task of the cgroup
+    /// executes ([`agent_flags::FROM_EXEC`]).
+    pub from_exec: bool,
     /// The capabilities its tasks may use (the mission's
     /// [`Mission::capabilities`](crate::mission::Mission::capabilities)).
     pub capabilities: u64,
@@ -285,6 +288,7 @@ impl<K: Kernel> Twin<K> {
             slot,
             mode,
             report_allowed,
+            from_exec,
             capabilities,
             grants,
             mut voters,
@@ -340,7 +344,7 @@ impl<K: Kernel> Twin<K> {
                 0
             } else {
                 agent_flags::ACTIONS
-            },
+            } | if from_exec { agent_flags::FROM_EXEC } else { 0 },
             _pad: 0,
             // Never more than an agent may be given, whoever built the set.
             capabilities: capabilities & !caps::NEVER,

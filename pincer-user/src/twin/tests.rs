@@ -166,6 +166,7 @@ fn confinement(slot: u32, voters: Vec<Arc<dyn Voter>>) -> Confinement {
         slot,
         mode: Mode::Ask,
         report_allowed: false,
+        from_exec: false,
         capabilities: pincer_common::caps::DEFAULT,
         grants: ResolvedGrants {
             inode: vec![(

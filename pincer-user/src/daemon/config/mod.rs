@@ -23,6 +23,7 @@
 //! mission = "/etc/pincer/missions/claude.toml"
 //! mode = "ask"                             # "enforce", "audit" or "ask"; by default the
 //!                                          # mission's defaults.on_unknown
+//! confine_from = "start"                   # "start" (the default) or "exec"
 //!
 //! [labels]
 //! policy = ["README.md", "/srv/site/config/"]  # added to every agent's policy set
@@ -83,6 +84,12 @@
 //! - `mode` overrides the mission's `defaults.on_unknown`: `"enforce"`
 //!   denies what the mission does not grant (`"deny"`), `"audit"` allows and
 //!   records it, `"ask"` parks it for the mission's voters.
+//! - `confine_from`: `"start"` confines the cgroup's tasks from their first
+//!   instruction; `"exec"` lets them through until one of them executes a
+//!   program, whose open is the first thing decided under the mission. For
+//!   cgroups a container runtime sets up (mounts, capabilities) before it
+//!   executes the container's entrypoint: that set-up is the runtime's,
+//!   not the agent's. New cgroups are held until decided either way.
 //!
 //! # Cgroup patterns
 //!
@@ -282,6 +289,9 @@ pub struct AgentConfig {
     pub mission: PathBuf,
     /// Overrides the mission's `defaults.on_unknown` when set.
     pub mode: Option<Mode>,
+    /// Confinement starts at the first program a task of the cgroup
+    /// executes (`confine_from = "exec"`), not at its first instruction.
+    pub from_exec: bool,
     /// Its place among the `[[agent]]` entries, from 1 (0 for an agent
     /// that a `pincer run` registered, which has no entry).
     pub number: usize,
@@ -296,6 +306,7 @@ impl PartialEq for AgentConfig {
             && self.cgroup == other.cgroup
             && self.mission == other.mission
             && self.mode == other.mode
+            && self.from_exec == other.from_exec
     }
 }
 
@@ -410,6 +421,10 @@ impl Config {
                         "# mode is not set: the mission's defaults.on_unknown decides".to_owned()
                     }
                 },
+                setting(
+                    "confine_from",
+                    &toml_string(if agent.from_exec { "exec" } else { "start" }),
+                ),
             ]);
         }
         for source in &self.sources {
@@ -729,8 +744,10 @@ fn parse_agents(doc: &Document<'_>, list: &Field<'_>) -> Result<Vec<AgentConfig>
     let mut patterns = HashMap::new();
     for (index, table) in items.enumerate() {
         let number = index + 1;
-        let [name, cgroup, mission, mode] =
-            doc.fields(&table, ["name", "cgroup", "mission", "mode"])?;
+        let [name, cgroup, mission, mode, confine_from] = doc.fields(
+            &table,
+            ["name", "cgroup", "mission", "mode", "confine_from"],
+        )?;
 
         let name = doc.required_in(&table, "name", name)?;
         let name_text = doc.string(&name)?;
@@ -765,12 +782,17 @@ fn parse_agents(doc: &Document<'_>, list: &Field<'_>) -> Result<Vec<AgentConfig>
         let mode = mode
             .map(|mode| choice(doc, &mode, Mode::NAMES))
             .transpose()?;
+        let from_exec = confine_from
+            .map(|from| choice(doc, &from, &[("start", false), ("exec", true)]))
+            .transpose()?
+            .unwrap_or(false);
 
         agents.push(AgentConfig {
             name: name_text.to_owned(),
             cgroup: pattern,
             mission,
             mode,
+            from_exec,
             number,
             line: mission_line,
         });
@@ -1214,7 +1236,7 @@ mod tests {
                 10,
                 1,
                 field("agent[2].verdict"),
-                "unknown field `verdict`, expected one of `name`, `cgroup`, `mission`, `mode`"
+                "unknown field `verdict`, expected one of `name`, `cgroup`, `mission`, `mode`, `confine_from`"
                     .to_owned()
             )
         );
@@ -1355,6 +1377,22 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn confinement_starts_at_the_first_instruction_unless_told_exec() {
+        let config = Config::from_str(&agent_with_cgroup("a", "a"), Path::new("/d.toml")).unwrap();
+        assert!(!config.agents[0].from_exec);
+        let text = format!("{}confine_from = \"exec\"\n", agent_with_cgroup("a", "a"));
+        let config = Config::from_str(&text, Path::new("/d.toml")).unwrap();
+        assert!(config.agents[0].from_exec);
+        let text = format!("{}confine_from = \"later\"\n", agent_with_cgroup("a", "a"));
+        let (_, _, field_name, message) = invalid(&text);
+        assert_eq!(field_name, field("agent[1].confine_from"));
+        assert_eq!(
+            message,
+            "unknown value \"later\" (expected \"start\" or \"exec\")"
+        );
     }
 
     #[test]
@@ -1788,6 +1826,7 @@ ring_bytes = 262144
             cgroup: pattern("a\\x2db/*/**"),
             mission: PathBuf::from("/m\u{7f}.toml"),
             mode: Some(Mode::Audit),
+            from_exec: true,
             number: 1,
             line: 1,
         });
