@@ -318,15 +318,31 @@ fn insert(pods: &mut HashMap<String, PodEntry>, uid: String, entry: PodEntry) {
 /// (a kubeconfig, or the pod's service account).
 async fn client(api: Option<&str>) -> Result<kube::Client, String> {
     let config = match api {
-        Some(url) => kube::Config::new(
-            url.parse()
-                .map_err(|error| format!("kubernetes.api {url:?}: {error}"))?,
-        ),
+        Some(url) => {
+            let uri: http::Uri = url
+                .parse()
+                .map_err(|error| format!("kubernetes.api {url:?}: {error}"))?;
+            if uri.scheme_str() == Some("http") {
+                return Ok(plain_client(uri));
+            }
+            kube::Config::new(uri)
+        }
         None => kube::Config::infer()
             .await
             .map_err(|error| format!("no Kubernetes client configuration: {error}"))?,
     };
     kube::Client::try_from(config).map_err(|error| format!("the Kubernetes client: {error}"))
+}
+
+/// A client of a plain `http://` API server (a local proxy, a test's):
+/// the client's own stack would load the system's CA certificates first,
+/// and fail where there are none, although no TLS is spoken.
+fn plain_client(uri: http::Uri) -> kube::Client {
+    use tower_layer::Layer;
+    let http = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build(hyper_util::client::legacy::connect::HttpConnector::new());
+    let service = kube::client::middleware::BaseUriLayer::new(uri).layer(http);
+    kube::Client::new(service, "default")
 }
 
 /// Lists and watches the node's pods into `cache` for as long as the
