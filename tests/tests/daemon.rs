@@ -1186,6 +1186,10 @@ fn container_id(digit: char) -> String {
 fn pods_on_this_node_are_confined_with_their_annotated_missions() {
     let h = Host::new("pods");
     let api = KubeApi::start("node-1");
+    // The webhook names the node by its host name, as a Kubernetes node's
+    // is; the guest has none of its own.
+    let out = Command::new("hostname").arg(api.node()).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
     let missions = h.s.path("pod-missions");
     fs::create_dir_all(&missions).unwrap();
     fs::write(
