@@ -679,6 +679,16 @@ fn cases() -> Vec<Case> {
             "[daemon]\nsoket = \"/run/p.sock\"\n",
         ),
         Case::daemon(
+            "kubernetes-no-missions",
+            "`[kubernetes]` without `missions`",
+            "[kubernetes]\nnode = \"worker-1\"\n",
+        ),
+        Case::daemon(
+            "kubernetes-node-name",
+            "`kubernetes.node` that is no node name",
+            "[kubernetes]\nmissions = \"missions\"\nnode = \"Worker 1\"\n",
+        ),
+        Case::daemon(
             "daemon-relative-socket",
             "relative `daemon.socket`",
             "[daemon]\nsocket = \"run/p.sock\"\n",

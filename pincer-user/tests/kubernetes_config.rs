@@ -17,6 +17,8 @@ fn the_daemon_would_start_with_the_pods_configuration() {
     let out = Command::new(env!("CARGO_BIN_EXE_pincer"))
         .args(["daemon", "--check", "--config"])
         .arg(config_file())
+        // As the DaemonSet sets it from the downward API.
+        .env("NODE_NAME", "node-1")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -43,4 +45,8 @@ fn metrics_listen_on_the_pods_network_at_the_services_port() {
             dir.display()
         );
     }
+    let kubernetes = config.kubernetes.expect("pods are agents");
+    assert_eq!(kubernetes.missions, dir.join("missions"));
+    // The DaemonSet names the node; the pod's service account the API.
+    assert_eq!((kubernetes.node, kubernetes.api), (None, None));
 }

@@ -5,6 +5,7 @@
 //! fresh directory and removes it on drop; none returns early on a missing
 //! prerequisite: a guest that cannot enforce fails the tests.
 
+pub mod kubeapi;
 pub mod webhook;
 
 use std::{

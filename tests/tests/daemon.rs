@@ -25,7 +25,9 @@ use nix::{
 };
 use pincer_tests::{
     CGROUP2, EACCES, EPERM, EVERY_OPERATION, READ_ONLY, READ_WRITE, Reaped, Scratch,
-    asking_mission, pincer_bin, probe_bin, process_state, stdout_lines, tree_mission, wait_for,
+    asking_mission,
+    kubeapi::{self, KubeApi},
+    pincer_bin, probe_bin, process_state, stdout_lines, text, tree_mission, wait_for,
 };
 
 /// One daemon's world: config, socket, pins and its cgroup slice.
@@ -1208,4 +1210,340 @@ fn a_source_in_the_daemon_configuration_lowers_every_agent_it_confines() {
             "{lines:?}"
         );
     }
+}
+
+/// `pincer approvals serve` on a free loopback port, killed when dropped.
+struct Approvals {
+    child: Child,
+    server: String,
+    token: PathBuf,
+}
+
+impl Approvals {
+    /// Serves with `secret` (shared with the nodes) and an operator token,
+    /// both files in `dir`.
+    fn serve(dir: &Path, secret: &Path) -> Self {
+        let token = dir.join("approvals.token");
+        fs::write(&token, "operator token, long enough\n").unwrap();
+        fs::set_permissions(&token, fs::Permissions::from_mode(0o600)).unwrap();
+        let config = dir.join("approvals.toml");
+        fs::write(
+            &config,
+            format!(
+                "secret_file = \"{}\"\ntoken_file = \"{}\"\n",
+                secret.display(),
+                token.display()
+            ),
+        )
+        .unwrap();
+        let mut child = Command::new(pincer_bin())
+            .args(["approvals", "serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&config)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Its first line names where it listens.
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_owned();
+        Self {
+            child,
+            server: format!("http://{addr}"),
+            token,
+        }
+    }
+
+    /// `pincer approvals <args>` against it, as an operator.
+    fn cli(&self, args: &[&str]) -> Output {
+        Command::new(pincer_bin())
+            .arg("approvals")
+            .args(args)
+            .args(["--server", &self.server, "--token-file"])
+            .arg(&self.token)
+            .output()
+            .unwrap()
+    }
+
+    fn pending(&self) -> Vec<serde_json::Value> {
+        let out = self.cli(&["pending", "--json"]);
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["requests"]
+            .as_array()
+            .cloned()
+            .or_else(|| {
+                serde_json::from_slice::<serde_json::Value>(&out.stdout)
+                    .unwrap()
+                    .as_array()
+                    .cloned()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Approvals {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A containerd container id (64 hex digits) made of one digit.
+fn container_id(digit: char) -> String {
+    std::iter::repeat_n(digit, 64).collect()
+}
+
+#[test]
+fn pods_on_this_node_are_confined_with_their_annotated_missions() {
+    let h = Host::new("pods");
+    let api = KubeApi::start("node-1");
+    // The webhook names the node by its host name, as a Kubernetes node's
+    // is; the guest has none of its own.
+    let out = Command::new("hostname").arg(api.node()).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let missions = h.s.path("pod-missions");
+    fs::create_dir_all(&missions).unwrap();
+    fs::write(
+        missions.join("reader.toml"),
+        tree_mission(&h.s.p("project"), READ_ONLY),
+    )
+    .unwrap();
+    let secret = h.s.path("webhook.key");
+    fs::write(&secret, "a webhook secret, long enough\n").unwrap();
+    fs::set_permissions(&secret, fs::Permissions::from_mode(0o600)).unwrap();
+    let approvals = Approvals::serve(&h.s.path(""), &secret);
+    fs::write(
+        missions.join("asking.toml"),
+        asking_mission(
+            &h.s.p("project"),
+            &format!(
+                "voters = [\"webhook\"]\ntimeout = \"5m\"\n\n[vote.webhook]\nurl = \"{}/webhook\"\nsecret_file = \"{}\"\n",
+                approvals.server,
+                secret.display()
+            ),
+        ),
+    )
+    .unwrap();
+    h.configure("", &[]);
+    // The scan comes once an hour: what confines a container before its
+    // first instruction is the kernel's hold, and a scan the pods' changes
+    // or a held task bring on.
+    let mut config = fs::read_to_string(h.config_path())
+        .unwrap()
+        .replace("scan_every = \"200ms\"", "scan_every = \"1h\"");
+    config.push_str(&format!(
+        "\n[kubernetes]\nmissions = \"{}\"\nnode = \"node-1\"\napi = \"{}\"\nkubepods = \"pods.slice/kubepods.slice\"\n",
+        missions.display(),
+        api.url()
+    ));
+    fs::write(h.config_path(), config).unwrap();
+
+    // As the kubelet with the systemd driver and containerd lay them out:
+    // a pod's cgroup per QoS class, a scope per container, the sandbox's
+    // among them.
+    let container = |qos: &str, uid: &str, id: &str| {
+        let pod_uid = uid.replace('-', "_");
+        let (parent, prefix) = match qos {
+            "guaranteed" => (String::new(), "kubepods".to_owned()),
+            class => (
+                format!("kubepods-{class}.slice/"),
+                format!("kubepods-{class}"),
+            ),
+        };
+        h.cgroup(&format!(
+            "kubepods.slice/{parent}{prefix}-pod{pod_uid}.slice/cri-containerd-{id}.scope"
+        ))
+    };
+    let uid_a = "0a0a0a0a-1111-4222-8333-444444444444";
+    let uid_b = "0b0b0b0b-1111-4222-8333-444444444444";
+    let uid_c = "0c0c0c0c-1111-4222-8333-444444444444";
+    // Pod a: every container reads the project, nothing else.
+    let a = container("burstable", uid_a, &container_id('a'));
+    let a_sandbox = container("burstable", uid_a, &container_id('1'));
+    api.apply(kubeapi::pod(
+        "pod-a",
+        uid_a,
+        "node-1",
+        &[("pincer.dev/mission", "reader")],
+        &[("app", &container_id('a'))],
+    ));
+    // Pod b: its container `agent` asks the approval service about what
+    // its mission does not grant; its sandbox is no agent.
+    let b = container("guaranteed", uid_b, &container_id('b'));
+    let b_sandbox = container("guaranteed", uid_b, &container_id('2'));
+    api.apply(kubeapi::pod(
+        "pod-b",
+        uid_b,
+        "node-1",
+        &[
+            ("pincer.dev/mission.agent", "asking"),
+            ("pincer.dev/mode", "ask"),
+        ],
+        &[("agent", &container_id('b'))],
+    ));
+    // Pod c: no annotation.
+    let c = container("besteffort", uid_c, &container_id('c'));
+    api.apply(kubeapi::pod(
+        "pod-c",
+        uid_c,
+        "node-1",
+        &[],
+        &[("app", &container_id('c'))],
+    ));
+    // Another node's pod, annotated: never this daemon's business.
+    api.apply(kubeapi::pod(
+        "elsewhere",
+        "0d0d0d0d-1111-4222-8333-444444444444",
+        "node-2",
+        &[("pincer.dev/mission", "reader")],
+        &[("app", &container_id('d'))],
+    ));
+
+    let mut daemon = h.start(3);
+    let agents = h.json(&["agents", "--json"]).unwrap();
+    let mut listed: Vec<(String, String)> = agents
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (text(&a["agent"]), text(&a["mode"])))
+        .collect();
+    listed.sort();
+    assert_eq!(
+        listed,
+        [
+            (
+                "agents/pod-a/(111111111111)".to_owned(),
+                "enforce".to_owned()
+            ),
+            ("agents/pod-a/app".to_owned(), "enforce".to_owned()),
+            ("agents/pod-b/agent".to_owned(), "ask".to_owned()),
+        ],
+        "{agents}"
+    );
+    assert!(
+        api.requests()
+            .iter()
+            .all(|r| r.contains("fieldSelector=spec.nodeName%3Dnode-1")),
+        "{:?}",
+        api.requests()
+    );
+    h.assert_mission_enforced(&a);
+    h.assert_mission_enforced(&a_sandbox);
+    let secret_file = h.s.p("secret/key");
+    for untouched in [&c, &b_sandbox] {
+        let lines = h.probe_in(untouched, &["read", &secret_file]);
+        assert!(ok(&lines[0]), "{untouched:?}: {lines:?}");
+    }
+
+    // The agent of pod b asks; the approval service lists it.
+    let parked = h.spawn_in(&b, &["read", &secret_file]);
+    let mut waiting = Vec::new();
+    assert!(
+        wait_for(Duration::from_secs(60), || {
+            waiting = approvals.pending();
+            waiting.len() == 1
+        }),
+        "the approval service never listed the request: {waiting:?}"
+    );
+    assert_eq!(waiting[0]["request"]["path"], secret_file.as_str());
+
+    // The daemon and its watchdog die; the next one lists the pods before
+    // it takes them over, asks the service again, and the operator's
+    // approval reaches the task still parked.
+    let watchdog = watchdog_of(daemon.0.id());
+    kill(Pid::from_raw(watchdog as i32), Signal::SIGKILL).unwrap();
+    kill(Pid::from_raw(daemon.0.id() as i32), Signal::SIGKILL).unwrap();
+    let _ = daemon.0.wait();
+    let _daemon = h.start(3);
+    h.assert_mission_enforced(&a);
+    assert!(
+        wait_for(Duration::from_secs(60), || {
+            waiting = approvals.pending();
+            waiting.len() == 1 && waiting[0]["waiting"] == true
+        }),
+        "the restarted daemon never asked again: {waiting:?}"
+    );
+    let id = waiting[0]["id"].as_u64().unwrap().to_string();
+    let out = approvals.cli(&["approve", &id, "--once"]);
+    assert!(out.status.success(), "{out:?}");
+    let out = stdout_of(parked);
+    assert!(ok(&out), "{out}");
+
+    // Pod c is annotated: its container is confined from then on.
+    api.apply(kubeapi::pod(
+        "pod-c",
+        uid_c,
+        "node-1",
+        &[("pincer.dev/mission", "reader")],
+        &[("app", &container_id('c'))],
+    ));
+    assert!(wait_for(Duration::from_secs(10), || h.agent_count() == Some(4)));
+    h.assert_mission_enforced(&c);
+
+    // A bad annotation confines with nothing granted.
+    api.apply(kubeapi::pod(
+        "pod-c",
+        uid_c,
+        "node-1",
+        &[("pincer.dev/mission", "../reader")],
+        &[("app", &container_id('c'))],
+    ));
+    let project_file = h.s.p("project/a.txt");
+    let refused = || {
+        h.json(&["agents", "--json"])
+            .and_then(|agents| {
+                agents
+                    .as_array()?
+                    .iter()
+                    .find_map(|a| (a["agent"] == "agents/pod-c/app").then(|| text(&a["mission"])))
+            })
+            .is_some_and(|mission| mission == "refused")
+    };
+    assert!(wait_for(Duration::from_secs(10), refused));
+    // Even the project the reader mission grants (without a baseline the
+    // probe may not even start).
+    let lines = h.probe_in(&c, &["read", &project_file]);
+    assert!(!lines.iter().any(|l| ok(l)), "{lines:?}");
+    let log = fs::read_to_string(h.s.path("daemon.log")).unwrap();
+    assert!(
+        log.contains("agents/pod-c")
+            && log.contains("annotation pincer.dev/mission: \"../reader\" is not a mission name"),
+        "{log}"
+    );
+
+    // Pod a is deleted: its slots are freed, its containers untouched.
+    api.delete("pod-a");
+    assert!(wait_for(Duration::from_secs(10), || h.agent_count() == Some(2)));
+    let lines = h.probe_in(&a, &["read", &secret_file]);
+    assert!(ok(&lines[0]), "{lines:?}");
+
+    // Pod d's container starts before the watch has brought the pod: its
+    // first process stops at its first instruction (the exec) until the
+    // pod comes, and is then confined from that exec on.
+    let uid_d = "0e0e0e0e-1111-4222-8333-444444444444";
+    let d = container("burstable", uid_d, &container_id('e'));
+    let early = h.spawn_in(&d, &["read", &secret_file, ",", "read", &project_file]);
+    assert!(wait_for(Duration::from_secs(10), || process_state(
+        early.id()
+    ) == Some('T')));
+    api.apply(kubeapi::pod(
+        "pod-d",
+        uid_d,
+        "node-1",
+        &[("pincer.dev/mission", "reader")],
+        &[("app", &container_id('e'))],
+    ));
+    let lines = stdout_lines(&early.wait_with_output().unwrap());
+    assert!(
+        lines.len() == 2 && denied(&lines[0]) && ok(&lines[1]),
+        "{lines:?}"
+    );
 }

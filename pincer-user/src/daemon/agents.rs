@@ -52,6 +52,8 @@ impl Daemon {
             .map(|id| (id, None))
             .collect();
         let mut found: HashMap<u64, (String, String)> = HashMap::new();
+        // Containers of annotated pods, which no pattern matched.
+        let mut pods = HashMap::new();
         walk(&root, &root, 0, &mut |relative, id| {
             if let Some(path) = held.get_mut(&id) {
                 *path = Some(relative.to_owned());
@@ -62,6 +64,12 @@ impl Daemon {
             }
             if let Some(agent) = self.config.agent_for(relative) {
                 found.insert(id, (agent.name.clone(), relative.display().to_string()));
+            } else if let Some(pod) = self.pods.as_mut().and_then(|p| p.agent_for(relative)) {
+                found.insert(
+                    id,
+                    (pod.config.name.clone(), relative.display().to_string()),
+                );
+                pods.insert(id, pod);
             }
         });
         let gone: Vec<u64> = self
@@ -71,9 +79,14 @@ impl Daemon {
                 // Until `pincer run` unregisters it, or it dies and leaves
                 // the cgroup empty.
                 Some(pid) => super::registrations::over(&root.join(&c.listed.cgroup), pid),
-                None => found
-                    .get(id)
-                    .is_none_or(|(agent, _)| *agent != c.listed.agent),
+                // A pod's container moves to its new agent below, in one
+                // map update.
+                None => {
+                    !pods.contains_key(id)
+                        && found
+                            .get(id)
+                            .is_none_or(|(agent, _)| *agent != c.listed.agent)
+                }
             })
             .map(|(id, _)| *id)
             .collect();
@@ -81,6 +94,21 @@ impl Daemon {
             self.release(id)?;
         }
         for (id, (agent, relative)) in found {
+            if let Some(pod) = pods.remove(&id) {
+                if self
+                    .confined
+                    .get(&id)
+                    .is_some_and(|c| pod.confines(&c.listed))
+                {
+                    continue;
+                }
+                if let Err(error) =
+                    self.confine_with(id, &relative, &pod.config, &pod.mission, None, &[])
+                {
+                    tracing::error!(agent = %agent, cgroup = %relative, error = %error, "cannot confine a pod's container");
+                }
+                continue;
+            }
             if self.confined.contains_key(&id) {
                 continue;
             }
@@ -133,10 +161,23 @@ impl Daemon {
                         tracing::error!(cgroup = %relative, error = %error, "cannot confine a cgroup again");
                     }
                 }
-                None => {
-                    self.confined.remove(&id);
-                    self.service.twin().release(id)?;
-                }
+                None => match self
+                    .pods
+                    .as_mut()
+                    .and_then(|p| p.agent_for(Path::new(&relative)))
+                {
+                    Some(pod) => {
+                        if let Err(error) =
+                            self.confine_with(id, &relative, &pod.config, &pod.mission, None, &[])
+                        {
+                            tracing::error!(cgroup = %relative, error = %error, "cannot confine a pod's container again");
+                        }
+                    }
+                    None => {
+                        self.confined.remove(&id);
+                        self.service.twin().release(id)?;
+                    }
+                },
             }
         }
         Ok(())

@@ -4,7 +4,8 @@
 //! its mission is in force, however late the scan comes.
 //!
 //! The daemon watches, for every `[[agent]]` pattern, the deepest cgroup
-//! every match lies below ([`CgroupPattern::literal_parent`]) that exists;
+//! every match lies below ([`CgroupPattern::literal_parent`]) that exists,
+//! and with `[kubernetes]` the kubelet's parent cgroup;
 //! `pincer run`'s own directory below it is exempt (each run confines its
 //! own cgroup). A report of a held task, or the periodic scan, makes the
 //! daemon decide:
@@ -13,6 +14,8 @@
 //! |--------------------------------------|--------------------------------------------------------|
 //! | an agent pattern matches it          | confines it with the agent's mission, then continues its stopped tasks |
 //! | ... but its mission cannot be loaded | keeps it held (its tasks stay stopped) and logs why at every scan |
+//! | a container of an annotated pod (`[kubernetes]`) | confines it with the pod's mission (from the container's first exec), then continues its tasks |
+//! | a container whose pod the watch has not brought yet | keeps it held, up to 30 s, then lets it go |
 //! | no pattern matches it, or it is gone | lets it go, then continues its stopped tasks          |
 //!
 //! A watched parent that does not exist yet is watched from the first scan
@@ -21,7 +24,12 @@
 //!
 //! [`CgroupPattern::literal_parent`]: super::config::CgroupPattern::literal_parent
 
-use std::{fs, os::unix::fs::MetadataExt, path::Path};
+use std::{
+    fs,
+    os::unix::fs::MetadataExt,
+    path::Path,
+    time::{Duration, Instant},
+};
 
 use nix::{sys::signal, unistd::Pid};
 use pincer_common::watch;
@@ -29,18 +37,31 @@ use pincer_common::watch;
 use super::{Daemon, DaemonError};
 use crate::cgroup::PINCER_DIR;
 
+/// How long a held container cgroup whose pod the watch has not brought
+/// waits for it before it is let go as no agent's: the pod reaches the
+/// kubelet through the same API, so it comes within moments unless the
+/// API server is out of reach.
+const POD_WAIT: Duration = Duration::from_secs(30);
+
 impl Daemon {
     /// Writes the cgroups below which new ones are held, when they changed.
     pub(super) fn watch(&mut self) -> Result<(), DaemonError> {
         let root = self.config.daemon.cgroup_root.clone();
         let mut watched: Vec<(u64, u32)> = Vec::new();
-        for agent in &self.config.agents {
-            let parent = root.join(agent.cgroup.literal_parent());
+        let kubepods = self.pods.as_ref().map(|pods| pods.kubepods().to_owned());
+        let parents = self
+            .config
+            .agents
+            .iter()
+            .map(|agent| (agent.name.clone(), agent.cgroup.literal_parent()))
+            .chain(kubepods.map(|kubepods| ("pods".to_owned(), kubepods)));
+        for (agent, parent) in parents {
+            let parent = root.join(parent);
             match fs::metadata(&parent) {
                 Ok(metadata) if metadata.is_dir() => watched.push((metadata.ino(), watch::HOLD)),
                 _ => {
                     if self.unwatched.insert(parent.clone()) {
-                        tracing::warn!(agent = %agent.name, parent = %parent.display(),
+                        tracing::warn!(agent = %agent, parent = %parent.display(),
                             "the agent's parent cgroup does not exist: its cgroups are found by the scan until it does");
                     }
                 }
@@ -78,6 +99,7 @@ impl Daemon {
         let root = self.config.daemon.cgroup_root.clone();
         for (id, relative) in held {
             if let Some(confined) = self.confined.get(&id) {
+                self.held_since.remove(&id);
                 let confined = confined.listed.clone();
                 self.service.twin().forget_held_tasks(id)?;
                 let continued = relative
@@ -95,6 +117,18 @@ impl Daemon {
                 // rather than run unconfined.
                 continue;
             }
+            let since = *self.held_since.entry(id).or_insert_with(Instant::now);
+            let waits = relative.as_deref().is_some_and(|relative| {
+                self.pods.as_ref().is_some_and(|pods| pods.waits(relative))
+            });
+            if waits {
+                if since.elapsed() < POD_WAIT {
+                    continue;
+                }
+                tracing::warn!(cgroup = ?relative, waited = ?POD_WAIT,
+                    "no pod of this node has the held container's uid: let go as no agent");
+            }
+            self.held_since.remove(&id);
             self.service.twin().let_go(id)?;
             self.service.twin().forget_held_tasks(id)?;
             if let Some(relative) = relative {

@@ -44,6 +44,7 @@
 mod agents;
 pub mod config;
 mod held;
+mod kubernetes;
 mod pins;
 mod registrations;
 mod replay;
@@ -133,6 +134,10 @@ pub enum DaemonError {
     /// The metrics endpoint failed.
     #[error(transparent)]
     Metrics(#[from] MetricsError),
+    /// The `[kubernetes]` table cannot be served (no node name, a
+    /// missions directory that does not load).
+    #[error("{0}")]
+    Kubernetes(String),
     /// A system call failed.
     #[error("{what}")]
     Io {
@@ -175,6 +180,12 @@ pub fn main(options: &DaemonOptions) -> Result<(), DaemonError> {
         return pins::uninstall(&config);
     }
     let missions = load_missions(&config)?;
+    let pods = config
+        .kubernetes
+        .as_ref()
+        .map(|kubernetes| kubernetes::Pods::new(kubernetes, &config.path))
+        .transpose()
+        .map_err(DaemonError::Kubernetes)?;
     // Held until the handlers exist, so an early SIGTERM waits rather than
     // killing the daemon halfway through pinning.
     let mut held = SigSet::empty();
@@ -183,7 +194,7 @@ pub fn main(options: &DaemonOptions) -> Result<(), DaemonError> {
     }
     sigprocmask(SigmaskHow::SIG_BLOCK, Some(&held), None)
         .map_err(|e| io_error("blocking signals")(e.into()))?;
-    serve(options, config, missions, &held)
+    serve(options, config, missions, pods, &held)
 }
 
 fn init_logging(format: LogFormat) {
@@ -205,6 +216,9 @@ fn init_logging(format: LogFormat) {
 /// more ([`crate::mission::check`]); warnings on standard error.
 fn check(path: &std::path::Path, config: &Config) -> Result<(), DaemonError> {
     let missions = load_missions(config)?;
+    if let Some(kubernetes) = &config.kubernetes {
+        check_pod_missions(config, kubernetes)?;
+    }
     for agent in &config.agents {
         let mission = config.with_sources(&missions[&agent.name]);
         let checked = crate::mission::check(&mission).map_err(|source| DaemonError::Check {
@@ -219,6 +233,53 @@ fn check(path: &std::path::Path, config: &Config) -> Result<(), DaemonError> {
         "{}: the daemon would start with {} agent pattern(s)",
         path.display(),
         config.agents.len()
+    );
+    Ok(())
+}
+
+/// `--check` of `[kubernetes]`: every mission of the directory loads and
+/// would start; a node name that only the pod's environment gives is
+/// reported, not refused.
+fn check_pod_missions(
+    config: &Config,
+    kubernetes: &config::KubernetesConfig,
+) -> Result<(), DaemonError> {
+    if let Err(why) = kubernetes.node_name(&config.path) {
+        eprintln!("warning: {why}");
+    }
+    let dir = &kubernetes.missions;
+    let entries = fs::read_dir(dir).map_err(io_error(format!(
+        "{}: kubernetes.missions: reading {}",
+        config.path.display(),
+        dir.display()
+    )))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    files.sort();
+    for file in &files {
+        let place = format!("{}: kubernetes.missions", config.path.display());
+        let mission = Mission::from_file(file).map_err(|source| DaemonError::Mission {
+            place: place.clone(),
+            source: Box::new(source),
+        })?;
+        let checked = crate::mission::check(&config.with_sources(&mission)).map_err(|source| {
+            DaemonError::Check {
+                place,
+                source: Box::new(source),
+            }
+        })?;
+        for warning in &checked.warnings {
+            eprintln!("warning: {}: {warning}", file.display());
+        }
+    }
+    println!(
+        "{}: {} pod mission(s) in {}",
+        config.path.display(),
+        files.len(),
+        dir.display()
     );
     Ok(())
 }
@@ -244,6 +305,8 @@ struct Daemon {
     config: Config,
     config_path: PathBuf,
     missions: HashMap<String, Mission>,
+    /// The node's pods, with `[kubernetes]`.
+    pods: Option<kubernetes::Pods>,
     service: Service,
     /// The cgroups it confines, by cgroup id.
     confined: HashMap<u64, Confined>,
@@ -258,12 +321,16 @@ struct Daemon {
     watched: Vec<(u64, u32)>,
     /// Agents' parent cgroups found missing (each is warned about once).
     unwatched: std::collections::HashSet<PathBuf>,
+    /// Held cgroups not decided at the first scan that saw them, since
+    /// then.
+    held_since: HashMap<u64, std::time::Instant>,
 }
 
 fn serve(
     options: &DaemonOptions,
     config: Config,
     missions: HashMap<String, Mission>,
+    pods: Option<kubernetes::Pods>,
     held: &SigSet,
 ) -> Result<(), DaemonError> {
     let lock = pins::lock(&config)?;
@@ -311,6 +378,7 @@ fn serve(
         config,
         config_path: options.config.clone(),
         missions,
+        pods,
         service,
         confined: HashMap::new(),
         board: PromptBoard::new(None),
@@ -322,6 +390,7 @@ fn serve(
         last_reload_error: None,
         watched: Vec::new(),
         unwatched: std::collections::HashSet::new(),
+        held_since: HashMap::new(),
     };
 
     let result = runtime.block_on(async {
@@ -331,6 +400,20 @@ fn serve(
         sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(held), None)
             .map_err(|e| io_error("unblocking signals")(e.into()))?;
 
+        // A restarted daemon takes its pods over only once it knows them:
+        // scanning before would release them.
+        let pod_changes = match &daemon.pods {
+            Some(pods) => {
+                pods.start();
+                tokio::select! {
+                    () = pods.synced() => {}
+                    _ = terminate.recv() => return Ok(()),
+                    _ = interrupt.recv() => return Ok(()),
+                }
+                Some(pods.changes())
+            }
+            None => None,
+        };
         // The cgroups `pincer run` registered with a previous daemon come
         // back first, then the scan takes over the rest.
         daemon.restore_registrations();
@@ -381,6 +464,7 @@ fn serve(
                     }
                 }
                 _ = scan.tick() => daemon.scan(&[])?,
+                () = pod_change(pod_changes.as_deref()) => daemon.scan(&[])?,
                 Some(command) = command_queue.recv() => daemon.command(command)?,
                 _ = hangup.recv() => {
                     daemon.reload()?;
@@ -422,6 +506,14 @@ fn serve(
     result
 }
 
+/// The next change of the node's pods; never without `[kubernetes]`.
+async fn pod_change(changes: Option<&tokio::sync::Notify>) {
+    match changes {
+        Some(changes) => changes.notified().await,
+        None => std::future::pending().await,
+    }
+}
+
 impl Daemon {
     /// Reloads the configuration and missions; on error keeps the running
     /// ones and says why.
@@ -442,6 +534,11 @@ impl Daemon {
         let keep = |old: &Config| (old.daemon.pin_dir.clone(), old.daemon.socket.clone());
         if keep(&config) != keep(&self.config) {
             tracing::warn!("pin_dir and socket changes take effect at the next start");
+        }
+        match (&mut self.pods, &config.kubernetes) {
+            (Some(pods), Some(kubernetes)) => pods.reconfigure(kubernetes),
+            (None, None) => {}
+            _ => tracing::warn!("adding or removing [kubernetes] takes effect at the next start"),
         }
         self.config = config;
         self.missions = missions;

@@ -31,6 +31,12 @@
 //! [[source]]                               # added to every agent's sources
 //! path = "/srv/agent-cache/fetched"        # a file, or a directory and all in it
 //! authority = "evidence"                   # "evidence" (the default) or "user"
+//!
+//! [kubernetes]                             # optional: confine this node's annotated pods
+//! missions = "missions"                    # required: `pincer.dev/mission: NAME` is NAME.toml here
+//! node = "worker-1"                        # by default the NODE_NAME environment variable
+//! api = "https://10.0.0.1:6443"            # by default the in-cluster service account
+//! kubepods = "kubepods.slice"              # the kubelet's cgroup (the default; "kubepods" for cgroupfs)
 //! ```
 //!
 //! Every key of `[daemon]` is optional, and so is the table. A configuration
@@ -71,6 +77,20 @@
 //! `authority` is `"evidence"` (the default) or `"user"`. The path is
 //! resolved and its objects labelled when an agent is confined, like a
 //! mission's; `pincer label revoke PATH` revokes it the same way.
+//!
+//! `[kubernetes]` (optional; `missions` is required): the daemon watches
+//! the pods of its node through the Kubernetes API and confines the
+//! containers of pods annotated `pincer.dev/mission` (see
+//! `daemon::kubernetes`). `missions` is a directory, relative to the
+//! configuration file's directory when relative. `node` is the node's name
+//! as the API knows it (a DNS subdomain); without it the daemon reads the
+//! `NODE_NAME` environment variable when it starts, and refuses to start
+//! without either. `api` is the API server's `http://` or `https://` URL,
+//! without credentials; without it the client configuration is inferred (a
+//! kubeconfig, or in a pod its service account). `kubepods` is the
+//! kubelet's parent cgroup relative to `cgroup_root`: `kubepods.slice` with
+//! the systemd cgroup driver, `kubepods` with cgroupfs. A cgroup an
+//! `[[agent]]` pattern matches is that agent's, pod or not.
 //!
 //! `[[agent]]` (`name`, `cgroup` and `mission` are required):
 //!
@@ -178,8 +198,49 @@ pub struct Config {
     /// The `[[source]]` entries: every confined agent's sources besides
     /// its mission's.
     pub sources: Vec<crate::mission::SourceSpec>,
+    /// `[kubernetes]`: this node's annotated pods are agents too.
+    pub kubernetes: Option<KubernetesConfig>,
     /// The file the configuration was read from (or would have been).
     pub path: PathBuf,
+}
+
+/// The kubelet's parent cgroup when `kubernetes.kubepods` is not set: the
+/// systemd cgroup driver's.
+pub const DEFAULT_KUBEPODS: &str = "kubepods.slice";
+/// Where the node's name is read from when `kubernetes.node` is not set (the
+/// DaemonSet sets it from the downward API).
+pub const NODE_NAME_VARIABLE: &str = "NODE_NAME";
+
+/// `[kubernetes]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubernetesConfig {
+    /// The node whose pods are watched; `None`: [`NODE_NAME_VARIABLE`].
+    pub node: Option<String>,
+    /// The API server's URL; `None`: inferred (kubeconfig or in-cluster).
+    pub api: Option<String>,
+    /// The directory of the missions annotations name, absolute.
+    pub missions: PathBuf,
+    /// The kubelet's parent cgroup, relative to `cgroup_root`.
+    pub kubepods: PathBuf,
+}
+
+impl KubernetesConfig {
+    /// The node's name: `node`, or else the environment's `NODE_NAME`.
+    pub fn node_name(&self, config: &Path) -> Result<String, String> {
+        if let Some(node) = &self.node {
+            return Ok(node.clone());
+        }
+        match std::env::var(NODE_NAME_VARIABLE) {
+            Ok(name) => check_node_name(&name)
+                .map(|()| name)
+                .map_err(|why| format!("{NODE_NAME_VARIABLE} in the environment {why}")),
+            Err(_) => Err(format!(
+                "{}: kubernetes.node is not set and {NODE_NAME_VARIABLE} is not in the \
+                 environment: the daemon would not know which pods are its node's",
+                config.display()
+            )),
+        }
+    }
 }
 
 /// `[daemon]`.
@@ -349,6 +410,7 @@ impl Config {
             agents: Vec::new(),
             policy: Vec::new(),
             sources: Vec::new(),
+            kubernetes: None,
             path: path.to_owned(),
         }
     }
@@ -440,6 +502,25 @@ impl Config {
                 setting("authority", &toml_string(authority)),
             ]);
         }
+        if let Some(kubernetes) = &self.kubernetes {
+            lines.extend([
+                String::new(),
+                "[kubernetes]".to_owned(),
+                setting("missions", &path_string(&kubernetes.missions)),
+                match &kubernetes.node {
+                    Some(node) => setting("node", &toml_string(node)),
+                    None => format!(
+                        "# node is not set: the {NODE_NAME_VARIABLE} environment variable names it"
+                    ),
+                },
+                match &kubernetes.api {
+                    Some(api) => setting("api", &toml_string(api)),
+                    None => "# api is not set: a kubeconfig or the pod's service account names it"
+                        .to_owned(),
+                },
+                setting("kubepods", &path_string(&kubernetes.kubepods)),
+            ]);
+        }
         if !self.policy.is_empty() {
             let patterns: Vec<String> = self
                 .policy
@@ -503,8 +584,8 @@ fn path_string(path: &Path) -> String {
 fn parse(doc: &Document<'_>) -> Result<Config, TomlError> {
     let root: Node = doc.deserialize()?;
     let root = Field::root(&root);
-    let [daemon, agents, labels, sources] =
-        doc.fields(&root, ["daemon", "agent", "labels", "source"])?;
+    let [daemon, agents, labels, sources, kubernetes] =
+        doc.fields(&root, ["daemon", "agent", "labels", "source", "kubernetes"])?;
     let daemon = match daemon {
         Some(table) => parse_daemon(doc, &table)?,
         None => DaemonConfig::default(),
@@ -521,13 +602,125 @@ fn parse(doc: &Document<'_>) -> Result<Config, TomlError> {
         Some(list) => parse_sources(doc, &list)?,
         None => Vec::new(),
     };
+    let kubernetes = kubernetes
+        .map(|table| parse_kubernetes(doc, &table))
+        .transpose()?;
     Ok(Config {
         daemon,
         agents,
         policy,
         sources,
+        kubernetes,
         path: doc.path().to_owned(),
     })
+}
+
+/// `[kubernetes]`: `missions` (required), `node`, `api`, `kubepods`.
+fn parse_kubernetes(doc: &Document<'_>, table: &Field<'_>) -> Result<KubernetesConfig, TomlError> {
+    let [missions, node, api, kubepods] =
+        doc.fields(table, ["missions", "node", "api", "kubepods"])?;
+    let missions = doc.required_in(table, "missions", missions)?;
+    let missions = resolve_mission(doc, &missions)?;
+    let node = node
+        .map(|field| {
+            let text = doc.string(&field)?;
+            check_node_name(text)
+                .map(|()| text.to_owned())
+                .map_err(|why| doc.error(&field, why))
+        })
+        .transpose()?;
+    let api = api
+        .map(|field| {
+            let text = doc.string(&field)?;
+            check_api_url(text)
+                .map(|()| text.to_owned())
+                .map_err(|why| doc.error(&field, why))
+        })
+        .transpose()?;
+    let kubepods = match kubepods {
+        Some(field) => {
+            let text = doc.string(&field)?;
+            check_relative_cgroup(text).map_err(|why| doc.error(&field, why))?;
+            PathBuf::from(text)
+        }
+        None => PathBuf::from(DEFAULT_KUBEPODS),
+    };
+    Ok(KubernetesConfig {
+        node,
+        api,
+        missions,
+        kubepods,
+    })
+}
+
+/// A node's name is a DNS subdomain: it goes into the field selector of
+/// every list and watch.
+fn check_node_name(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+        && name
+            .split('.')
+            .all(|label| !label.is_empty() && !label.starts_with('-') && !label.ends_with('-'));
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is not a node name (lower-case letters, digits, \"-\" and \".\", \
+             at most 253 characters)",
+            toml_string(name)
+        ))
+    }
+}
+
+/// The API server's URL: `http` or `https`, a host, and no credentials
+/// (they would end up in logs; the client takes them from a kubeconfig or
+/// the service account).
+fn check_api_url(text: &str) -> Result<(), String> {
+    let uri: http::Uri = text
+        .parse()
+        .map_err(|error| format!("invalid URL {}: {error}", toml_string(text)))?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) {
+        return Err(format!(
+            "must be an http:// or https:// URL (not {})",
+            toml_string(text)
+        ));
+    }
+    let Some(authority) = uri.authority() else {
+        return Err(format!("names no host: {}", toml_string(text)));
+    };
+    if authority.as_str().contains('@') {
+        return Err(
+            "must not carry credentials: use a kubeconfig or the pod's service account".to_owned(),
+        );
+    }
+    Ok(())
+}
+
+/// A cgroup path relative to the cgroup root: no leading `/`, no empty,
+/// `.` or `..` components.
+fn check_relative_cgroup(text: &str) -> Result<(), String> {
+    if text.is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    if text.starts_with('/') {
+        return Err(format!(
+            "must be relative to daemon.cgroup_root (not {})",
+            toml_string(text)
+        ));
+    }
+    if text
+        .split('/')
+        .any(|part| part.is_empty() || part == "." || part == ".." || part.contains('\0'))
+    {
+        return Err(format!(
+            "{} has an empty, \".\" or \"..\" component",
+            toml_string(text)
+        ));
+    }
+    Ok(())
 }
 
 /// `[[source]]`: `path` (absolute) and `authority`, as in a mission.
@@ -1101,7 +1294,8 @@ mod tests {
                 2,
                 2,
                 field("agents"),
-                "unknown field `agents`, expected one of `daemon`, `agent`, `labels`, `source`"
+                "unknown field `agents`, expected one of `daemon`, `agent`, `labels`, `source`, \
+                 `kubernetes`"
                     .to_owned()
             )
         );
@@ -1832,6 +2026,113 @@ ring_bytes = 262144
         });
         let again = Config::from_str(&odd.render(), &odd.path).unwrap();
         assert_eq!(again, odd);
+    }
+
+    #[test]
+    fn kubernetes_table_defaults_and_round_trip() {
+        let config = parse("[kubernetes]\nmissions = \"pods\"\n").unwrap();
+        let kubernetes = config.kubernetes.clone().unwrap();
+        assert_eq!(
+            kubernetes,
+            KubernetesConfig {
+                node: None,
+                api: None,
+                // Relative to the configuration's directory.
+                missions: PathBuf::from("/etc/pincer/pods"),
+                kubepods: PathBuf::from("kubepods.slice"),
+            }
+        );
+        let rendered = config.render();
+        assert!(
+            rendered.ends_with(
+                "\n[kubernetes]\nmissions = \"/etc/pincer/pods\"\n\
+                 # node is not set: the NODE_NAME environment variable names it\n\
+                 # api is not set: a kubeconfig or the pod's service account names it\n\
+                 kubepods = \"kubepods.slice\"\n"
+            ),
+            "{rendered}"
+        );
+        assert_eq!(parse(&rendered).unwrap(), config);
+
+        let full = parse(
+            "[kubernetes]\nmissions = \"/srv/m\"\nnode = \"worker-1.example\"\n\
+             api = \"http://127.0.0.1:8080\"\nkubepods = \"kubepods\"\n",
+        )
+        .unwrap();
+        let kubernetes = full.kubernetes.clone().unwrap();
+        assert_eq!(kubernetes.node.as_deref(), Some("worker-1.example"));
+        assert_eq!(kubernetes.api.as_deref(), Some("http://127.0.0.1:8080"));
+        assert_eq!(kubernetes.kubepods, Path::new("kubepods"));
+        assert_eq!(
+            kubernetes.node_name(Path::new(CONFIG)),
+            Ok("worker-1.example".to_owned())
+        );
+        assert_eq!(parse(&full.render()).unwrap(), full);
+    }
+
+    #[test]
+    fn bad_kubernetes_tables_name_their_field() {
+        for (text, line, name, message) in [
+            (
+                "[kubernetes]\nnode = \"a\"\n",
+                1,
+                "kubernetes.missions",
+                "missing field",
+            ),
+            (
+                "[kubernetes]\nmissions = \"m\"\nnode = \"Worker_1\"\n",
+                3,
+                "kubernetes.node",
+                "\"Worker_1\" is not a node name",
+            ),
+            (
+                "[kubernetes]\nmissions = \"m\"\napi = \"ftp://h/\"\n",
+                3,
+                "kubernetes.api",
+                "must be an http:// or https:// URL",
+            ),
+            (
+                "[kubernetes]\nmissions = \"m\"\napi = \"https://u:p@h:6443\"\n",
+                3,
+                "kubernetes.api",
+                "must not carry credentials",
+            ),
+            (
+                "[kubernetes]\nmissions = \"m\"\nkubepods = \"/kubepods\"\n",
+                3,
+                "kubernetes.kubepods",
+                "must be relative to daemon.cgroup_root",
+            ),
+            (
+                "[kubernetes]\nmissions = \"m\"\nkubepods = \"a/../b\"\n",
+                3,
+                "kubernetes.kubepods",
+                "\"a/../b\" has an empty",
+            ),
+            (
+                "[kubernetes]\nmissions = \"m\"\nnodes = \"a\"\n",
+                3,
+                "kubernetes.nodes",
+                "unknown field `nodes`",
+            ),
+            (
+                "[[kubernetes]]\nmissions = \"m\"\n",
+                1,
+                "kubernetes",
+                "invalid type",
+            ),
+        ] {
+            let (found_line, _, found_name, found_message) = invalid(text);
+            assert_eq!(
+                (found_line, found_name),
+                (line, field(name)),
+                "{text}: {found_message}"
+            );
+            assert!(
+                found_message.starts_with(message),
+                "{text}: {found_message}"
+            );
+        }
     }
 
     #[test]

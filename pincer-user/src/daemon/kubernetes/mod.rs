@@ -1,0 +1,429 @@
+//! Pods as agents: with a `[kubernetes]` table, the daemon watches its
+//! node's pods through the Kubernetes API and confines the containers of
+//! annotated pods with the missions the annotations name.
+//!
+//! - **The watch** lists and watches the pods whose `spec.nodeName` is the
+//!   daemon's node (the API filters them, so a node never hears of another's
+//!   pods) and keeps what it needs of each (name, namespace, `pincer.dev/`
+//!   annotations, the ids of its containers from the status) in a cache
+//!   shared with the daemon's loop. Every change of the cache starts a scan,
+//!   as `scan_every` does. A lost watch is resumed, or the pods listed
+//!   again, with the client's backoff.
+//! - **Which cgroup is which container**: a cgroup below `kubepods`
+//!   names its pod's uid and its container's id (`cgroups.rs`); the pod's
+//!   `containerStatuses`, `initContainerStatuses` and
+//!   `ephemeralContainerStatuses` give the container's name. The mission is
+//!   the container's own annotation, or else the pod's (`annotations.rs`).
+//! - **A container cgroup the status does not list** (the pod's sandbox, or
+//!   a container the kubelet has not reported yet) is confined with the
+//!   pod's `pincer.dev/mission` when there is one: every process of the pod
+//!   runs under it until its container is known, which may only narrow what
+//!   a container-level annotation gives. With container-level annotations
+//!   only, it is left alone until the status names it.
+//! - **A wrong annotation, or a mission file that does not load,** confines
+//!   every container of the pod with nothing granted (no baseline either, in
+//!   `enforce` mode): the pod asked to be an agent, and a typo must not
+//!   leave it unconfined. The error is logged with the pod, the annotation
+//!   or file, and why; `pincer agents` lists its mission as `refused`.
+//! - A pod that is deleted, loses its annotations, or whose cgroup is gone
+//!   is released; one whose mission or mode changes moves to the new one in
+//!   one map update.
+//! - Missions are read from `missions/<NAME>.toml` when first used, and
+//!   again after `SIGHUP`.
+//! - **Restarts**: the first scan waits for the first complete list of the
+//!   node's pods, so that a restarted daemon takes its pods over instead of
+//!   releasing them. Until then the pins enforce as without a daemon.
+
+pub mod annotations;
+pub mod cgroups;
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::{WatchStreamExt, watcher};
+use tokio::sync::Notify;
+
+use self::{annotations::Marking, cgroups::Runtime};
+use super::config::{AgentConfig, CgroupPattern, KubernetesConfig};
+use crate::{control::ConfinedAgent, mission::Mission};
+
+/// What every container of a pod with a wrong annotation is confined with.
+const REFUSED: &str =
+    "[mission]\nname = \"refused\"\n\n[defaults]\nbaseline = \"none\"\non_unknown = \"deny\"\n";
+
+/// How long a client that cannot be made (no kubeconfig, no service
+/// account yet) waits before it is tried again.
+const CLIENT_RETRY: Duration = Duration::from_secs(5);
+
+/// What the daemon keeps of one pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PodEntry {
+    namespace: String,
+    name: String,
+    /// Its `pincer.dev/` annotations; `None`: it is no agent.
+    marking: Option<Result<Marking, String>>,
+    /// Its containers as the status lists them: runtime, id, name.
+    containers: Vec<(Option<Runtime>, String, String)>,
+}
+
+/// The node's pods, by uid, as the watch last saw them.
+#[derive(Debug, Default)]
+struct Cache {
+    /// Whether the first complete list has come.
+    synced: bool,
+    pods: HashMap<String, PodEntry>,
+}
+
+/// The pods of the daemon's node, and what their containers are confined
+/// with.
+pub(super) struct Pods {
+    config: KubernetesConfig,
+    node: String,
+    cache: Arc<Mutex<Cache>>,
+    changed: Arc<Notify>,
+    /// Missions read so far, by annotation name; an error says why one
+    /// does not load.
+    missions: HashMap<String, Result<Mission, String>>,
+    refused: Mission,
+}
+
+/// A pod's container, and what it is confined with.
+pub(super) struct PodAgent {
+    pub config: AgentConfig,
+    pub mission: Mission,
+}
+
+impl PodAgent {
+    /// Whether `listed` is already confined as this says.
+    pub fn confines(&self, listed: &ConfinedAgent) -> bool {
+        listed.agent == self.config.name
+            && listed.mission_file == self.config.mission
+            && listed.mission == self.mission.name
+            && listed.mode == self.config.mode.unwrap_or(self.mission.on_unknown).name()
+    }
+}
+
+impl Pods {
+    /// The pods of the configured node (or `NODE_NAME`'s); nothing is
+    /// watched before [`Pods::start`].
+    pub fn new(config: &KubernetesConfig, file: &Path) -> Result<Pods, String> {
+        let node = config.node_name(file)?;
+        let refused = Mission::parse(REFUSED, Path::new("pincer.dev/mission"))
+            .map_err(|error| format!("the mission of refused pods: {error}"))?;
+        Ok(Pods {
+            config: config.clone(),
+            node,
+            cache: Arc::default(),
+            changed: Arc::new(Notify::new()),
+            missions: HashMap::new(),
+            refused,
+        })
+    }
+
+    /// Starts watching the node's pods on the current runtime.
+    pub fn start(&self) {
+        tokio::spawn(watch(
+            self.config.api.clone(),
+            self.node.clone(),
+            Arc::clone(&self.cache),
+            Arc::clone(&self.changed),
+        ));
+        tracing::info!(node = %self.node, "watching this node's pods");
+    }
+
+    /// Woken when the cache changes (a change made while nobody waits is
+    /// kept for the next wait).
+    pub fn changes(&self) -> Arc<Notify> {
+        Arc::clone(&self.changed)
+    }
+
+    /// Waits until the first complete list of the node's pods came.
+    pub async fn synced(&self) {
+        loop {
+            let notified = self.changed.notified();
+            if self.cache.lock().expect("the pod cache").synced {
+                // Not consumed: the scan that follows covers it.
+                self.changed.notify_one();
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// A new configuration: the missions are read again; the node and the
+    /// API server stay until the next start.
+    pub fn reconfigure(&mut self, config: &KubernetesConfig) {
+        if config.node != self.config.node || config.api != self.config.api {
+            tracing::warn!(
+                "kubernetes.node and kubernetes.api changes take effect at the next start"
+            );
+        }
+        self.config.missions.clone_from(&config.missions);
+        self.config.kubepods.clone_from(&config.kubepods);
+        self.missions.clear();
+    }
+
+    /// The kubelet's parent cgroup, relative to the cgroup root: new
+    /// cgroups below it are held until decided.
+    pub fn kubepods(&self) -> &Path {
+        &self.config.kubepods
+    }
+
+    /// Whether a container cgroup's pod is not known yet (the first list
+    /// has not come, or the watch has not brought the pod): what it is
+    /// cannot be decided yet. The status is not waited for: the runtime
+    /// creates the cgroup before the kubelet can report the container.
+    pub fn waits(&self, relative: &Path) -> bool {
+        let Some(cgroup) = cgroups::parse(relative, &self.config.kubepods) else {
+            return false;
+        };
+        let cache = self.cache.lock().expect("the pod cache");
+        !cache.synced || !cache.pods.contains_key(&cgroup.pod_uid)
+    }
+
+    /// The agent a cgroup (by its path relative to the cgroup root) is, as
+    /// a container of an annotated pod of this node; `None` when it is no
+    /// such container.
+    pub fn agent_for(&mut self, relative: &Path) -> Option<PodAgent> {
+        let cgroup = cgroups::parse(relative, &self.config.kubepods)?;
+        let (pod, container) = {
+            let cache = self.cache.lock().expect("the pod cache");
+            let pod = cache.pods.get(&cgroup.pod_uid)?;
+            let container = pod
+                .containers
+                .iter()
+                .find(|(runtime, id, _)| {
+                    *id == cgroup.container_id
+                        && (runtime.is_none()
+                            || cgroup.runtime.is_none()
+                            || *runtime == cgroup.runtime)
+                })
+                .map(|(_, _, name)| name.clone());
+            (pod.clone(), container)
+        };
+        let name = format!(
+            "{}/{}/{}",
+            pod.namespace,
+            pod.name,
+            container.clone().unwrap_or_else(|| {
+                // The sandbox, or a container not reported yet.
+                format!(
+                    "({})",
+                    &cgroup.container_id[..cgroup.container_id.len().min(12)]
+                )
+            })
+        );
+        let Ok(marking) = pod.marking.as_ref()? else {
+            return Some(self.refused(name, relative));
+        };
+        let mission_name = marking.mission_of(container.as_deref())?;
+        let file = self.config.missions.join(format!("{mission_name}.toml"));
+        let loaded = self
+            .missions
+            .entry(mission_name.to_owned())
+            .or_insert_with(|| {
+                Mission::from_file(&file).map_err(|error| {
+                    let message = format!("{:#}", anyhow::Error::new(error));
+                    tracing::error!(
+                        mission = %file.display(),
+                        error = %message,
+                        "a pod's mission does not load: its containers are confined with nothing granted"
+                    );
+                    message
+                })
+            });
+        let Ok(mission) = loaded.clone() else {
+            return Some(self.refused(name, relative));
+        };
+        Some(PodAgent {
+            config: agent_config(name, relative, file, marking.mode)?,
+            mission,
+        })
+    }
+
+    /// Nothing granted, refused at once.
+    fn refused(&self, name: String, relative: &Path) -> PodAgent {
+        PodAgent {
+            config: agent_config(
+                name,
+                relative,
+                PathBuf::new(),
+                Some(crate::mission::Mode::Enforce),
+            )
+            .expect("a cgroup below kubepods is a plain pattern"),
+            mission: self.refused.clone(),
+        }
+    }
+}
+
+fn agent_config(
+    name: String,
+    relative: &Path,
+    mission: PathBuf,
+    mode: Option<crate::mission::Mode>,
+) -> Option<AgentConfig> {
+    Some(AgentConfig {
+        name,
+        cgroup: CgroupPattern::parse(relative.to_str()?).ok()?,
+        mission,
+        mode,
+        // The runtime sets the container up in its cgroup (mounts,
+        // capabilities) before it executes the container's command.
+        from_exec: true,
+        number: 0,
+        line: 0,
+    })
+}
+
+/// What the daemon keeps of a pod, keyed by its uid.
+fn entry(pod: &Pod) -> Option<(String, PodEntry)> {
+    let metadata = &pod.metadata;
+    let uid = metadata.uid.clone()?;
+    let empty = BTreeMap::new();
+    let marking = Marking::read(metadata.annotations.as_ref().unwrap_or(&empty));
+    let mut containers = Vec::new();
+    if let Some(status) = &pod.status {
+        for statuses in [
+            &status.container_statuses,
+            &status.init_container_statuses,
+            &status.ephemeral_container_statuses,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            for container in statuses {
+                if let Some((runtime, id)) = container
+                    .container_id
+                    .as_deref()
+                    .and_then(cgroups::status_id)
+                {
+                    containers.push((runtime, id.to_owned(), container.name.clone()));
+                }
+            }
+        }
+    }
+    Some((
+        uid,
+        PodEntry {
+            namespace: metadata.namespace.clone().unwrap_or_default(),
+            name: metadata.name.clone().unwrap_or_default(),
+            marking,
+            containers,
+        },
+    ))
+}
+
+/// Puts a pod into `pods`; a wrong annotation is logged when it first
+/// shows.
+fn insert(pods: &mut HashMap<String, PodEntry>, uid: String, entry: PodEntry) {
+    if let Some(Err(why)) = &entry.marking {
+        let before = pods.get(&uid).and_then(|old| old.marking.as_ref());
+        if before != entry.marking.as_ref() {
+            tracing::error!(
+                pod = %format!("{}/{}", entry.namespace, entry.name),
+                error = %why,
+                "a pod's annotation is wrong: its containers are confined with nothing granted"
+            );
+        }
+    }
+    pods.insert(uid, entry);
+}
+
+/// The client: to `api` when given, else as the environment says
+/// (a kubeconfig, or the pod's service account).
+async fn client(api: Option<&str>) -> Result<kube::Client, String> {
+    let config = match api {
+        Some(url) => {
+            let uri: http::Uri = url
+                .parse()
+                .map_err(|error| format!("kubernetes.api {url:?}: {error}"))?;
+            if uri.scheme_str() == Some("http") {
+                return Ok(plain_client(uri));
+            }
+            kube::Config::new(uri)
+        }
+        None => kube::Config::infer()
+            .await
+            .map_err(|error| format!("no Kubernetes client configuration: {error}"))?,
+    };
+    kube::Client::try_from(config).map_err(|error| format!("the Kubernetes client: {error}"))
+}
+
+/// A client of a plain `http://` API server (a local proxy, a test's):
+/// the client's own stack would load the system's CA certificates first,
+/// and fail where there are none, although no TLS is spoken.
+fn plain_client(uri: http::Uri) -> kube::Client {
+    use tower_layer::Layer;
+    let http = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build(hyper_util::client::legacy::connect::HttpConnector::new());
+    let service = kube::client::middleware::BaseUriLayer::new(uri).layer(http);
+    kube::Client::new(service, "default")
+}
+
+/// Lists and watches the node's pods into `cache` for as long as the
+/// daemon runs.
+async fn watch(api: Option<String>, node: String, cache: Arc<Mutex<Cache>>, changed: Arc<Notify>) {
+    let client = loop {
+        match client(api.as_deref()).await {
+            Ok(client) => break client,
+            Err(error) => {
+                tracing::error!(%error, "cannot reach the Kubernetes API; trying again");
+                tokio::time::sleep(CLIENT_RETRY).await;
+            }
+        }
+    };
+    let pods: kube::Api<Pod> = kube::Api::all(client);
+    let config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
+    let mut events = std::pin::pin!(watcher(pods, config).default_backoff());
+    // A fresh list is gathered here and replaces the cache whole, so that
+    // pods deleted while the watch was lost go.
+    let mut listed = HashMap::new();
+    while let Some(event) = events.next().await {
+        let event = match event {
+            Ok(event) => event,
+            Err(error) => {
+                tracing::warn!(%error, "the watch of this node's pods failed; resuming");
+                continue;
+            }
+        };
+        let mut cache = cache.lock().expect("the pod cache");
+        match event {
+            watcher::Event::Init => listed.clear(),
+            watcher::Event::InitApply(pod) => {
+                if let Some((uid, entry)) = entry(&pod) {
+                    let before = cache.pods.get(&uid).cloned();
+                    if let Some(before) = before {
+                        listed.insert(uid.clone(), before);
+                    }
+                    insert(&mut listed, uid, entry);
+                }
+            }
+            watcher::Event::InitDone => {
+                cache.pods = std::mem::take(&mut listed);
+                if !cache.synced {
+                    tracing::info!(pods = cache.pods.len(), "listed this node's pods");
+                }
+                cache.synced = true;
+                changed.notify_one();
+            }
+            watcher::Event::Apply(pod) => {
+                if let Some((uid, entry)) = entry(&pod) {
+                    insert(&mut cache.pods, uid, entry);
+                    changed.notify_one();
+                }
+            }
+            watcher::Event::Delete(pod) => {
+                if let Some(uid) = &pod.metadata.uid {
+                    cache.pods.remove(uid);
+                    changed.notify_one();
+                }
+            }
+        }
+    }
+}
