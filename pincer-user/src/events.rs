@@ -227,10 +227,16 @@ fn refused_always(flags: u32) -> Option<&'static str> {
 /// Why a task of a held cgroup was refused: it could not wait for the
 /// daemon to decide what its cgroup is.
 fn held_reason(flags: u32) -> String {
-    let why = match flags {
-        _ if flags & event_flags::NO_TWIN != 0 => "no live daemon to decide",
-        _ if flags & event_flags::NOT_RESTARTABLE != 0 => "this hook cannot wait",
-        _ => "the task cannot be stopped",
+    // The kernel flags a held task's refusal as it flags a request it could
+    // not park; only a hook that cannot restart has words of its own here
+    // (the table's are a received descriptor's).
+    let why = if flags & event_flags::NOT_RESTARTABLE != 0 {
+        "this hook cannot wait"
+    } else {
+        DENIED_AT_ONCE
+            .iter()
+            .find(|(flag, _)| flags & flag != 0)
+            .map_or("the task cannot be stopped", |(_, why)| *why)
     };
     format!("the cgroup is held until the daemon decides what it is; {why}: denied at once")
 }
@@ -634,7 +640,13 @@ mod tests {
         assert_eq!(d.path, "");
         assert_eq!(
             d.reason,
-            "the cgroup is held until the daemon decides what it is; no live daemon to decide: denied at once"
+            "the cgroup is held until the daemon decides what it is; no live twin to ask: denied at once"
+        );
+        e.flags = event_flags::HELD | event_flags::PENDING_FULL;
+        assert!(
+            decision(&e, &Mounts::default())
+                .reason
+                .ends_with("too many parked requests: denied at once")
         );
         e.flags = event_flags::HELD | event_flags::NOT_RESTARTABLE;
         e.hook = hook::CAPABLE;

@@ -80,6 +80,16 @@ impl Host {
         fs::write(self.config_path(), text).unwrap();
     }
 
+    /// Makes the configuration's scan come once an hour: what confines a
+    /// new cgroup in time is then the kernel's hold (and the scans a held
+    /// task or a pod's change bring on), never the periodic scan.
+    fn scan_hourly(&self) {
+        let text = fs::read_to_string(self.config_path()).unwrap();
+        let hourly = text.replace("scan_every = \"200ms\"", "scan_every = \"1h\"");
+        assert_ne!(hourly, text, "the configuration scans every 200ms");
+        fs::write(self.config_path(), hourly).unwrap();
+    }
+
     fn mission(&self, name: &str, text: &str) -> PathBuf {
         let path = self.s.path(&format!("{name}.toml"));
         fs::write(&path, text).unwrap();
@@ -611,14 +621,9 @@ fn a_new_cgroup_is_decided_before_its_first_process_runs() {
     let h = Host::new("hold");
     let m = h.mission("m", &tree_mission(&h.s.p("project"), READ_ONLY));
     h.configure("", &[("held".into(), "agent-*".into(), m)]);
-    // The scan comes once an hour: only the kernel's hold can confine a
-    // new cgroup before its first process runs.
-    let text = fs::read_to_string(h.config_path()).unwrap();
-    fs::write(
-        h.config_path(),
-        text.replace("scan_every = \"200ms\"", "scan_every = \"1h\""),
-    )
-    .unwrap();
+    // Only the kernel's hold can confine a new cgroup before its first
+    // process runs.
+    h.scan_hourly();
     let mut daemon = h.start(0);
 
     // The shell moves itself in and execs the probe at once: that exec is
@@ -1333,12 +1338,8 @@ fn pods_on_this_node_are_confined_with_their_annotated_missions() {
     )
     .unwrap();
     h.configure("", &[]);
-    // The scan comes once an hour: what confines a container before its
-    // first instruction is the kernel's hold, and a scan the pods' changes
-    // or a held task bring on.
-    let mut config = fs::read_to_string(h.config_path())
-        .unwrap()
-        .replace("scan_every = \"200ms\"", "scan_every = \"1h\"");
+    h.scan_hourly();
+    let mut config = fs::read_to_string(h.config_path()).unwrap();
     config.push_str(&format!(
         "\n[kubernetes]\nmissions = \"{}\"\nnode = \"node-1\"\napi = \"{}\"\nkubepods = \"pods.slice/kubepods.slice\"\n",
         missions.display(),

@@ -279,14 +279,7 @@ impl Enforcer {
             links.push((hook, link));
         }
         drop(programs);
-        let hold: &mut RawTracePoint = ebpf
-            .program_mut(HOLD_PROGRAM)
-            .ok_or(LoadError::MissingProgram(HOLD_PROGRAM))?
-            .try_into()
-            .map_err(|source| LoadError::Program {
-                hook: HOLD_PROGRAM,
-                source,
-            })?;
+        let hold = hold_program(&mut ebpf)?;
         let hold_link = hold
             .load()
             .and_then(|()| hold.attach(HOLD_PROGRAM))
@@ -372,18 +365,12 @@ impl Enforcer {
         }
         if let Some(id) = self.hold_link.take() {
             let path = dir.join(HOLD_PROGRAM);
-            let program: &mut RawTracePoint = ebpf
-                .program_mut(HOLD_PROGRAM)
-                .ok_or(LoadError::MissingProgram(HOLD_PROGRAM))?
-                .try_into()
+            let link = hold_program(ebpf)?
+                .take_link(id)
                 .map_err(|source| LoadError::Program {
                     hook: HOLD_PROGRAM,
                     source,
                 })?;
-            let link = program.take_link(id).map_err(|source| LoadError::Program {
-                hook: HOLD_PROGRAM,
-                source,
-            })?;
             FdLink::from(link)
                 .pin(&path)
                 .map_err(|e| pins(&path, format!("cannot pin link: {e}")))?;
@@ -475,6 +462,17 @@ impl Enforcer {
         let map = self.maps.remove(name).ok_or_else(|| missing_map(name))?;
         RingBuf::try_from(map).map_err(|source| LoadError::Map { name, source })
     }
+}
+
+/// The object's [`HOLD_PROGRAM`].
+fn hold_program(ebpf: &mut Ebpf) -> Result<&mut RawTracePoint, LoadError> {
+    ebpf.program_mut(HOLD_PROGRAM)
+        .ok_or(LoadError::MissingProgram(HOLD_PROGRAM))?
+        .try_into()
+        .map_err(|source| LoadError::Program {
+            hook: HOLD_PROGRAM,
+            source,
+        })
 }
 
 /// Whether `dir` is on a BPF file system, where maps and links can be

@@ -621,22 +621,19 @@ fn parse_kubernetes(doc: &Document<'_>, table: &Field<'_>) -> Result<KubernetesC
         doc.fields(table, ["missions", "node", "api", "kubepods"])?;
     let missions = doc.required_in(table, "missions", missions)?;
     let missions = resolve_mission(doc, &missions)?;
-    let node = node
-        .map(|field| {
-            let text = doc.string(&field)?;
-            check_node_name(text)
-                .map(|()| text.to_owned())
-                .map_err(|why| doc.error(&field, why))
-        })
-        .transpose()?;
-    let api = api
-        .map(|field| {
-            let text = doc.string(&field)?;
-            check_api_url(text)
-                .map(|()| text.to_owned())
-                .map_err(|why| doc.error(&field, why))
-        })
-        .transpose()?;
+    // A string the check accepts, or the check's word on it at its place.
+    let checked = |field: Option<Field<'_>>, check: fn(&str) -> Result<(), String>| {
+        field
+            .map(|field| {
+                let text = doc.string(&field)?;
+                check(text)
+                    .map(|()| text.to_owned())
+                    .map_err(|why| doc.error(&field, why))
+            })
+            .transpose()
+    };
+    let node = checked(node, check_node_name)?;
+    let api = checked(api, check_api_url)?;
     let kubepods = match kubepods {
         Some(field) => {
             let text = doc.string(&field)?;
