@@ -636,11 +636,15 @@ fn a_new_cgroup_is_decided_before_its_first_process_runs() {
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(denied(&lines[0]) && ok(&lines[1]), "{lines:?}");
     assert_eq!(h.agent_count(), Some(1));
-    let refused: Vec<_> =
+    // Audited a moment after the refusal, from the ring buffer.
+    let secret_opens = || -> Vec<_> {
         h.s.decisions_at("file_open")
             .into_iter()
             .filter(|d| d["path"] == secret.as_str())
-            .collect();
+            .collect()
+    };
+    wait_for(Duration::from_secs(10), || !secret_opens().is_empty());
+    let refused = secret_opens();
     assert_eq!(refused.len(), 1, "{refused:#?}");
     assert_eq!(refused[0]["verdict"], "deny");
 
@@ -722,12 +726,16 @@ fn an_agent_confined_from_exec_is_decided_from_its_entrypoint_on() {
     // confined from its first instruction.
     let (lines, status) = runtime("true");
     assert!(lines.is_empty() && status != Some(0), "{lines:?}");
-    let refused =
+    // The daemon audits what the ring buffer brings, a moment after the
+    // refusal itself.
+    let refused = || {
         h.s.decisions_at("file_open")
             .into_iter()
             .filter(|d| d["path"] == secret.as_str() && d["verdict"] == "deny")
-            .count();
-    assert_eq!(refused, 2);
+            .count()
+    };
+    wait_for(Duration::from_secs(10), || refused() >= 2);
+    assert_eq!(refused(), 2);
 }
 
 /// `GET /metrics` from the daemon's endpoint.
