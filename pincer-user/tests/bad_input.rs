@@ -417,6 +417,11 @@ fn cases() -> Vec<Case> {
             "[mission]\nname = \"m\"\n\n[[grant]]\npath = \"/tmp/x\"\nops = [\"read\"]\nmake = true\n",
         ),
         Case::mission(
+            "grant-optional-make",
+            "`optional = true` with `make = true`",
+            "[mission]\nname = \"m\"\n\n[[grant]]\npath = \"/tmp/x\"\nops = [\"read\"]\nextent = \"tree\"\nmake = true\noptional = true\n",
+        ),
+        Case::mission(
             "mission-unknown-profile",
             "unknown profile",
             "[mission]\nname = \"m\"\nprofiles = [\"vim\"]\n",

@@ -458,7 +458,14 @@ fn agent_turn(
     env: &[(&str, String)],
 ) -> (Output, Vec<String>) {
     let home = Path::new("/home").join(format!("agent-{profile}"));
-    let _ = fs::remove_dir_all(&home);
+    // A fresh home but for `.local`, where the root has a program installed
+    // for its user (aider).
+    for entry in fs::read_dir(&home).into_iter().flatten().flatten() {
+        if entry.file_name() != ".local" {
+            let path = entry.path();
+            let _ = fs::remove_dir_all(&path).or_else(|_| fs::remove_file(&path));
+        }
+    }
     let tree = home.join("work/project");
     fs::create_dir_all(&tree).unwrap();
     fs::write(tree.join("README.md"), "# the project\n").unwrap();
@@ -596,6 +603,58 @@ fn codex_runs_a_turn_under_its_profile() {
         &refusals,
         &["inode_mkdir /home/agent-codex/.codex/skills/.system"],
     );
+}
+
+#[test]
+fn aider_runs_a_turn_under_its_profile() {
+    let model = Model::start("aider", 8767);
+    let settings = [
+        "~/.aider.conf.yml",
+        "~/.env",
+        "~/.aider/oauth-keys.env",
+        "~/.gitconfig",
+    ];
+    // Its settings in ~/.aider.conf.yml (the turn works only if they are
+    // read), the user's git identity, and the project a repository, as
+    // aider expects to find them. aider is installed for this user with
+    // its own installer's layout (`uv tool install aider-chat`).
+    let setup = format!(
+        "cat > ~/.aider.conf.yml <<'C'\n\
+         model: openai/scripted\nopenai-api-base: http://127.0.0.1:{}/v1\ncheck-update: false\n\
+         analytics-disable: true\nshow-model-warnings: false\npretty: false\nfancy-input: false\n\
+         yes-always: true\nC\n\
+         echo 'OPENAI_API_KEY=k' > ~/.env\n\
+         git config --global user.name Agent && git config --global user.email agent@example.com\n\
+         cd ~/work/project && git init -q && git add . && git commit -qm init",
+        model.port
+    );
+    let (out, refusals) = agent_turn(
+        "aider",
+        &setup,
+        &format!(
+            "aider --message 'say hi' </dev/null\n{}",
+            tries(&settings, "~/.aider/caches")
+        ),
+        &[(
+            "PATH",
+            format!(
+                "/home/agent-aider/.local/bin:{}",
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )],
+    );
+    assert!(model.requests().iter().any(|p| p == "/v1/chat/completions"));
+    // Its state: analytics choice, install record, the model prices it
+    // caches; in the tree, its chat history.
+    let home = Path::new("/home/agent-aider");
+    for state in [
+        ".aider/analytics.json",
+        ".aider/installs.json",
+        "work/project/.aider.chat.history.md",
+    ] {
+        assert!(home.join(state).is_file(), "{state}");
+    }
+    assert_turn(&out, &settings, &refusals, &[]);
 }
 
 /// What every agent turn must show: the model's answer came through, the

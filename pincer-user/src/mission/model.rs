@@ -238,6 +238,10 @@ pub struct GrantSpec {
     /// `make = true`: `pincer run` makes the directory (mode 0700) when it
     /// is missing, so a tree grant can name a directory the task fills.
     pub make: bool,
+    /// `optional = true`: a path that does not exist (or whose link points
+    /// nowhere) grants nothing instead of failing the mission: a profile
+    /// names every place its program may be installed.
+    pub optional: bool,
 }
 
 impl GrantSpec {

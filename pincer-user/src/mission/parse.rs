@@ -104,6 +104,7 @@ struct RawGrant {
     ops: Option<Spanned<Vec<Spanned<String>>>>,
     extent: Option<Spanned<String>>,
     make: Option<Spanned<bool>>,
+    optional: Option<Spanned<bool>>,
 }
 
 /// A profile file: `[profile]`, its grants and its environment.
@@ -262,6 +263,7 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
             extent: asset.extent,
             line: asset.line,
             make: false,
+            optional: false,
         });
     }
 
@@ -840,12 +842,24 @@ fn parse_grant(
             "make = true makes a directory: it needs extent = \"tree\"",
         ));
     }
+    let optional = raw.optional.as_ref().is_some_and(|o| *o.get_ref());
+    if let Some(written) = &raw.optional
+        && optional
+        && make
+    {
+        return Err(doc.field_error(
+            written.span().start,
+            &field("optional"),
+            "optional = true with make = true: a directory pincer makes is never missing",
+        ));
+    }
     let spec = GrantSpec {
         path: expanded,
         ops: bits,
         extent,
         line: doc.line(path.span().start),
         make,
+        optional,
     };
     check_pattern(doc, path, &spec, &field("path"))?;
     Ok(spec)
@@ -1459,6 +1473,7 @@ constraints = { under = ["/srv"] }
                         extent: Extent::Tree,
                         line: 6,
                         make: false,
+                        optional: false,
                     },
                     GrantSpec {
                         path: PathBuf::from("/home/me/notes.txt"),
@@ -1466,6 +1481,7 @@ constraints = { under = ["/srv"] }
                         extent: Extent::File,
                         line: 11,
                         make: false,
+                        optional: false,
                     },
                     GrantSpec {
                         path: PathBuf::from("/usr/bin/cargo"),
@@ -1473,6 +1489,7 @@ constraints = { under = ["/srv"] }
                         extent: Extent::File,
                         line: 15,
                         make: false,
+                        optional: false,
                     },
                 ],
                 baseline: Baseline::None,
@@ -1542,7 +1559,7 @@ constraints = { under = ["/srv"] }
                 3,
                 22,
                 field("mission.profiles[2]"),
-                "unknown profile \"emacs\" (known: claude-code, codex)".to_owned()
+                "unknown profile \"emacs\" (known: aider, claude-code, codex)".to_owned()
             )
         );
         let text = "[mission]\nname = \"m\"\nprofiles = [\"codex\"]\n";
@@ -1552,6 +1569,19 @@ constraints = { under = ["/srv"] }
             mission.profiles[0].grants[0]
                 .path
                 .starts_with("/home/me/.codex")
+        );
+    }
+
+    #[test]
+    fn optional_is_read_and_never_with_make() {
+        let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = [\"read\"]\noptional = true\n";
+        let mission = Mission::parse(text, Path::new("m.toml")).unwrap();
+        assert!(mission.grants[0].optional && !mission.grants[0].make);
+        let both = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = [\"read\"]\nextent = \"tree\"\nmake = true\noptional = true\n";
+        let error = Mission::parse(both, Path::new("m.toml")).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "m.toml:8:12: grant[1].optional: optional = true with make = true: a directory pincer makes is never missing"
         );
     }
 
@@ -1941,7 +1971,8 @@ ops = ["write", "raed"]
                 7,
                 1,
                 field("grant[2].opz"),
-                "unknown field `opz`, expected one of `path`, `ops`, `extent`, `make`".to_owned()
+                "unknown field `opz`, expected one of `path`, `ops`, `extent`, `make`, `optional`"
+                    .to_owned()
             )
         );
     }

@@ -8,6 +8,7 @@ use super::model::{Mission, MissionError, Profile};
 
 /// The built-in profiles: name and text.
 pub const BUILT_IN: &[(&str, &str)] = &[
+    ("aider", include_str!("profiles/aider.toml")),
     ("claude-code", include_str!("profiles/claude-code.toml")),
     ("codex", include_str!("profiles/codex.toml")),
 ];
@@ -126,10 +127,10 @@ mod tests {
 
     #[test]
     fn an_unknown_profile_names_the_known_ones() {
-        let error = built_in("aider", None).unwrap_err();
+        let error = built_in("goose", None).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "unknown profile \"aider\" (known: claude-code, codex)"
+            "unknown profile \"goose\" (known: aider, claude-code, codex)"
         );
     }
 }

@@ -384,6 +384,18 @@ fn resolve_grant(
     };
     let label = format!("{} line {}", origin.label, grant.line);
 
+    // An installation the program may have elsewhere: what is not there is
+    // not granted, rather than an error (a prefix grant needs its directory).
+    if grant.optional {
+        let needed = match grant.prefix() {
+            Some(_) => path.parent().unwrap_or(path),
+            None => path,
+        };
+        if matches!(fs::metadata(needed), Err(error) if error.kind() == io::ErrorKind::NotFound) {
+            return Ok(());
+        }
+    }
+
     if let Some(prefix) = grant.prefix() {
         return add_prefix(slot, grant, prefix, &label, prefixes)
             .map_err(|(target, source)| unresolvable(&target, source));
@@ -1021,6 +1033,38 @@ pub(super) mod tests {
             ),
             "{error}"
         );
+        assert!(error.to_string().ends_with("does not exist)"), "{error}");
+    }
+
+    #[test]
+    fn an_optional_grant_on_what_is_not_there_grants_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let present = dir.path().join("present");
+        fs::create_dir(&present).unwrap();
+        let dangling = dir.path().join("dangling");
+        symlink(dir.path().join("nowhere"), &dangling).unwrap();
+        let optional = |path: &Path, extent: &str| {
+            format!(
+                "{}optional = true\n",
+                grant(path, "\"read\", \"exec\"", extent)
+            )
+        };
+        let grants = [
+            optional(&dir.path().join("missing"), "tree"),
+            optional(&dir.path().join("no/such/file"), "file"),
+            optional(&dir.path().join("no/such/prefix*"), "file"),
+            optional(&dangling, "file"),
+            optional(&present, "tree"),
+        ]
+        .concat();
+        let resolved = mission(&grants).resolve(1).unwrap();
+        // Only the directory that is there.
+        assert_eq!(resolved.inode.len(), 1, "{:?}", resolved.inode);
+        assert_eq!(resolved.inode[0].0, key_of(1, &present));
+        assert_eq!(resolved.inode[0].1.tree_ops, ops::READ | ops::EXEC);
+        assert!(resolved.names.is_empty() && resolved.prefixes.is_empty());
+        // Without `optional`, the same missing tree fails the mission.
+        let error = resolve_one(&dir.path().join("missing"), "\"read\"", "tree").unwrap_err();
         assert!(error.to_string().ends_with("does not exist)"), "{error}");
     }
 
