@@ -12,11 +12,11 @@
 //!
 //! | the held cgroup                      | what the daemon does                                   |
 //! |--------------------------------------|--------------------------------------------------------|
-//! | an agent pattern matches it          | confines it with the agent's mission, then continues its stopped tasks |
+//! | an agent pattern matches it          | confines it with the agent's mission, then continues its held tasks    |
 //! | ... but its mission cannot be loaded | keeps it held (its tasks stay stopped) and logs why at every scan |
 //! | a container of an annotated pod (`[kubernetes]`) | confines it with the pod's mission (from the container's first exec), then continues its tasks |
 //! | a container whose pod the watch has not brought yet | keeps it held, up to 30 s, then lets it go |
-//! | no pattern matches it, or it is gone | lets it go, then continues its stopped tasks          |
+//! | no pattern matches it, or it is gone | lets it go, then continues its held tasks             |
 //!
 //! A watched parent that does not exist yet is watched from the first scan
 //! that finds it: create agents' parent cgroups (systemd slices do) before
@@ -27,7 +27,6 @@
 use std::{
     fs,
     os::unix::fs::MetadataExt,
-    path::Path,
     time::{Duration, Instant},
 };
 
@@ -96,15 +95,11 @@ impl Daemon {
         &mut self,
         held: Vec<(u64, Option<std::path::PathBuf>)>,
     ) -> Result<(), DaemonError> {
-        let root = self.config.daemon.cgroup_root.clone();
         for (id, relative) in held {
             if let Some(confined) = self.confined.get(&id) {
                 self.held_since.remove(&id);
                 let confined = confined.listed.clone();
-                self.service.twin().forget_held_tasks(id)?;
-                let continued = relative
-                    .as_deref()
-                    .map_or(0, |relative| continue_stopped(&root.join(relative)));
+                let continued = continue_held(&self.service.twin().forget_held_tasks(id)?);
                 tracing::info!(agent = %confined.agent, cgroup = %confined.cgroup, continued,
                     "a held cgroup was confined before its tasks went on");
                 continue;
@@ -130,84 +125,79 @@ impl Daemon {
             }
             self.held_since.remove(&id);
             self.service.twin().let_go(id)?;
-            self.service.twin().forget_held_tasks(id)?;
-            if let Some(relative) = relative {
-                let continued = continue_stopped(&root.join(&relative));
-                tracing::debug!(cgroup = %relative.display(), continued, "let a held cgroup go: no agent's");
-            }
+            let continued = continue_held(&self.service.twin().forget_held_tasks(id)?);
+            tracing::debug!(cgroup = ?relative, continued, "let a held cgroup go: no agent's");
         }
         Ok(())
     }
 }
 
-/// Continues the processes of a cgroup that have a stopped thread; how
-/// many. A stopped process continued that was stopped for another reason
-/// (job control) goes on as after any `SIGCONT`.
-fn continue_stopped(cgroup: &Path) -> usize {
-    let Ok(procs) = fs::read_to_string(cgroup.join("cgroup.procs")) else {
-        return 0;
-    };
-    procs
-        .lines()
-        .filter_map(|line| line.trim().parse::<i32>().ok())
-        .filter(|&pid| has_stopped_thread(pid))
-        .filter(|&pid| signal::kill(Pid::from_raw(pid), signal::SIGCONT).is_ok())
+/// Continues the held threads `tids` (the kernel's pending entries of a
+/// held cgroup, just removed); how many were still there. `SIGCONT` to a
+/// thread continues its whole process, which stopped with it; a process of
+/// the cgroup stopped for another reason (job control) is left stopped.
+/// Sent after the entry is gone, it also cancels a stop the hook raised
+/// that was not delivered yet: the thread then retries its call at once.
+fn continue_held(tids: &[u32]) -> usize {
+    tids.iter()
+        .filter_map(|&tid| i32::try_from(tid).ok())
+        .filter(|&tid| signal::kill(Pid::from_raw(tid), signal::SIGCONT).is_ok())
         .count()
-}
-
-/// Whether a thread of the process is stopped (`T` in its `stat`).
-fn has_stopped_thread(pid: i32) -> bool {
-    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
-        return false;
-    };
-    tasks.filter_map(Result::ok).any(|task| {
-        fs::read(task.path().join("stat"))
-            .ok()
-            .and_then(|stat| state(&stat))
-            == Some(b'T')
-    })
-}
-
-/// The state field of a `stat` line: the byte after the `)` that ends
-/// `comm` and a space.
-fn state(stat: &[u8]) -> Option<u8> {
-    let close = stat.iter().rposition(|&b| b == b')')?;
-    stat.get(close + 2).copied()
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, Instant};
+
     use super::*;
 
-    #[test]
-    fn the_state_follows_the_last_parenthesis() {
-        assert_eq!(state(b"42 (sh) T 1 42 42 0"), Some(b'T'));
-        assert_eq!(state(b"42 (a) b) (c) S 1"), Some(b'S'));
-        assert_eq!(state(b"42 (sh)"), None);
+    /// Whether a thread of the process is stopped (`T` in its `stat`).
+    fn stopped(pid: i32) -> bool {
+        fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .any(|task| {
+                fs::read(task.path().join("stat")).ok().and_then(|stat| {
+                    let close = stat.iter().rposition(|&b| b == b')')?;
+                    stat.get(close + 2).copied()
+                }) == Some(b'T')
+            })
+    }
+
+    fn wait_until(what: &str, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     #[test]
-    fn a_stopped_child_is_continued_and_a_running_one_left() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
-        let pid = child.id() as i32;
-        signal::kill(Pid::from_raw(pid), signal::SIGSTOP).unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !has_stopped_thread(pid) {
-            assert!(std::time::Instant::now() < deadline, "never stopped");
-            std::thread::sleep(std::time::Duration::from_millis(10));
+    fn only_the_held_threads_are_continued() {
+        let spawn = || {
+            std::process::Command::new("sleep")
+                .arg("30")
+                .spawn()
+                .unwrap()
+        };
+        // One held (its entry named it), one stopped by job control.
+        let (mut held, mut other) = (spawn(), spawn());
+        for child in [&held, &other] {
+            let pid = child.id() as i32;
+            signal::kill(Pid::from_raw(pid), signal::SIGSTOP).unwrap();
+            wait_until("stopped", || stopped(pid));
         }
-        let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join("cgroup.procs"), format!("{pid}\n")).unwrap();
-        assert_eq!(continue_stopped(dir.path()), 1);
-        while has_stopped_thread(pid) {
-            assert!(std::time::Instant::now() < deadline, "never continued");
-            std::thread::sleep(std::time::Duration::from_millis(10));
+        assert_eq!(continue_held(&[held.id()]), 1);
+        wait_until("the held one continued", || !stopped(held.id() as i32));
+        // Long enough for a signal sent to it to have been delivered.
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(stopped(other.id() as i32), "the other stays stopped");
+        for child in [&mut held, &mut other] {
+            child.kill().unwrap();
+            child.wait().unwrap();
         }
-        assert_eq!(continue_stopped(dir.path()), 0);
-        child.kill().unwrap();
-        child.wait().unwrap();
+        // A thread that is gone counts for nothing.
+        assert_eq!(continue_held(&[held.id()]), 0);
     }
 }

@@ -447,13 +447,16 @@ impl<K: Kernel> Twin<K> {
     /// Forgets the pending entries of the held tasks of `cgroup` (entries
     /// with no request id), before they are continued: once continued, a
     /// task may park for a request of its own under the same thread id.
-    pub fn forget_held_tasks(&mut self, cgroup: u64) -> Result<(), TwinError> {
+    /// Returns their thread ids, the tasks to continue.
+    pub fn forget_held_tasks(&mut self, cgroup: u64) -> Result<Vec<u32>, TwinError> {
+        let mut held = Vec::new();
         for (tid, pending) in self.kernel.pending()? {
             if pending.id == 0 && pending.ino == cgroup {
                 self.kernel.remove_pending(tid)?;
+                held.push(tid);
             }
         }
-        Ok(())
+        Ok(held)
     }
 
     /// Whether a task of a held cgroup was reported since the last call.
