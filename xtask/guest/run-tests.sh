@@ -18,6 +18,10 @@ limit=${PINCER_TEST_LIMIT:-300}
 export PINCER_LINGER=${PINCER_LINGER:-2h}
 failed=0
 found=0
+# `EXECUTABLE TEST`: a guest booted again after the emulator faulted (see
+# `xtask/src/test.rs`) starts at the test that was running then; what ran
+# before it has been counted already.
+resume=${PINCER_RESUME_AT:-}
 
 # What each process is doing: its state, its kernel stack when it is not
 # running, so a hang names the code that waits.
@@ -57,11 +61,17 @@ for exe in /bin/pincer-tests-*; do
         case " $PINCER_ONLY_SUITES " in *" $name "*) ;; *) continue ;; esac
     fi
     case " ${PINCER_SKIP_SUITES:-} " in *" $name "*) continue ;; esac
+    if [ -n "$resume" ] && [ "$name" != "${resume%% *}" ]; then continue; fi
     found=$((found + 1))
     echo "==== $name"
     # `name: test` lines; a filter narrows them as libtest would.
     tests=$("$exe" --list --format terse "$@" 2>/dev/null | sed -n 's/: test$//p')
     for test in $tests; do
+        if [ -n "$resume" ]; then
+            [ "$test" = "${resume#* }" ] || continue
+            resume=
+        fi
+        echo "==== start $name $test"
         # Each test's duration, so the log shows where the guest's time goes
         # (libtest reads RUSTC_BOOTSTRAP at run time for its unstable options).
         started=$(cut -d. -f1 /proc/uptime)
@@ -86,6 +96,10 @@ for exe in /bin/pincer-tests-*; do
         echo "==== $test: $(($(cut -d. -f1 /proc/uptime) - started)) s, $idle idle set(s) after it"
     done
 done
+if [ -n "$resume" ]; then
+    echo "==== no test $resume to resume at"
+    failed=1
+fi
 if [ "$found" -eq 0 ]; then
     echo "==== no test executables"
     failed=1

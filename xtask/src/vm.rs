@@ -139,7 +139,9 @@ impl Guest {
         // hook's patch site while a trampoline is attached or detached) may
         // come from one vCPU running a stale translation of text the other
         // just patched; running both on one thread (`thread=single`) is the
-        // candidate fix, not yet measured over a whole run.
+        // candidate fix, not yet measured over a whole run. Meanwhile the
+        // test runner recognises that panic and boots the guest again from
+        // the test it interrupted (`PatchSiteFault` in test.rs).
         cmd.args(["-accel", "tcg", "-cpu", "max", "-smp", "2", "-m"])
             .arg(memory.to_string());
         if let Some(debian) = &self.debian {
