@@ -210,6 +210,10 @@ pub mod event_flags {
     /// (the hook's caller cannot restart, no twin is alive, the task cannot
     /// be stopped).
     pub const HELD: u32 = 1 << 21;
+    /// On a parked request: the agent had a level when it parked (its
+    /// taint map entry existed), so the twin looks up what lowered it.
+    /// Without it the twin reads no map for the request's taint.
+    pub const TAINTED: u32 = 1 << 22;
 }
 
 /// Indices of the per-CPU counters in [`names::COUNTERS`].
@@ -944,6 +948,13 @@ pub struct AccessEvent {
     /// `CLOCK_BOOTTIME` (ns) when the event was made: a parked request's
     /// round trip is timed from here.
     pub at_ns: u64,
+    /// Device (kernel encoding) of the process's executable, on a parked
+    /// request (zero otherwise, or when it could not be read).
+    pub exe_dev: u64,
+    /// Inode of the process's executable, on a parked request: with
+    /// `exe_dev` and `exe_generation` it tells the twin whether the
+    /// executable is one whose path it read already for this process.
+    pub exe_ino: u64,
     /// Thread id.
     pub pid: u32,
     /// Process id.
@@ -962,8 +973,8 @@ pub struct AccessEvent {
     pub depth: u32,
     /// Bits of [`event_flags`].
     pub flags: u32,
-    /// Explicit padding; always zero.
-    pub _pad: u32,
+    /// `i_generation` of the executable's inode, on a parked request.
+    pub exe_generation: u32,
     /// `comm` of the task.
     pub comm: [u8; 16],
     /// Path components, leaf first, each NUL-terminated. For a creation the
@@ -1053,6 +1064,10 @@ pub struct KernelOffsets {
     /// `kernfs_node.parent` (`__parent` from 6.15): a cgroup's parent, by
     /// its directory.
     pub kernfs_node_parent: u32,
+    /// `task_struct.mm`.
+    pub task_struct_mm: u32,
+    /// `mm_struct.exe_file`.
+    pub mm_struct_exe_file: u32,
 }
 
 impl KernelOffsets {
@@ -1095,6 +1110,8 @@ impl KernelOffsets {
             task_struct_real_cred: 0,
             inode_i_generation: 0,
             kernfs_node_parent: 0,
+            task_struct_mm: 0,
+            mm_struct_exe_file: 0,
         }
     }
 }
@@ -1329,8 +1346,8 @@ const _: () = {
     assert!(core::mem::size_of::<GrantValue>() == 8);
     assert!(core::mem::size_of::<CachedGrant>() == 16);
     assert!(core::mem::size_of::<NameGrantKey>() == 24 + NAME_LEN);
-    assert!(core::mem::size_of::<AccessEvent>() == 112 + COMPONENT_LEN * MAX_COMPONENTS);
-    assert!(core::mem::size_of::<KernelOffsets>() == 144);
+    assert!(core::mem::size_of::<AccessEvent>() == 128 + COMPONENT_LEN * MAX_COMPONENTS);
+    assert!(core::mem::size_of::<KernelOffsets>() == 152);
     assert!(core::mem::size_of::<ObjectKey>() == 16);
     assert!(core::mem::size_of::<Label>() == 24 + 8 * MAX_ORIGINS);
     assert!(core::mem::size_of::<PolicyName>() == 16);

@@ -68,6 +68,21 @@ pub fn identity(off: &KernelOffsets, inode: *const u8) -> Result<(u64, u64), Rea
     Ok((u64::from(dev), ino))
 }
 
+/// (device, inode, inode generation) of the current process's executable
+/// (`mm.exe_file`): which file it runs, exactly enough for the twin to
+/// reuse the path it read for that process and file.
+#[inline(always)]
+pub fn current_exe(off: &KernelOffsets) -> Result<(u64, u64, u32), ReadFailed> {
+    let task = unsafe { aya_ebpf::helpers::bpf_get_current_task() } as *const u8;
+    // A kernel thread or an exiting task has no `mm`: `read` fails on it.
+    let mm: *const u8 = read(task, off.task_struct_mm)?;
+    let exe: *const u8 = read(mm, off.mm_struct_exe_file)?;
+    let inode: *const u8 = read(exe, off.file_f_inode)?;
+    let (dev, ino) = identity(off, inode)?;
+    let generation: u32 = read(inode, off.inode_i_generation)?;
+    Ok((dev, ino, generation))
+}
+
 /// The magic number of the file system an inode belongs to
 /// (`super_block.s_magic`).
 #[inline(always)]

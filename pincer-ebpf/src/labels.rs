@@ -115,6 +115,12 @@ impl Derived {
     }
 }
 
+/// Whether an agent has an entry in [`TAINTS`] (a level, or sources).
+#[inline(always)]
+pub fn has_level(agent: u64) -> bool {
+    unsafe { TAINTS.get(agent) }.is_some()
+}
+
 /// The current agent's level: one of `authority`, or zero for none.
 #[inline(always)]
 pub fn level() -> u32 {

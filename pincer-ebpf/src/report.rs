@@ -15,7 +15,7 @@ use pincer_common::{
 
 use crate::{
     access::Access,
-    kernel,
+    kernel, labels,
     maps::{EVENTS, PATHS, count},
 };
 
@@ -71,10 +71,23 @@ pub fn fill(
         (*event).slot = agent.slot;
         (*event).granted = outcome.granted;
         (*event).verdict = outcome.verdict;
-        (*event)._pad = 0;
         (*event).comm = bpf_get_current_comm().unwrap_or([0; 16]);
         (*event).depth = 0;
         (*event).flags = outcome.flags;
+        // What the twin would otherwise read for every parked request:
+        // the executable's identity (it reads the path once per process
+        // and executable) and whether the agent has a level at all.
+        let (exe_dev, exe_ino, exe_generation) = if outcome.verdict == verdict::PARKED {
+            kernel::current_exe(kernel::off()).unwrap_or((0, 0, 0))
+        } else {
+            (0, 0, 0)
+        };
+        (*event).exe_dev = exe_dev;
+        (*event).exe_ino = exe_ino;
+        (*event).exe_generation = exe_generation;
+        if outcome.verdict == verdict::PARKED && labels::has_level(bpf_get_current_cgroup_id()) {
+            (*event).flags |= event_flags::TAINTED;
+        }
         if identified {
             (*event).dev = access.dev;
             (*event).ino = access.ino;
@@ -253,7 +266,9 @@ pub fn send_refusal(agent: &Agent, hook: u32, object: u64, verdict: u32, flags: 
         (*event).hook = hook;
         (*event).depth = 0;
         (*event).flags = flags;
-        (*event)._pad = 0;
+        (*event).exe_dev = 0;
+        (*event).exe_ino = 0;
+        (*event).exe_generation = 0;
         (*event).comm = bpf_get_current_comm().unwrap_or([0; 16]);
     }
     entry.submit(0);

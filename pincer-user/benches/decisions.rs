@@ -39,7 +39,9 @@ fn event(components: &[&str]) -> AccessEvent {
         hook: hook::FILE_OPEN,
         depth: components.len() as u32,
         flags: event_flags::ROOT_REACHED,
-        _pad: 0,
+        exe_dev: 0,
+        exe_ino: 0,
+        exe_generation: 0,
         comm: [0; 16],
         components: [[0; COMPONENT_LEN]; MAX_COMPONENTS],
     };

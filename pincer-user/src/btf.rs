@@ -166,6 +166,8 @@ fn offsets(btf: &Resolver<'_>) -> Result<KernelOffsets, BtfError> {
         kernfs_node_parent: btf
             .offset("kernfs_node", "parent")
             .or_else(|_| btf.offset("kernfs_node", "__parent"))?,
+        task_struct_mm: btf.offset("task_struct", "mm")?,
+        mm_struct_exe_file: btf.offset("mm_struct", "exe_file")?,
     })
 }
 
@@ -316,6 +318,8 @@ mod tests {
         for field in [
             off.file_f_inode,
             off.inode_i_sb,
+            off.task_struct_mm,
+            off.mm_struct_exe_file,
             off.dentry_d_parent,
             off.dentry_d_inode,
         ] {

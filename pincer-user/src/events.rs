@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::{
     cgroup::unescape_mount_field,
     escape::{CUT, escape},
-    procfs,
+    procfs::{self, ExeKey, ExeNames},
     request::{ProcessFacts, Request},
 };
 
@@ -289,9 +289,17 @@ fn not_granted(flags: u32, missing: u32) -> String {
 }
 
 /// Sanitizes a parked event into the request voters see. `root` is the
-/// agent's first process, where the parent chain stops.
-pub fn request(event: &AccessEvent, mounts: &Mounts, mission: &str, root: Option<u32>) -> Request {
-    let exe = procfs::exe(event.tgid);
+/// agent's first process, where the parent chain stops; the executable's
+/// path comes from `exes`, which reads it only for a process and
+/// executable it has not read it for.
+pub fn request(
+    event: &AccessEvent,
+    mounts: &Mounts,
+    mission: &str,
+    root: Option<u32>,
+    exes: &mut ExeNames,
+) -> Request {
+    let exe = exes.name(ExeKey::of(event), || procfs::exe(event.tgid));
     sanitize(
         event,
         mounts,
@@ -552,7 +560,9 @@ mod tests {
             hook: hook::FILE_OPEN,
             depth: components.len() as u32,
             flags,
-            _pad: 0,
+            exe_dev: 0,
+            exe_ino: 0,
+            exe_generation: 0,
             comm: [0; 16],
             components: [[0; COMPONENT_LEN]; MAX_COMPONENTS],
         };

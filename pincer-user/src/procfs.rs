@@ -1,7 +1,9 @@
 //! Process facts from `/proc`, for requests: who is asking, and on whose
 //! behalf. Everything read here is escaped before anyone sees it.
 
-use std::{fs, io::Read};
+use std::{collections::HashMap, fs, io::Read};
+
+use pincer_common::AccessEvent;
 
 use crate::{escape::escape, request::ProcessFacts};
 
@@ -17,6 +19,73 @@ pub fn exe(pid: u32) -> Option<String> {
     fs::read_link(format!("/proc/{pid}/exe"))
         .ok()
         .map(|p| escape(p.as_os_str().as_encoded_bytes()))
+}
+
+/// Which file a process runs, as the kernel named it in a parked event.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub struct ExeKey {
+    /// The process.
+    pub pid: u32,
+    /// Device (kernel encoding) of its executable.
+    pub dev: u64,
+    /// Inode of its executable.
+    pub ino: u64,
+    /// Generation of that inode: a number reused for another file has
+    /// another generation.
+    pub generation: u32,
+}
+
+impl ExeKey {
+    /// The executable of a parked event's process; `None` when the kernel
+    /// could not read it (then the path is read every time).
+    pub fn of(event: &AccessEvent) -> Option<ExeKey> {
+        (event.exe_ino != 0).then_some(ExeKey {
+            pid: event.tgid,
+            dev: event.exe_dev,
+            ino: event.exe_ino,
+            generation: event.exe_generation,
+        })
+    }
+}
+
+/// The executable paths read for parked requests, by process and
+/// executable. A `readlink` of `/proc/<pid>/exe` was the costliest step of
+/// sanitizing a request; the kernel names the file the process runs in
+/// each parked event, so the path is read once per process and file. A
+/// process that runs another file (an `exec`) has another key, as has a
+/// new process reusing the pid, so a path is never put on a file it was
+/// not read for. What it does not follow: the file renamed, or run by
+/// another of its hard links, after the first read (the first name stays).
+#[derive(Debug, Default)]
+pub struct ExeNames {
+    known: HashMap<ExeKey, String>,
+}
+
+impl ExeNames {
+    /// Paths kept before the cache starts again: one per process and
+    /// executable that parked, so a long-lived daemon stays small.
+    const MAX: usize = 4096;
+
+    /// The path for `key`, from what was read before, or from `read` (a
+    /// read that fails is not kept: the process may be gone).
+    pub fn name(
+        &mut self,
+        key: Option<ExeKey>,
+        read: impl FnOnce() -> Option<String>,
+    ) -> Option<String> {
+        let Some(key) = key else {
+            return read();
+        };
+        if let Some(path) = self.known.get(&key) {
+            return Some(path.clone());
+        }
+        let path = read()?;
+        if self.known.len() >= Self::MAX {
+            self.known.clear();
+        }
+        self.known.insert(key, path.clone());
+        Some(path)
+    }
 }
 
 /// A process's `comm` and parent, from one read of `/proc/<pid>/stat` (the
@@ -76,6 +145,80 @@ pub fn parents(pid: u32, root: Option<u32>) -> Vec<ProcessFacts> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_executable_path_is_read_once_per_process_and_file() {
+        let mut exes = ExeNames::default();
+        let key = ExeKey {
+            pid: 7,
+            dev: 8,
+            ino: 9,
+            generation: 1,
+        };
+        let reads = std::cell::Cell::new(0);
+        let read = |path: &'static str| {
+            reads.set(reads.get() + 1);
+            Some(path.to_owned())
+        };
+        assert_eq!(
+            exes.name(Some(key), || read("/bin/a")).as_deref(),
+            Some("/bin/a")
+        );
+        assert_eq!(
+            exes.name(Some(key), || read("/bin/b")).as_deref(),
+            Some("/bin/a")
+        );
+        assert_eq!(reads.get(), 1);
+        // After an exec, a new process with the pid, or a reused inode
+        // number, the path is read again.
+        for other in [
+            ExeKey { ino: 10, ..key },
+            ExeKey { pid: 8, ..key },
+            ExeKey {
+                generation: 2,
+                ..key
+            },
+            ExeKey { dev: 9, ..key },
+        ] {
+            assert_eq!(
+                exes.name(Some(other), || read("/bin/c")).as_deref(),
+                Some("/bin/c")
+            );
+        }
+        assert_eq!(reads.get(), 5);
+        // With no identity from the kernel, every request reads.
+        assert_eq!(
+            exes.name(None, || read("/bin/d")).as_deref(),
+            Some("/bin/d")
+        );
+        assert_eq!(
+            exes.name(None, || read("/bin/e")).as_deref(),
+            Some("/bin/e")
+        );
+        assert_eq!(reads.get(), 7);
+        // A failed read (the process is gone) is not kept.
+        let gone = ExeKey { pid: 99, ..key };
+        assert_eq!(exes.name(Some(gone), || None), None);
+        assert_eq!(
+            exes.name(Some(gone), || read("/bin/f")).as_deref(),
+            Some("/bin/f")
+        );
+    }
+
+    #[test]
+    fn the_executable_cache_starts_again_when_full() {
+        let mut exes = ExeNames::default();
+        for pid in 0..ExeNames::MAX as u32 + 1 {
+            let key = ExeKey {
+                pid,
+                dev: 1,
+                ino: 2,
+                generation: 0,
+            };
+            exes.name(Some(key), || Some(format!("/bin/{pid}")));
+        }
+        assert_eq!(exes.known.len(), 1);
+    }
 
     #[test]
     fn comm_and_ppid_survive_hostile_comm() {

@@ -162,6 +162,42 @@ fn the_mission_s_rules_answer_at_once_and_a_deny_asks_nobody_else() {
     );
 }
 
+/// The executable a parked request names is the one the process runs at
+/// that moment: read once per process and executable (the kernel names the
+/// file in each event), and read again after an `exec` in the same process.
+#[test]
+fn a_parked_request_names_the_executable_the_process_runs_now() {
+    let s = Scratch::new("park-exe");
+    let key = s.p("secret/key");
+    s.asking_mission(&format!(
+        "voters = [\"mission\"]\n\n[[vote.rule]]\npath = \"{key}\"\nverdict = \"allow\"\n"
+    ));
+    let probe = probe_bin().display().to_string();
+    // The shell reads the secret twice, then becomes the probe and reads it
+    // again: one process, two executables.
+    let script =
+        format!("read a < {key} && read b < {key} && echo sh read; exec {probe} read {key}");
+    let (status, lines) = finish(&mut spawn_agent(&s, &script));
+    assert_eq!(status, Some(0));
+    assert_eq!(lines, ["sh read", "ok read 11"]);
+
+    let verdicts = s.audit_events("verdict");
+    let named: Vec<(u64, String)> = verdicts
+        .iter()
+        .map(|v| {
+            assert_eq!(v["verdict"], "allow", "{v}");
+            (
+                v["request"]["pid"].as_u64().unwrap(),
+                text(&v["request"]["exe"]),
+            )
+        })
+        .collect();
+    let shell = fs::canonicalize("/bin/sh").unwrap().display().to_string();
+    let probe = fs::canonicalize(&probe).unwrap().display().to_string();
+    let pid = named[0].0;
+    assert_eq!(named, [(pid, shell.clone()), (pid, shell), (pid, probe)]);
+}
+
 #[test]
 fn a_session_approval_lets_later_reads_pass_without_parking() {
     let (s, mut agent) = asking_agent("park-session", |probe, secret| {

@@ -106,8 +106,9 @@ walk() {
 }
 
 # A parked request's round trip: the mission voter allows every read of the
-# secret once, so each open parks, is voted on and resumes. Next to it, in the
-# same run, a pipe ping-pong between two processes. Then where its time goes:
+# secret once, so each open parks, is voted on and resumes. Interleaved with
+# it one by one, in the same process, a pipe ping-pong with a second process
+# (pipes pass no hook). Then where its time goes:
 # the twin times each request's stages into its verdict line; what is left of
 # the round trip is the task's (woken by SIGCONT, scheduled, its syscall
 # restarted and decided again on the verdict).
@@ -132,13 +133,14 @@ MISSION
     run=1
     while [ "$run" -le "$ROUND_TRIPS" ]; do
         rm -f /tmp/bench/ask.jsonl
-        parked=$(pincer run --mission /tmp/bench/ask.toml --audit /tmp/bench/ask.jsonl -- pincer-bench open-latency /tmp/bench/secret/key "$PARKS")
-        pingpong=$(pincer-bench pingpong "$PARKS")
+        both=$(pincer run --mission /tmp/bench/ask.toml --audit /tmp/bench/ask.jsonl -- pincer-bench round-trip /tmp/bench/secret/key "$PARKS")
+        parked=$(echo "$both" | sed -n 1p)
+        pingpong=$(echo "$both" | sed -n 2p)
         total=${parked%% *}
         ratio=$(awk "BEGIN { printf \"%.2f\", $total / ${pingpong%% *} }")
         echo "$ratio" >> /tmp/bench/ratios
         echo
-        echo "parked request round trip (event -> vote -> verdict -> running), $PARKS requests, run $run of $ROUND_TRIPS"
+        echo "parked request round trip (event -> vote -> verdict -> running), $PARKS requests interleaved with as many pipe round trips, run $run of $ROUND_TRIPS"
         printf '%-34s %10s %10s\n' "" "p50 (us)" "p99 (us)"
         printf '%-34s %10s %10s\n' "parked open, mission voter" $parked
         printf '%-34s %10s %10s\n' "pipe ping-pong (baseline)" $pingpong

@@ -168,8 +168,8 @@ enum Command {
         /// tree walk or real work).
         #[arg(long, conflicts_with_all = ["host", "real"])]
         round_trip: bool,
-        /// Runs of the parked round trip in one boot, each next to its own
-        /// pipe ping-pong.
+        /// Runs of the parked round trip in one boot, each interleaved with
+        /// its own pipe ping-pong.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=50))]
         round_trips: u32,
     },

@@ -55,6 +55,7 @@ use crate::{
     loader::{Held, Kernel, LoadError},
     metrics::Metrics,
     mission::{Mode, ResolvedGrants},
+    procfs::ExeNames,
     request::Request,
     vote::{self, Extent, Lifetime, Outcome, Policy, Voter},
     voters::webhook::WebhookError,
@@ -218,6 +219,8 @@ pub struct Twin<K> {
     audit: AuditLog,
     agents: HashMap<u64, AgentState>,
     mounts: Mounts,
+    /// Executable paths read for parked requests.
+    exes: ExeNames,
     waiting: HashMap<SameAccess, Waiting>,
     outcomes: mpsc::UnboundedSender<VoteResult>,
     grants: Grants,
@@ -250,6 +253,7 @@ impl<K: Kernel> Twin<K> {
             audit,
             agents: HashMap::new(),
             mounts: Mounts::load(),
+            exes: ExeNames::default(),
             waiting: HashMap::new(),
             outcomes,
             grants: Grants::default(),
@@ -704,8 +708,18 @@ impl<K: Kernel> Twin<K> {
             metrics.request(&agent.name, events::hook_name(event.hook));
             metrics.parked(&agent.name, 1);
         }
-        let mut request = events::request(&event, &self.mounts, &agent.name, agent.root);
-        request.taint = self.taint_chain(event.cgroup_id);
+        let mut request = events::request(
+            &event,
+            &self.mounts,
+            &agent.name,
+            agent.root,
+            &mut self.exes,
+        );
+        // The kernel says whether the agent had a level when it parked: a
+        // map read only when it did.
+        if event.flags & event_flags::TAINTED != 0 {
+            request.taint = self.taint_chain(event.cgroup_id);
+        }
         let discovered = self.discover(&event, &mut request);
         let Some(agent) = self.agents.get(&event.cgroup_id) else {
             unreachable!("looked up above")

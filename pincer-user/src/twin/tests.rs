@@ -218,7 +218,9 @@ fn parked(tid: u32, ino: u64, wanted: u32, names: &[&str]) -> AccessEvent {
         hook: hook::FILE_OPEN,
         depth: names.len() as u32,
         flags: 0,
-        _pad: 0,
+        exe_dev: 0,
+        exe_ino: 0,
+        exe_generation: 0,
         comm: padded("cat"),
         // Slots past the last name stay zero.
         components: std::array::from_fn(|i| padded(names.get(i).copied().unwrap_or_default())),
@@ -768,7 +770,8 @@ async fn a_tainting_read_is_audited_and_a_reserved_action_asks_the_owner_with_th
 
     // The reserved action parks for the owner alone, with what tainted it.
     let mut exec = parked(42, SECRET, ops::EXEC, &["deploy", "secret"]);
-    exec.flags = event_flags::ACTION;
+    // The kernel marks a parked request of an agent that has a level.
+    exec.flags = event_flags::ACTION | event_flags::TAINTED;
     h.twin.handle_record(bytes(&exec)).unwrap();
     let waiting: Vec<&Request> = h.twin.waiting().collect();
     assert_eq!(waiting.len(), 1, "the mission's allow does not count");
@@ -789,6 +792,36 @@ async fn a_tainting_read_is_audited_and_a_reserved_action_asks_the_owner_with_th
         "{}",
         request.why
     );
+}
+
+#[tokio::test]
+async fn the_taint_of_a_request_is_looked_up_only_when_the_kernel_marks_it() {
+    let board = PromptBoard::new(None);
+    let mut h = Harness::new(vec![Arc::new(PromptVoter::new(board))]);
+    h.kernel().taints.insert(
+        CGROUP,
+        pincer_common::Taint {
+            level: pincer_common::authority::EVIDENCE,
+            _pad: 0,
+            dev: DEV,
+            ino: SECRET,
+            origins: pincer_common::Origins::NONE,
+        },
+    );
+    // Parked before the agent had a level: the map is not read, and the
+    // request carries no chain.
+    h.twin
+        .handle_record(bytes(&parked(41, SECRET, ops::READ, &["key", "secret"])))
+        .unwrap();
+    // Parked with a level: the kernel's record names what lowered it.
+    let mut later = parked(42, PROJECT, ops::READ, &["project"]);
+    later.flags = event_flags::TAINTED;
+    h.twin.handle_record(bytes(&later)).unwrap();
+    let taints: HashMap<u32, Vec<String>> =
+        h.twin.waiting().map(|r| (r.tid, r.taint.clone())).collect();
+    assert_eq!(taints[&41], Vec::<String>::new());
+    assert_eq!(taints[&42].len(), 1, "{taints:?}");
+    assert!(taints[&42][0].ends_with("(evidence)"), "{taints:?}");
 }
 
 #[tokio::test]

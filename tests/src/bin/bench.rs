@@ -2,17 +2,20 @@
 //!
 //! ```text
 //! pincer-bench open-close PATH ITERATIONS   mean ns per openat+close
-//! pincer-bench open-latency PATH ITERATIONS p50 and p99 µs of single openat+close
-//! pincer-bench pingpong ITERATIONS          p50 and p99 µs of a pipe round trip
+//! pincer-bench round-trip PATH ITERATIONS   p50 and p99 µs of single openat+close, then
+//!                                           of a pipe round trip, interleaved
 //! pincer-bench open-each DIR COUNT          mean ns per first open of DIR/0 .. DIR/COUNT-1
 //! ```
 //!
 //! `open-close` lets the guest script time the same loop with no program
 //! attached, with the programs attached but outside every agent cgroup, and
-//! inside one. `open-latency` on a file that parks measures a parked
-//! request's round trip (event, vote, verdict, task running again);
-//! `pingpong` is the same-run baseline: one byte to a second process and back
-//! through two pipes. `open-each` opens distinct files once each, so inside
+//! inside one. `round-trip` on a file that parks measures a parked
+//! request's round trip (event, vote, verdict, task running again) next to
+//! its baseline, a pipe ping-pong: one byte to a second process and back
+//! through two pipes. The two alternate one by one (which goes first
+//! alternates too), so the emulated machine's drift, which moves a
+//! ping-pong's time twofold from one second to the next, weighs on both
+//! alike: the ratio of their medians is what is compared. `open-each` opens distinct files once each, so inside
 //! an agent cgroup every open misses the grant cache and walks the file's
 //! ancestors up to the tree grant: timed at several depths, it is the cost
 //! of the walk.
@@ -27,22 +30,16 @@ fn main() -> ExitCode {
     };
     match (args.first().and_then(|a| a.to_str()), args.len()) {
         (Some("open-close"), 3) => {}
-        (Some("open-latency"), 3) => {
+        (Some("round-trip"), 3) => {
             let path = CString::new(args[1].as_bytes()).expect("no NUL in the path");
             return match number(2) {
-                Some(n) => open_latency(&path, n),
+                Some(n) => round_trip(&path, n),
                 None => usage(),
             };
         }
         (Some("open-each"), 3) => {
             return match number(2) {
                 Some(n) => open_each(std::path::Path::new(&args[1]), n),
-                None => usage(),
-            };
-        }
-        (Some("pingpong"), 2) => {
-            return match number(1) {
-                Some(n) => pingpong(n),
                 None => usage(),
             };
         }
@@ -80,9 +77,7 @@ fn open_close(path: &CString) -> std::io::Result<()> {
 }
 
 fn usage() -> ExitCode {
-    eprintln!(
-        "usage: pincer-bench open-close PATH N | open-latency PATH N | pingpong N | open-each DIR N"
-    );
+    eprintln!("usage: pincer-bench open-close PATH N | round-trip PATH N | open-each DIR N");
     ExitCode::from(2)
 }
 
@@ -91,20 +86,6 @@ fn report(mut samples: Vec<f64>) {
     samples.sort_by(f64::total_cmp);
     let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
     println!("{:.1} {:.1}", at(0.50), at(0.99));
-}
-
-fn open_latency(path: &CString, iterations: u64) -> ExitCode {
-    let mut samples = Vec::with_capacity(iterations as usize);
-    for _ in 0..iterations {
-        let start = Instant::now();
-        if let Err(error) = open_close(path) {
-            eprintln!("pincer-bench: open failed: {error}");
-            return ExitCode::FAILURE;
-        }
-        samples.push(start.elapsed().as_secs_f64() * 1e6);
-    }
-    report(samples);
-    ExitCode::SUCCESS
 }
 
 fn open_each(dir: &std::path::Path, count: u64) -> ExitCode {
@@ -126,7 +107,9 @@ fn open_each(dir: &std::path::Path, count: u64) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn pingpong(iterations: u64) -> ExitCode {
+/// Times `iterations` opens of `path` and as many pipe round trips with a
+/// forked partner, alternating, and prints "p50 p99" of each, opens first.
+fn round_trip(path: &CString, iterations: u64) -> ExitCode {
     let mut there = [0i32; 2];
     let mut back = [0i32; 2];
     // SAFETY: two arrays of two descriptors.
@@ -137,34 +120,68 @@ fn pingpong(iterations: u64) -> ExitCode {
     }
     let mut byte = [0u8; 1];
     // SAFETY: the child only reads, writes and exits.
-    match unsafe { libc::fork() } {
-        0 => {
-            for _ in 0..iterations {
-                // SAFETY: valid descriptors and a one-byte buffer.
-                unsafe {
-                    libc::read(there[0], byte.as_mut_ptr().cast(), 1);
-                    libc::write(back[1], byte.as_ptr().cast(), 1);
-                }
-            }
-            // SAFETY: leaves the child at once.
-            unsafe { libc::_exit(0) }
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: the child's copies of the ends it does not use.
+        unsafe {
+            libc::close(there[1]);
+            libc::close(back[0]);
         }
-        pid if pid > 0 => {
-            let mut samples = Vec::with_capacity(iterations as usize);
-            for _ in 0..iterations {
-                let start = Instant::now();
-                // SAFETY: valid descriptors and a one-byte buffer.
-                unsafe {
-                    libc::write(there[1], byte.as_ptr().cast(), 1);
-                    libc::read(back[0], byte.as_mut_ptr().cast(), 1);
-                }
-                samples.push(start.elapsed().as_secs_f64() * 1e6);
-            }
-            // SAFETY: reaping our own child.
-            unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
-            report(samples);
-            ExitCode::SUCCESS
+        // Answers every byte until the parent closes its end.
+        // SAFETY: valid descriptors and a one-byte buffer.
+        while unsafe { libc::read(there[0], byte.as_mut_ptr().cast(), 1) } == 1 {
+            unsafe { libc::write(back[1], byte.as_ptr().cast(), 1) };
         }
-        _ => ExitCode::FAILURE,
+        // SAFETY: leaves the child at once.
+        unsafe { libc::_exit(0) }
     }
+    if pid < 0 {
+        return ExitCode::FAILURE;
+    }
+    // SAFETY: the parent's copies of the child's ends.
+    unsafe {
+        libc::close(there[0]);
+        libc::close(back[1]);
+    }
+    let mut opens = Vec::with_capacity(iterations as usize);
+    let mut pings = Vec::with_capacity(iterations as usize);
+    let mut failed = None;
+    for i in 0..iterations {
+        for open_first in [i % 2 == 0, i % 2 != 0] {
+            let start = Instant::now();
+            if open_first {
+                if let Err(error) = open_close(path) {
+                    failed = Some(error);
+                    break;
+                }
+                opens.push(start.elapsed().as_secs_f64() * 1e6);
+            } else {
+                // SAFETY: valid descriptors and a one-byte buffer.
+                let done = unsafe {
+                    libc::write(there[1], byte.as_ptr().cast(), 1) == 1
+                        && libc::read(back[0], byte.as_mut_ptr().cast(), 1) == 1
+                };
+                if !done {
+                    failed = Some(std::io::Error::last_os_error());
+                    break;
+                }
+                pings.push(start.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+        if failed.is_some() {
+            break;
+        }
+    }
+    // SAFETY: closing our end ends the child's loop; reaping our own child.
+    unsafe {
+        libc::close(there[1]);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+    if let Some(error) = failed {
+        eprintln!("pincer-bench: round trip failed: {error}");
+        return ExitCode::FAILURE;
+    }
+    report(opens);
+    report(pings);
+    ExitCode::SUCCESS
 }
