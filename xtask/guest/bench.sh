@@ -153,7 +153,7 @@ MISSION
         echo
         echo "parked round trip by stage, median of $PARKS requests (us)"
         printf '%-60s %8s\n' "kernel event -> the twin takes it off the ring buffer" "$kernel"
-        printf '%-60s %8s\n' "holding the task (pidfd) and sanitizing (its /proc reads)" "$sanitize"
+        printf '%-60s %8s\n' "sanitizing the request (its /proc reads)" "$sanitize"
         printf '%-60s %8s\n' "votes (the mission voter's, decided at once)" "$vote"
         printf '%-60s %8s\n' "writing the verdict and SIGCONT" "$answer"
         printf '%-60s %8s\n' "the task: woken, scheduled, syscall restarted (the rest)" "$(awk "BEGIN { printf \"%.0f\", $total - $kernel - $sanitize - $vote - $answer }")"

@@ -24,16 +24,27 @@ use super::{Enforcer, LoadError};
 use crate::mission::ResolvedGrants;
 
 /// A stopped task the twin will continue, taken while it was stopped.
+///
+/// A parked task is named by numbers in its event. A task answered in the
+/// same step that took its event off the ring buffer is continued by
+/// `tgkill` on those numbers ([`Held::now`]); one whose answer waits (a
+/// person, a webhook) is first held by a pidfd ([`Held::take`]), so a
+/// continue minutes later cannot reach a process that reused the numbers.
+/// Both resolve the numbers after the event was made: a pidfd taken on
+/// receipt is exposed to reuse before it exactly as `tgkill` is, and the
+/// step between receipt and answer is tens of microseconds, while a pid
+/// comes back only after the kernel has handed out every other one. The
+/// `pidfd_open` was a sixth of what the twin did for a request.
 #[derive(Debug)]
 pub struct Held {
     /// Its process id.
     pub pid: u32,
     /// Its thread id (the one that parked).
     pub tid: u32,
-    /// A pidfd taken while the task was stopped and its pid could not be
-    /// reused: continuing it later cannot hit another process; or why none
-    /// could be had.
-    pidfd: Result<OwnedFd, Errno>,
+    /// `None` for a task answered at once (continued by `tgkill`);
+    /// otherwise a pidfd taken while the task was stopped and its pid could
+    /// not be reused, or why none could be had.
+    pidfd: Option<Result<OwnedFd, Errno>>,
 }
 
 impl Held {
@@ -42,12 +53,22 @@ impl Held {
         Held {
             pid,
             tid,
-            pidfd: Err(Errno::ESRCH),
+            pidfd: Some(Err(Errno::ESRCH)),
         }
     }
 
-    /// Takes hold of a stopped task: a pidfd for it, or why none could be
-    /// had.
+    /// A task answered in the step that received its event: continued by
+    /// its numbers.
+    pub fn now(pid: u32, tid: u32) -> Held {
+        Held {
+            pid,
+            tid,
+            pidfd: None,
+        }
+    }
+
+    /// Takes hold of a stopped task whose answer waits: a pidfd for it, or
+    /// why none could be had.
     pub fn take(pid: u32, tid: u32) -> Held {
         let pidfd = pidfd_open(pid);
         if let Err(errno) = pidfd
@@ -61,7 +82,16 @@ impl Held {
                  continued all the same"
             );
         }
-        Held { pid, tid, pidfd }
+        Held {
+            pid,
+            tid,
+            pidfd: Some(pidfd),
+        }
+    }
+
+    /// Whether a pidfd was asked for (taken or not).
+    pub fn is_held(&self) -> bool {
+        self.pidfd.is_some()
     }
 
     /// Sends `SIGCONT` to the task; false when it is gone. A task whose
@@ -71,25 +101,29 @@ impl Held {
     /// to that process.
     pub fn resume(&self) -> bool {
         match &self.pidfd {
-            Ok(fd) => pidfd_send_sigcont(fd),
-            Err(Errno::ESRCH) => false,
-            Err(_) => match pidfd_open(self.pid) {
+            None => self.tgkill(),
+            Some(Ok(fd)) => pidfd_send_sigcont(fd),
+            Some(Err(Errno::ESRCH)) => false,
+            Some(Err(_)) => match pidfd_open(self.pid) {
                 Ok(fd) => pidfd_send_sigcont(&fd),
                 Err(Errno::ESRCH) => false,
-                Err(_) => {
-                    // SAFETY: tgkill takes two ids and a signal number.
-                    let sent = unsafe {
-                        libc::syscall(
-                            libc::SYS_tgkill,
-                            self.pid as libc::pid_t,
-                            self.tid as libc::pid_t,
-                            libc::SIGCONT,
-                        )
-                    };
-                    sent == 0
-                }
+                Err(_) => self.tgkill(),
             },
         }
+    }
+
+    /// `SIGCONT` to the thread by its numbers.
+    fn tgkill(&self) -> bool {
+        // SAFETY: tgkill takes two ids and a signal number.
+        let sent = unsafe {
+            libc::syscall(
+                libc::SYS_tgkill,
+                self.pid as libc::pid_t,
+                self.tid as libc::pid_t,
+                libc::SIGCONT,
+            )
+        };
+        sent == 0
     }
 }
 
@@ -155,7 +189,7 @@ pub trait Kernel {
     /// Replaces the cgroups below which new ones are held: cgroup id → one
     /// of `pincer_common::watch`.
     fn set_watched(&mut self, watched: &[(u64, u32)]) -> Result<(), LoadError>;
-    /// Takes hold of a stopped task.
+    /// Takes hold of a stopped task whose answer waits ([`Held::take`]).
     fn hold(&mut self, pid: u32, tid: u32) -> Held;
     /// Continues a held task; `false` when it is gone.
     fn resume(&mut self, task: &Held) -> bool;
@@ -619,7 +653,7 @@ mod tests {
     fn a_task_held_with_a_pidfd_is_continued() {
         let mut child = stopped();
         let held = Held::take(child.id(), child.id());
-        assert!(held.pidfd.is_ok());
+        assert!(matches!(held.pidfd, Some(Ok(_))));
         assert!(held.resume());
         wait_for_state(child.id(), 'S');
         child.kill().unwrap();
@@ -633,7 +667,7 @@ mod tests {
         let held = Held {
             pid: child.id(),
             tid: child.id(),
-            pidfd: Err(Errno::EMFILE),
+            pidfd: Some(Err(Errno::EMFILE)),
         };
         assert!(held.resume());
         wait_for_state(child.id(), 'S');
@@ -641,7 +675,22 @@ mod tests {
         child.wait().unwrap();
         // Gone is gone: nothing is signalled.
         let gone = Held::take(child.id(), child.id());
-        assert_eq!(gone.pidfd.as_ref().err(), Some(&Errno::ESRCH));
+        assert!(matches!(gone.pidfd, Some(Err(Errno::ESRCH))));
         assert!(!gone.resume());
+    }
+
+    #[test]
+    fn a_task_answered_at_once_is_continued_by_its_numbers() {
+        let mut child = stopped();
+        let held = Held::now(child.id(), child.id());
+        assert!(!held.is_held());
+        assert!(held.resume());
+        wait_for_state(child.id(), 'S');
+        // A thread id that is not the process's is not signalled.
+        let other = Held::now(child.id(), std::process::id());
+        assert!(!other.resume());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!Held::now(child.id(), child.id()).resume());
     }
 }

@@ -27,6 +27,8 @@ pub(super) struct FakeKernel {
     pub heartbeat: Option<(u64, u64)>,
     /// Thread ids continued, in order.
     pub resumed: Vec<u32>,
+    /// Thread ids held by a pidfd because their answer waited, in order.
+    pub held: Vec<u32>,
     pub counters: BTreeMap<&'static str, u64>,
     /// Inode grants cannot be written (a full map, say).
     pub fail_grants: bool,
@@ -185,6 +187,7 @@ impl Kernel for FakeKernel {
     }
 
     fn hold(&mut self, pid: u32, tid: u32) -> Held {
+        self.held.push(tid);
         Held::without_pidfd(pid, tid)
     }
 

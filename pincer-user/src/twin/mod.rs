@@ -679,8 +679,10 @@ impl<K: Kernel> Twin<K> {
     pub fn on_parked(&mut self, event: AccessEvent) -> Result<Handled, TwinError> {
         let received_ns = boottime_ns();
         let key = SameAccess::of(&event);
-        let waiter = Waiter {
-            task: self.kernel.hold(event.tgid, event.pid),
+        // Held by its numbers while it is answered in this step; a pidfd
+        // is taken only when the answer has to wait (see `Held`).
+        let mut waiter = Waiter {
+            task: Held::now(event.tgid, event.pid),
             request_id: event.request_id,
         };
         if let Some(journal) = &self.journal {
@@ -692,6 +694,7 @@ impl<K: Kernel> Twin<K> {
             {
                 metrics.parked(&agent.name, 1);
             }
+            waiter.task = self.kernel.hold(event.tgid, event.pid);
             waiting.waiters.push(waiter);
             return Ok(Handled::Waiting);
         }
@@ -748,6 +751,9 @@ impl<K: Kernel> Twin<K> {
                 Ok(Handled::Answered)
             }
             Err(pending) => {
+                for waiter in &mut waiting.waiters {
+                    waiter.task = self.kernel.hold(waiter.task.pid, waiter.task.tid);
+                }
                 let policy = agent.policy.clone();
                 let outcomes = self.outcomes.clone();
                 let request = Arc::clone(&waiting.request);

@@ -383,6 +383,8 @@ async fn identical_requests_share_one_vote_and_one_verdict() {
     h.twin.handle_record(bytes(&first)).unwrap();
     h.twin.handle_record(bytes(&second)).unwrap();
     assert_eq!(h.twin.waiting().count(), 1);
+    // Both answers wait: both tasks are held by a pidfd.
+    assert_eq!(h.kernel().held, [41, 42]);
     let (key, outcome) = h.results.recv().await.unwrap();
     h.twin.on_outcome(key, outcome).unwrap();
     let kernel = h.kernel();
@@ -622,6 +624,9 @@ async fn a_vote_the_voters_have_at_once_is_answered_while_the_record_is_handled(
         }
     );
     assert_eq!(h.kernel().resumed, [41]);
+    // Answered in the step that received it: continued by its numbers,
+    // with no pidfd taken.
+    assert!(h.kernel().held.is_empty());
     assert_eq!(h.twin.waiting().count(), 0);
     assert!(h.results.try_recv().is_err());
     // The same verdict line as a vote that was waited for: the sanitized
