@@ -85,8 +85,40 @@ fn rebuild_event(tid: u32, parked: &Pending) -> Option<AccessEvent> {
     event.ops = parked.ops;
     event.hook = parked.hook;
     event.verdict = verdict::PARKED;
+    // Whether the agent had a level when it parked is not kept: the twin
+    // reads the taint map, which says what it has now.
+    event.flags = event_flags::TAINTED;
     if parked.name_hash != 0 {
         event.flags |= event_flags::NEW_NAME;
     }
     Some(event)
+}
+
+#[cfg(test)]
+mod tests {
+    use pincer_common::{hook, ops};
+
+    use super::*;
+
+    #[test]
+    fn a_rebuilt_event_has_the_twin_read_the_taint_and_the_executable() {
+        let tid = std::process::id();
+        let parked = Pending {
+            id: 7,
+            dev: 1,
+            ino: 2,
+            name_hash: 3,
+            ops: ops::CREATE,
+            hook: hook::INODE_CREATE,
+        };
+        let event = rebuild_event(tid, &parked).expect("our own cgroup can be read");
+        assert_eq!((event.pid, event.tgid, event.request_id), (tid, tid, 7));
+        assert_eq!(
+            event.flags,
+            event_flags::TAINTED | event_flags::NEW_NAME,
+            "the level it had is not kept: the map is read"
+        );
+        // No executable named: its path is read.
+        assert_eq!(event.exe_ino, 0);
+    }
 }
