@@ -113,6 +113,16 @@ pub fn parse_stat(stat: &[u8]) -> Option<(&[u8], u32)> {
     Some((comm, fields.next()?.parse().ok()?))
 }
 
+/// The state letter of a `stat` line (`R`, `S`, `T` for stopped, ...):
+/// the first field after `comm`, read the same way as [`parse_stat`].
+pub fn stat_state(stat: &[u8]) -> Option<u8> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    stat[close + 1..]
+        .iter()
+        .copied()
+        .find(|b| !b.is_ascii_whitespace())
+}
+
 /// The parents of `pid`, nearest first, stopping after `root` (the agent's
 /// first process) or [`MAX_PARENTS`]. Each parent costs one read of its
 /// `stat` (its `comm` and its own parent) and of its executable.
@@ -218,6 +228,14 @@ mod tests {
             exes.name(Some(key), || Some(format!("/bin/{pid}")));
         }
         assert_eq!(exes.known.len(), 1);
+    }
+
+    #[test]
+    fn the_state_follows_the_last_parenthesis() {
+        assert_eq!(stat_state(b"42 (a) T (b) S 7 42"), Some(b'S'));
+        assert_eq!(stat_state(b"1 (init) T 0 1 1"), Some(b'T'));
+        assert_eq!(stat_state(b"1 (init)"), None);
+        assert_eq!(stat_state(b"garbage"), None);
     }
 
     #[test]

@@ -158,10 +158,10 @@ mod tests {
             .flatten()
             .filter_map(Result::ok)
             .any(|task| {
-                fs::read(task.path().join("stat")).ok().and_then(|stat| {
-                    let close = stat.iter().rposition(|&b| b == b')')?;
-                    stat.get(close + 2).copied()
-                }) == Some(b'T')
+                fs::read(task.path().join("stat"))
+                    .ok()
+                    .and_then(|stat| crate::procfs::stat_state(&stat))
+                    == Some(b'T')
             })
     }
 

@@ -639,9 +639,8 @@ mod tests {
 
     fn wait_for_state(pid: u32, state: char) {
         for _ in 0..500 {
-            let status = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-            let after = &status[status.rfind(')').unwrap() + 2..];
-            if after.starts_with(state) {
+            let stat = std::fs::read(format!("/proc/{pid}/stat")).unwrap();
+            if crate::procfs::stat_state(&stat) == Some(state as u8) {
                 return;
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
