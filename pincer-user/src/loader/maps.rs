@@ -89,11 +89,6 @@ impl Held {
         }
     }
 
-    /// Whether a pidfd was asked for (taken or not).
-    pub fn is_held(&self) -> bool {
-        self.pidfd.is_some()
-    }
-
     /// Sends `SIGCONT` to the task; false when it is gone. A task whose
     /// pidfd could not be taken (out of descriptors, say) is not lost: the
     /// pidfd is tried again, and failing that the signal goes to its thread
@@ -682,7 +677,7 @@ mod tests {
     fn a_task_answered_at_once_is_continued_by_its_numbers() {
         let mut child = stopped();
         let held = Held::now(child.id(), child.id());
-        assert!(!held.is_held());
+        assert!(held.pidfd.is_none());
         assert!(held.resume());
         wait_for_state(child.id(), 'S');
         // A thread id that is not the process's is not signalled.

@@ -747,14 +747,9 @@ async fn a_grant_that_cannot_be_written_still_answers_and_continues_the_task() {
     assert_eq!(record["lifetime"]["kind"], "once");
 }
 
-#[tokio::test]
-async fn a_tainting_read_is_audited_and_a_reserved_action_asks_the_owner_with_the_chain() {
-    let board = PromptBoard::new(None);
-    let mut h = Harness::new(vec![
-        mission_rule(RuleVerdict::Allow(Lifetime::Session)),
-        Arc::new(PromptVoter::owner_only(Arc::clone(&board))),
-    ]);
-    // The kernel lowered the agent as it read the page, and reported it.
+/// The kernel's taint entry of an agent that read the secret, a source of
+/// evidence.
+fn lowered_by_the_secret(h: &mut Harness) {
     h.kernel().taints.insert(
         CGROUP,
         pincer_common::Taint {
@@ -765,6 +760,17 @@ async fn a_tainting_read_is_audited_and_a_reserved_action_asks_the_owner_with_th
             origins: pincer_common::Origins::NONE,
         },
     );
+}
+
+#[tokio::test]
+async fn a_tainting_read_is_audited_and_a_reserved_action_asks_the_owner_with_the_chain() {
+    let board = PromptBoard::new(None);
+    let mut h = Harness::new(vec![
+        mission_rule(RuleVerdict::Allow(Lifetime::Session)),
+        Arc::new(PromptVoter::owner_only(Arc::clone(&board))),
+    ]);
+    // The kernel lowered the agent as it read the page, and reported it.
+    lowered_by_the_secret(&mut h);
     let mut read = parked(41, SECRET, ops::READ, &["key", "secret"]);
     read.verdict = verdict::ALLOWED;
     read.granted = ops::READ;
@@ -803,16 +809,7 @@ async fn a_tainting_read_is_audited_and_a_reserved_action_asks_the_owner_with_th
 async fn the_taint_of_a_request_is_looked_up_only_when_the_kernel_marks_it() {
     let board = PromptBoard::new(None);
     let mut h = Harness::new(vec![Arc::new(PromptVoter::new(board))]);
-    h.kernel().taints.insert(
-        CGROUP,
-        pincer_common::Taint {
-            level: pincer_common::authority::EVIDENCE,
-            _pad: 0,
-            dev: DEV,
-            ino: SECRET,
-            origins: pincer_common::Origins::NONE,
-        },
-    );
+    lowered_by_the_secret(&mut h);
     // Parked before the agent had a level: the map is not read, and the
     // request carries no chain.
     h.twin

@@ -15,10 +15,10 @@
 //! through two pipes. The two alternate one by one (which goes first
 //! alternates too), so the emulated machine's drift, which moves a
 //! ping-pong's time twofold from one second to the next, weighs on both
-//! alike: the ratio of their medians is what is compared. `open-each` opens distinct files once each, so inside
-//! an agent cgroup every open misses the grant cache and walks the file's
-//! ancestors up to the tree grant: timed at several depths, it is the cost
-//! of the walk.
+//! alike: the ratio of their medians is what is compared. `open-each`
+//! opens distinct files once each, so inside an agent cgroup every open
+//! misses the grant cache and walks the file's ancestors up to the tree
+//! grant: timed at several depths, it is the cost of the walk.
 
 use std::{ffi::CString, os::unix::ffi::OsStrExt, process::ExitCode, time::Instant};
 
