@@ -105,22 +105,25 @@ fn stat(pid: u32) -> Option<(String, u32)> {
 /// and the fields are counted from there.
 pub fn parse_stat(stat: &[u8]) -> Option<(&[u8], u32)> {
     let open = stat.iter().position(|&b| b == b'(')?;
-    let close = stat.iter().rposition(|&b| b == b')')?;
+    let (close, rest) = after_comm(stat)?;
     let comm = stat.get(open + 1..close)?;
-    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
-    let mut fields = rest.split_whitespace();
+    let mut fields = std::str::from_utf8(rest).ok()?.split_whitespace();
     let _state = fields.next()?;
     Some((comm, fields.next()?.parse().ok()?))
 }
 
 /// The state letter of a `stat` line (`R`, `S`, `T` for stopped, ...):
-/// the first field after `comm`, read the same way as [`parse_stat`].
+/// the first field after `comm`.
 pub fn stat_state(stat: &[u8]) -> Option<u8> {
+    let (_, rest) = after_comm(stat)?;
+    rest.iter().copied().find(|b| !b.is_ascii_whitespace())
+}
+
+/// Where a `stat` line's `comm` ends (its last `)`), and the fields after
+/// it: the one place both readers above find them.
+fn after_comm(stat: &[u8]) -> Option<(usize, &[u8])> {
     let close = stat.iter().rposition(|&b| b == b')')?;
-    stat[close + 1..]
-        .iter()
-        .copied()
-        .find(|b| !b.is_ascii_whitespace())
+    Some((close, &stat[close + 1..]))
 }
 
 /// The parents of `pid`, nearest first, stopping after `root` (the agent's
