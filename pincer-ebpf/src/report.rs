@@ -58,10 +58,13 @@ pub fn fill(
 ) {
     let event = entry.as_mut_ptr();
     let pid_tgid = bpf_get_current_pid_tgid();
+    // SAFETY: a helper with no arguments.
+    let cgroup_id = unsafe { bpf_get_current_cgroup_id() };
+    let parked = outcome.verdict == verdict::PARKED;
     // SAFETY: `event` points to a reserved, exclusively owned record of the
     // right size; every field is written before it is submitted.
     unsafe {
-        (*event).cgroup_id = bpf_get_current_cgroup_id();
+        (*event).cgroup_id = cgroup_id;
         (*event).request_id = outcome.request_id;
         (*event).name_hash = outcome.name_hash;
         (*event).at_ns = bpf_ktime_get_boot_ns();
@@ -77,7 +80,7 @@ pub fn fill(
         // What the twin would otherwise read for every parked request:
         // the executable's identity (it reads the path once per process
         // and executable) and whether the agent has a level at all.
-        let (exe_dev, exe_ino, exe_generation) = if outcome.verdict == verdict::PARKED {
+        let (exe_dev, exe_ino, exe_generation) = if parked {
             kernel::current_exe(kernel::off()).unwrap_or((0, 0, 0))
         } else {
             (0, 0, 0)
@@ -85,7 +88,7 @@ pub fn fill(
         (*event).exe_dev = exe_dev;
         (*event).exe_ino = exe_ino;
         (*event).exe_generation = exe_generation;
-        if outcome.verdict == verdict::PARKED && labels::has_level(bpf_get_current_cgroup_id()) {
+        if parked && labels::has_level(cgroup_id) {
             (*event).flags |= event_flags::TAINTED;
         }
         if identified {
