@@ -360,7 +360,21 @@ extern "C" fn check_step(_index: u64, ctx: *mut c_void) -> i64 {
         checked.granted = also;
         return 1;
     }
+    // A restarted parked access its verdict allows needs no walk: the
+    // verdict is applied whatever the grants give (`park::prepare`), and
+    // only the label, which the allowed access may change, is wanted.
+    let verdict_allows =
+        checked.agent.mode == mode::ASK && checked.no_park == 0 && park::allowed_by_verdict(access);
     let found = labels::own(access).and_then(|label| {
+        if verdict_allows {
+            return Ok((
+                label,
+                Found {
+                    granted: 0,
+                    barrier: false,
+                },
+            ));
+        }
         let found = granted_ops(checked.agent.slot, access, &label)?;
         Ok((label, found))
     });

@@ -16,7 +16,10 @@
 //! of the kernel and the syscall restarts when it is continued, so the hooks
 //! decide again on fresh objects (no time-of-check to time-of-use gap). A
 //! grant written meanwhile is found by the normal check; a one-shot verdict
-//! is found here.
+//! is found here. A restarted access to an existing object whose verdict
+//! allows it skips the grants' walk ([`allowed_by_verdict`]): the walk's
+//! answer would not change the outcome, and it is most of the restarted
+//! call's cost.
 
 use aya_ebpf::helpers::{bpf_get_current_pid_tgid, bpf_get_current_task, bpf_send_signal_thread};
 use pincer_common::{
@@ -87,6 +90,32 @@ pub fn prepare(access: &Access) -> Prepared {
         return Prepared::Deny(event_flags::PENDING_FULL);
     }
     Prepared::New { tid, id, name_hash }
+}
+
+/// Whether this access is the current thread's parked one, restarted, and
+/// its verdict, waiting, allows it: then no grant need be looked up, as
+/// [`prepare`] applies that verdict whatever the grants say. Existing
+/// objects only: a creation's label depends on the walk (whether it
+/// happens in a policy place).
+#[inline(always)]
+pub fn allowed_by_verdict(access: &Access) -> bool {
+    if !access.exists {
+        return false;
+    }
+    let tid = bpf_get_current_pid_tgid() as u32;
+    let Some(pending) = (unsafe { PENDING.get(tid) }).copied() else {
+        return false;
+    };
+    let this = Pending {
+        id: pending.id,
+        dev: access.dev,
+        ino: access.ino,
+        name_hash: 0,
+        ops: access.ops,
+        hook: access.hook,
+    };
+    pending == this
+        && unsafe { VERDICTS.get(tid) }.is_some_and(|v| v.id == pending.id && v.allow != 0)
 }
 
 /// Stops the current thread; false when the signal cannot be sent.
