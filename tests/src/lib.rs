@@ -476,6 +476,30 @@ pub fn pincer_kernel_objects() -> Vec<String> {
     found
 }
 
+/// Each pincer hook's invocations and their total run time, from the
+/// kernel's statistics of every loaded program of that hook (counted only
+/// while `kernel.bpf_stats_enabled` is on, or a `BPF_ENABLE_STATS` handle
+/// is open), in the order of `hook::ALL`.
+pub fn program_stats() -> Vec<(&'static str, u64, Duration)> {
+    let mut stats: Vec<(&'static str, u64, Duration)> = pincer_common::hook::ALL
+        .iter()
+        .map(|hook| (hook.name, 0, Duration::ZERO))
+        .collect();
+    for info in aya::programs::loaded_programs().filter_map(Result::ok) {
+        let loaded = info.name_as_str().unwrap_or_default();
+        // The kernel keeps 15 bytes of a program's name.
+        let Some(entry) = stats
+            .iter_mut()
+            .find(|(name, _, _)| name.get(..name.len().min(15)) == Some(loaded))
+        else {
+            continue;
+        };
+        entry.1 += info.run_count();
+        entry.2 += info.run_time();
+    }
+    stats
+}
+
 /// The process ids in the host-wide guard map, if it is pinned.
 pub fn guarded_pids() -> Vec<u32> {
     let Ok(data) = aya::maps::MapData::from_pin("/sys/fs/bpf/pincer-guarded") else {

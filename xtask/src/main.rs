@@ -165,7 +165,8 @@ enum Command {
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=50))]
         rounds: u32,
         /// Only a parked request's round trip, in the guest (no open costs,
-        /// tree walk or real work).
+        /// tree walk or real work), and the programs' cost per parked open
+        /// from the kernel's statistics over one more run.
         #[arg(long, conflicts_with_all = ["host", "real"])]
         round_trip: bool,
         /// Runs of the parked round trip in one boot, each interleaved with

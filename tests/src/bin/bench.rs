@@ -5,6 +5,8 @@
 //! pincer-bench round-trip PATH ITERATIONS   p50 and p99 µs of single openat+close, then
 //!                                           of a pipe round trip, interleaved
 //! pincer-bench open-each DIR COUNT          mean ns per first open of DIR/0 .. DIR/COUNT-1
+//! pincer-bench program-stats                 each hook's invocations and total ns, from the
+//!                                           kernel's statistics of its loaded programs
 //! ```
 //!
 //! `open-close` lets the guest script time the same loop with no program
@@ -36,6 +38,12 @@ fn main() -> ExitCode {
                 Some(n) => round_trip(&path, n),
                 None => usage(),
             };
+        }
+        (Some("program-stats"), 1) => {
+            for (name, runs, time) in pincer_tests::program_stats() {
+                println!("{name} {runs} {}", time.as_nanos());
+            }
+            return ExitCode::SUCCESS;
         }
         (Some("open-each"), 3) => {
             return match number(2) {
@@ -77,7 +85,10 @@ fn open_close(path: &CString) -> std::io::Result<()> {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: pincer-bench open-close PATH N | round-trip PATH N | open-each DIR N");
+    eprintln!(
+        "usage: pincer-bench open-close PATH N | round-trip PATH N | open-each DIR N \
+         | program-stats"
+    );
     ExitCode::from(2)
 }
 
