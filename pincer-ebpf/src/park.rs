@@ -18,8 +18,8 @@
 //! grant written meanwhile is found by the normal check; a one-shot verdict
 //! is found here. A restarted access to an existing object whose verdict
 //! allows it skips the grants' walk ([`allowed_by_verdict`]): the walk's
-//! answer would not change the outcome, and it is most of the restarted
-//! call's cost.
+//! answer would not change the outcome, and it repeats the walk that found
+//! nothing when the access parked.
 
 use aya_ebpf::helpers::{bpf_get_current_pid_tgid, bpf_get_current_task, bpf_send_signal_thread};
 use pincer_common::{

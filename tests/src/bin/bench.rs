@@ -5,7 +5,7 @@
 //! pincer-bench round-trip PATH ITERATIONS   p50 and p99 µs of single openat+close, then
 //!                                           of a pipe round trip, interleaved
 //! pincer-bench open-each DIR COUNT          mean ns per first open of DIR/0 .. DIR/COUNT-1
-//! pincer-bench program-stats                 each hook's invocations and total ns, from the
+//! pincer-bench program-stats                each hook's invocations and total ns, from the
 //!                                           kernel's statistics of its loaded programs
 //! ```
 //!
