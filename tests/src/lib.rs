@@ -442,14 +442,9 @@ pub fn agent_cgroups() -> Vec<PathBuf> {
 /// Names of the loaded BPF programs and maps that belong to pincer.
 pub fn pincer_kernel_objects() -> Vec<String> {
     let mut found = Vec::new();
-    let hooks: Vec<&str> = pincer_common::hook::ALL
-        .iter()
-        .map(|hook| hook.name)
-        .collect();
     for program in aya::programs::loaded_programs().flatten() {
-        let name = program.name_as_str().unwrap_or_default().to_owned();
-        // The kernel keeps 15 bytes of a program's name.
-        if hooks.iter().any(|hook| hook[..hook.len().min(15)] == name) {
+        let name = program.name_as_str().unwrap_or_default();
+        if hook_of_program(name).is_some() {
             found.push(format!("program {name}"));
         }
     }
@@ -486,18 +481,25 @@ pub fn program_stats() -> Vec<(&'static str, u64, Duration)> {
         .map(|hook| (hook.name, 0, Duration::ZERO))
         .collect();
     for info in aya::programs::loaded_programs().filter_map(Result::ok) {
-        let loaded = info.name_as_str().unwrap_or_default();
-        // The kernel keeps 15 bytes of a program's name.
-        let Some(entry) = stats
-            .iter_mut()
-            .find(|(name, _, _)| name.get(..name.len().min(15)) == Some(loaded))
-        else {
+        let Some(hook) = hook_of_program(info.name_as_str().unwrap_or_default()) else {
+            continue;
+        };
+        let Some(entry) = stats.iter_mut().find(|(name, _, _)| *name == hook) else {
             continue;
         };
         entry.1 += info.run_count();
         entry.2 += info.run_time();
     }
     stats
+}
+
+/// The pincer hook a loaded program is for, from its name as the kernel
+/// keeps it (its first 15 bytes).
+fn hook_of_program(loaded: &str) -> Option<&'static str> {
+    pincer_common::hook::ALL
+        .iter()
+        .map(|hook| hook.name)
+        .find(|name| name.get(..name.len().min(15)) == Some(loaded))
 }
 
 /// The process ids in the host-wide guard map, if it is pinned.
