@@ -12,40 +12,63 @@ pub const CUT: char = '\u{2026}';
 /// Escapes bytes for display: printable ASCII and valid UTF-8 that shows as
 /// itself pass, `\\` doubles, everything else becomes `\\xNN` per byte.
 pub fn escape(bytes: &[u8]) -> String {
-    escape_with(bytes, true)
+    let mut out = String::with_capacity(bytes.len());
+    escape_into(&mut out, bytes);
+    out
+}
+
+/// [`escape`], appended to `out`: a path is built from its names without a
+/// string per name.
+pub fn escape_into(out: &mut String, bytes: &[u8]) {
+    escape_with(out, bytes, true);
 }
 
 /// Escapes text read back from an audit log for a terminal: like
 /// [`escape`], but a backslash stays one (the log's text was escaped when it
 /// was written; this only keeps what an edited log holds off the terminal).
 pub fn for_terminal(text: &str) -> String {
-    escape_with(text.as_bytes(), false)
+    let mut out = String::with_capacity(text.len());
+    escape_with(&mut out, text.as_bytes(), false);
+    out
 }
 
-fn escape_with(bytes: &[u8], double_backslash: bool) -> String {
-    let mut out = String::with_capacity(bytes.len());
-    for chunk in bytes.utf8_chunks() {
+fn escape_with(out: &mut String, bytes: &[u8], double_backslash: bool) {
+    // Most names are printable ASCII with no backslash, which shows as
+    // itself: that part is copied whole, and only the rest is decoded
+    // character by character (a parked request escapes every name of its
+    // path while its task waits).
+    let plain = bytes
+        .iter()
+        .position(|&b| !(b' '..=b'~').contains(&b) || b == b'\\')
+        .unwrap_or(bytes.len());
+    let (head, rest) = bytes.split_at(plain);
+    out.push_str(std::str::from_utf8(head).expect("printable ASCII is UTF-8"));
+    for chunk in rest.utf8_chunks() {
         for c in chunk.valid().chars() {
             match c {
                 '\\' if double_backslash => out.push_str("\\\\"),
-                // Most of what is escaped is printable ASCII, which shows as
-                // itself: no table lookup (a parked request escapes every
-                // name of its path while its task waits).
                 ' '..='~' => out.push(c),
                 c if hides(c) => {
                     let mut buf = [0; 4];
-                    for b in c.encode_utf8(&mut buf).bytes() {
-                        out.push_str(&format!("\\x{b:02x}"));
+                    for &b in c.encode_utf8(&mut buf).as_bytes() {
+                        push_hex(out, b);
                     }
                 }
                 c => out.push(c),
             }
         }
-        for b in chunk.invalid() {
-            out.push_str(&format!("\\x{b:02x}"));
+        for &b in chunk.invalid() {
+            push_hex(out, b);
         }
     }
-    out
+}
+
+/// Appends `\\xNN` for one byte.
+fn push_hex(out: &mut String, b: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push_str("\\x");
+    out.push(char::from(HEX[usize::from(b >> 4)]));
+    out.push(char::from(HEX[usize::from(b & 0xf)]));
 }
 
 /// Whether `c` could make a name display as something it is not: controls,

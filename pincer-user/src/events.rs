@@ -118,19 +118,6 @@ impl Mounts {
         }
         Self { by_dev }
     }
-
-    /// The absolute path of `inside` (a path from the root of the filesystem
-    /// on `dev`), when the filesystem's root is mounted somewhere.
-    pub fn absolute(&self, dev: u64, inside: &str) -> Option<String> {
-        let point = self.by_dev.get(&dev)?;
-        Some(if point == "/" {
-            inside.to_owned()
-        } else if inside == "/" {
-            point.clone()
-        } else {
-            format!("{point}{inside}")
-        })
-    }
 }
 
 /// The escaped path of an event's object. Where pincer shortened it, it
@@ -142,23 +129,42 @@ impl Mounts {
 pub fn event_path(event: &AccessEvent, mounts: &Mounts) -> String {
     let depth = (event.depth as usize).min(MAX_COMPONENTS);
     let truncated = event.flags & event_flags::NAME_TRUNCATED != 0;
-    let mut path = String::new();
-    for component in event.components[..depth].iter().rev() {
+    let names = &event.components[..depth];
+    let root_reached = event.flags & event_flags::ROOT_REACHED != 0;
+    // The mount point goes first (none for the root's filesystem, or one
+    // pincer does not know); a walk that stopped short says so first.
+    let point = if root_reached {
+        mounts.by_dev.get(&event.dev).filter(|p| *p != "/")
+    } else {
+        None
+    };
+    // Room for the names as they are (most need no escaping) and the rest,
+    // so that the path is built in one string and rarely grown.
+    let mut path = String::with_capacity(
+        names
+            .iter()
+            .map(|c| until_nul(&c[..COMPONENT_LEN]).len() + 1)
+            .sum::<usize>()
+            + point.map_or(0, String::len)
+            + CUT.len_utf8(),
+    );
+    if !root_reached {
+        path.push(CUT);
+    }
+    if let Some(point) = point {
+        path.push_str(point);
+    }
+    for component in names.iter().rev() {
         let name = until_nul(&component[..COMPONENT_LEN]);
         path.push('/');
-        path.push_str(&escape(name));
+        crate::escape::escape_into(&mut path, name);
         if truncated && name.len() + 1 >= COMPONENT_LEN {
             path.push(CUT);
         }
     }
-    if path.is_empty() {
+    if names.is_empty() && point.is_none() {
         path.push('/');
     }
-    let mut path = if event.flags & event_flags::ROOT_REACHED != 0 {
-        mounts.absolute(event.dev, &path).unwrap_or(path)
-    } else {
-        format!("{CUT}{path}")
-    };
     if path.len() > MAX_PATH_CHARS {
         let mut cut = MAX_PATH_CHARS;
         while !path.is_char_boundary(cut) {
@@ -614,14 +620,26 @@ mod tests {
             "30 22 0:40 / /mnt/\\\u{e9}x rw - tmpfs t rw\n\
              31 22 0:41 / /mnt/a\\012b\\040 rw - tmpfs t rw\n",
         );
+        let on = |dev: u64, names: &[&[u8]], flags: u32| {
+            let mut e = event(names, flags);
+            e.dev = dev;
+            event_path(&e, &mounts)
+        };
         assert_eq!(
-            mounts.absolute(40, "/f").as_deref(),
-            Some("/mnt/\\\\\u{e9}x/f")
+            on(40, &[b"f"], event_flags::ROOT_REACHED),
+            "/mnt/\\\\\u{e9}x/f"
         );
         assert_eq!(
-            mounts.absolute(41, "/f").as_deref(),
-            Some("/mnt/a\\x0ab /f")
+            on(41, &[b"f"], event_flags::ROOT_REACHED),
+            "/mnt/a\\x0ab /f"
         );
+        // The mount's root itself, a filesystem pincer knows no mount of,
+        // and walks that stopped short (a mount point is not guessed).
+        assert_eq!(on(41, &[], event_flags::ROOT_REACHED), "/mnt/a\\x0ab ");
+        assert_eq!(on(42, &[b"f"], event_flags::ROOT_REACHED), "/f");
+        assert_eq!(on(42, &[], event_flags::ROOT_REACHED), "/");
+        assert_eq!(on(40, &[b"f", b"d"], 0), "\u{2026}/d/f");
+        assert_eq!(on(40, &[], 0), "\u{2026}/");
     }
 
     #[test]
