@@ -130,21 +130,27 @@ verdict = "allow"
 MISSION
     PARKS=${PARKS:-300}
     : > /tmp/bench/ratios
+    : > /tmp/bench/floors
     run=1
     while [ "$run" -le "$ROUND_TRIPS" ]; do
         rm -f /tmp/bench/ask.jsonl
         both=$(pincer run --mission /tmp/bench/ask.toml --audit /tmp/bench/ask.jsonl -- pincer-bench round-trip /tmp/bench/secret/key "$PARKS")
         parked=$(echo "$both" | sed -n 1p)
         pingpong=$(echo "$both" | sed -n 2p)
+        stopcont=$(echo "$both" | sed -n 3p)
         total=${parked%% *}
         ratio=$(awk "BEGIN { printf \"%.2f\", $total / ${pingpong%% *} }")
+        floor=$(awk "BEGIN { printf \"%.2f\", ${stopcont%% *} / ${pingpong%% *} }")
         echo "$ratio" >> /tmp/bench/ratios
+        echo "$floor" >> /tmp/bench/floors
         echo
         echo "parked request round trip (event -> vote -> verdict -> running), $PARKS requests interleaved with as many pipe round trips, run $run of $ROUND_TRIPS"
         printf '%-34s %10s %10s\n' "" "p50 (us)" "p99 (us)"
         printf '%-34s %10s %10s\n' "parked open, mission voter" $parked
         printf '%-34s %10s %10s\n' "pipe ping-pong (baseline)" $pingpong
         printf '%-34s %10s\n' "p50 ratio, round trip / ping-pong" "$ratio"
+        printf '%-34s %10s %10s\n' "stop + continue, no pincer (floor)" $stopcont
+        printf '%-34s %10s\n' "p50 ratio, floor / ping-pong" "$floor"
 
         kernel=$(stage kernel_to_twin_us)
         sanitize=$(stage sanitize_us)
@@ -163,6 +169,7 @@ MISSION
     if [ "$ROUND_TRIPS" -gt 1 ]; then
         echo
         echo "p50 ratios of the $ROUND_TRIPS runs: $(tr '\n' ' ' < /tmp/bench/ratios)"
+        echo "floor ratios of the $ROUND_TRIPS runs: $(tr '\n' ' ' < /tmp/bench/floors)"
     fi
 
     # The programs' own part, from the kernel's statistics over one more

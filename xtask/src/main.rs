@@ -170,7 +170,8 @@ enum Command {
         #[arg(long, conflicts_with_all = ["host", "real"])]
         round_trip: bool,
         /// Runs of the parked round trip in one boot, each interleaved with
-        /// its own pipe ping-pong.
+        /// its own pipe ping-pong and a child's stop and continue (the
+        /// parking mechanism with nothing of pincer in it).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=50))]
         round_trips: u32,
     },

@@ -3,7 +3,8 @@
 //! ```text
 //! pincer-bench open-close PATH ITERATIONS   mean ns per openat+close
 //! pincer-bench round-trip PATH ITERATIONS   p50 and p99 µs of single openat+close, then
-//!                                           of a pipe round trip, interleaved
+//!                                           of a pipe round trip, interleaved, then of a
+//!                                           child's stop and continue
 //! pincer-bench open-each DIR COUNT          mean ns per first open of DIR/0 .. DIR/COUNT-1
 //! pincer-bench program-stats                each hook's invocations and total ns, from the
 //!                                           kernel's statistics of its loaded programs
@@ -118,26 +119,27 @@ fn open_each(dir: &std::path::Path, count: u64) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Times `iterations` opens of `path` and as many pipe round trips with a
-/// forked partner, alternating, and prints "p50 p99" of each, opens first.
+/// Times `iterations` opens of `path`, as many pipe round trips with a
+/// forked partner, alternating, and as many stops and continues of a second
+/// child, and prints "p50 p99" of each, opens first.
+///
+/// The third is the parking mechanism with nothing of pincer in it: the
+/// child stops itself (`SIGSTOP`), the parent, woken by the stop
+/// (`waitpid`), sends `SIGCONT`, and the child times the stop until it runs
+/// again. A parked open is that (with a ring buffer's wake-up in place of
+/// the parent's), plus the programs' two calls, the twin's vote and the
+/// restarted syscall.
 fn round_trip(path: &CString, iterations: u64) -> ExitCode {
-    let mut there = [0i32; 2];
-    let mut back = [0i32; 2];
-    // SAFETY: two arrays of two descriptors.
-    if unsafe { libc::pipe(there.as_mut_ptr()) } != 0
-        || unsafe { libc::pipe(back.as_mut_ptr()) } != 0
-    {
+    let (Some(there), Some(back), Some(go), Some(ack), Some(samples)) =
+        (pipe(), pipe(), pipe(), pipe(), pipe())
+    else {
         return ExitCode::FAILURE;
-    }
+    };
     let mut byte = [0u8; 1];
     // SAFETY: the child only reads, writes and exits.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        // SAFETY: the child's copies of the ends it does not use.
-        unsafe {
-            libc::close(there[1]);
-            libc::close(back[0]);
-        }
+    let partner = unsafe { libc::fork() };
+    if partner == 0 {
+        close_all_but(&[there[0], back[1]], &[there, back, go, ack, samples]);
         // Answers every byte until the parent closes its end.
         // SAFETY: valid descriptors and a one-byte buffer.
         while unsafe { libc::read(there[0], byte.as_mut_ptr().cast(), 1) } == 1 {
@@ -146,14 +148,22 @@ fn round_trip(path: &CString, iterations: u64) -> ExitCode {
         // SAFETY: leaves the child at once.
         unsafe { libc::_exit(0) }
     }
-    if pid < 0 {
+    // SAFETY: as above; the child stops itself, times it and writes.
+    let stopper = unsafe { libc::fork() };
+    if stopper == 0 {
+        close_all_but(
+            &[go[0], ack[1], samples[1]],
+            &[there, back, go, ack, samples],
+        );
+        stop_and_time(go[0], ack[1], samples[1]);
+    }
+    if partner < 0 || stopper < 0 {
         return ExitCode::FAILURE;
     }
-    // SAFETY: the parent's copies of the child's ends.
-    unsafe {
-        libc::close(there[0]);
-        libc::close(back[1]);
-    }
+    close_all_but(
+        &[there[1], back[0], go[1], ack[0], samples[0]],
+        &[there, back, go, ack, samples],
+    );
     let mut opens = Vec::with_capacity(iterations as usize);
     let mut pings = Vec::with_capacity(iterations as usize);
     let mut failed = None;
@@ -182,17 +192,119 @@ fn round_trip(path: &CString, iterations: u64) -> ExitCode {
         if failed.is_some() {
             break;
         }
+        if let Err(error) = continue_stopped(stopper, go[1], ack[0]) {
+            failed = Some(error);
+            break;
+        }
     }
-    // SAFETY: closing our end ends the child's loop; reaping our own child.
+    // SAFETY: closing our ends ends both children's loops; reaping our own
+    // children.
     unsafe {
         libc::close(there[1]);
-        libc::waitpid(pid, std::ptr::null_mut(), 0);
+        libc::waitpid(partner, std::ptr::null_mut(), 0);
+        libc::close(go[1]);
     }
+    let stops = read_samples(samples[0]);
+    // SAFETY: as above.
+    unsafe { libc::waitpid(stopper, std::ptr::null_mut(), 0) };
     if let Some(error) = failed {
         eprintln!("pincer-bench: round trip failed: {error}");
         return ExitCode::FAILURE;
     }
+    if stops.len() != opens.len() {
+        eprintln!(
+            "pincer-bench: the stopping child timed {} of {} stops",
+            stops.len(),
+            opens.len()
+        );
+        return ExitCode::FAILURE;
+    }
     report(opens);
     report(pings);
+    report(stops);
     ExitCode::SUCCESS
+}
+
+/// A pipe's two ends.
+fn pipe() -> Option<[i32; 2]> {
+    let mut ends = [0i32; 2];
+    // SAFETY: an array of two descriptors.
+    (unsafe { libc::pipe(ends.as_mut_ptr()) } == 0).then_some(ends)
+}
+
+/// Closes every end of `pipes` not in `keep`.
+fn close_all_but(keep: &[i32], pipes: &[[i32; 2]]) {
+    for &fd in pipes.iter().flatten() {
+        if !keep.contains(&fd) {
+            // SAFETY: our own descriptor, closed once.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
+
+/// The stopping child: for each byte on `go`, stops itself and times how
+/// long until it runs again, then answers on `ack`; at the end of `go`,
+/// writes its samples (native-endian `f64` µs) to `out` and exits.
+fn stop_and_time(go: i32, ack: i32, out: i32) -> ! {
+    let mut byte = [0u8; 1];
+    let mut samples = Vec::new();
+    // SAFETY: valid descriptors and a one-byte buffer; `raise` stops this
+    // thread until the parent continues it.
+    while unsafe { libc::read(go, byte.as_mut_ptr().cast(), 1) } == 1 {
+        let start = Instant::now();
+        unsafe { libc::raise(libc::SIGSTOP) };
+        samples.push(start.elapsed().as_secs_f64() * 1e6);
+        unsafe { libc::write(ack, byte.as_ptr().cast(), 1) };
+    }
+    let bytes: Vec<u8> = samples.iter().flat_map(|s| s.to_ne_bytes()).collect();
+    let mut written = 0;
+    while written < bytes.len() {
+        // SAFETY: the rest of a live buffer.
+        let n =
+            unsafe { libc::write(out, bytes[written..].as_ptr().cast(), bytes.len() - written) };
+        if n <= 0 {
+            break;
+        }
+        written += n as usize;
+    }
+    // SAFETY: leaves the child at once.
+    unsafe { libc::_exit(0) }
+}
+
+/// One untimed turn of the stopping child: tells it to stop, waits until it
+/// has, continues it and waits for it to have timed that.
+fn continue_stopped(child: i32, go: i32, ack: i32) -> std::io::Result<()> {
+    let mut byte = [0u8; 1];
+    let mut status = 0;
+    // SAFETY: valid descriptors, a one-byte buffer, our own child.
+    let done = unsafe {
+        libc::write(go, byte.as_ptr().cast(), 1) == 1
+            && libc::waitpid(child, &mut status, libc::WUNTRACED) == child
+            && libc::WIFSTOPPED(status)
+            && libc::kill(child, libc::SIGCONT) == 0
+            && libc::read(ack, byte.as_mut_ptr().cast(), 1) == 1
+    };
+    if done {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Every sample the stopping child wrote, until it closed its end.
+fn read_samples(fd: i32) -> Vec<f64> {
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        // SAFETY: a valid descriptor and buffer.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            break;
+        }
+        bytes.extend_from_slice(&buf[..n as usize]);
+    }
+    bytes
+        .chunks_exact(8)
+        .map(|c| f64::from_ne_bytes(c.try_into().expect("eight bytes")))
+        .collect()
 }
