@@ -2,9 +2,12 @@
 //!
 //! ```text
 //! pincer-bench open-close PATH ITERATIONS   mean ns per openat+close
-//! pincer-bench round-trip PATH ITERATIONS   p50 and p99 µs of single openat+close, then
+//! pincer-bench round-trip PATH ITERATIONS [--no-floor]
+//!                                           p50 and p99 µs of single openat+close, then
 //!                                           of a pipe round trip, interleaved, then of a
-//!                                           child's stop and continue
+//!                                           child's stop and continue (not with
+//!                                           --no-floor: a run for the programs'
+//!                                           statistics, whose signals it would add to)
 //! pincer-bench open-each DIR COUNT          mean ns per first open of DIR/0 .. DIR/COUNT-1
 //! pincer-bench program-stats                each hook's invocations and total ns, from the
 //!                                           kernel's statistics of its loaded programs
@@ -33,10 +36,15 @@ fn main() -> ExitCode {
     };
     match (args.first().and_then(|a| a.to_str()), args.len()) {
         (Some("open-close"), 3) => {}
-        (Some("round-trip"), 3) => {
+        (Some("round-trip"), 3 | 4) => {
             let path = CString::new(args[1].as_bytes()).expect("no NUL in the path");
+            let floor = match args.get(3).and_then(|a| a.to_str()) {
+                None => true,
+                Some("--no-floor") => false,
+                Some(_) => return usage(),
+            };
             return match number(2) {
-                Some(n) => round_trip(&path, n),
+                Some(n) => round_trip(&path, n, floor),
                 None => usage(),
             };
         }
@@ -87,8 +95,8 @@ fn open_close(path: &CString) -> std::io::Result<()> {
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: pincer-bench open-close PATH N | round-trip PATH N | open-each DIR N \
-         | program-stats"
+        "usage: pincer-bench open-close PATH N | round-trip PATH N [--no-floor] \
+         | open-each DIR N | program-stats"
     );
     ExitCode::from(2)
 }
@@ -129,7 +137,7 @@ fn open_each(dir: &std::path::Path, count: u64) -> ExitCode {
 /// again. A parked open is that (with a ring buffer's wake-up in place of
 /// the parent's), plus the programs' two calls, the twin's vote and the
 /// restarted syscall.
-fn round_trip(path: &CString, iterations: u64) -> ExitCode {
+fn round_trip(path: &CString, iterations: u64, floor: bool) -> ExitCode {
     let (Some(there), Some(back), Some(go), Some(ack), Some(samples)) =
         (pipe(), pipe(), pipe(), pipe(), pipe())
     else {
@@ -192,7 +200,7 @@ fn round_trip(path: &CString, iterations: u64) -> ExitCode {
         if failed.is_some() {
             break;
         }
-        if let Err(error) = continue_stopped(stopper, go[1], ack[0]) {
+        if floor && let Err(error) = continue_stopped(stopper, go[1], ack[0]) {
             failed = Some(error);
             break;
         }
@@ -211,7 +219,7 @@ fn round_trip(path: &CString, iterations: u64) -> ExitCode {
         eprintln!("pincer-bench: round trip failed: {error}");
         return ExitCode::FAILURE;
     }
-    if stops.len() != opens.len() {
+    if floor && stops.len() != opens.len() {
         eprintln!(
             "pincer-bench: the stopping child timed {} of {} stops",
             stops.len(),
@@ -221,7 +229,9 @@ fn round_trip(path: &CString, iterations: u64) -> ExitCode {
     }
     report(opens);
     report(pings);
-    report(stops);
+    if floor {
+        report(stops);
+    }
     ExitCode::SUCCESS
 }
 
