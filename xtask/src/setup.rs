@@ -121,7 +121,19 @@ pub fn ensure_npm() -> Result<()> {
     install(&["npm"])
 }
 
+/// One `apt-get` at a time from this process: `cargo xtask test` builds the
+/// Debian root's tools and installs the host tests' browser on two threads,
+/// and dpkg takes its lock without waiting (a second install fails at once).
+static APT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// How long an install waits for dpkg's lock held by another process (an
+/// unattended upgrade, another checkout's run) before failing.
+const DPKG_LOCK_WAIT: &str = "DPkg::Lock::Timeout=600";
+
 fn install(packages: &[&str]) -> Result<()> {
+    let _one_at_a_time = APT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let missing: Vec<&str> = packages
         .iter()
         .copied()
@@ -131,11 +143,12 @@ fn install(packages: &[&str]) -> Result<()> {
         return Ok(());
     }
     say!("installing packages: {}", missing.join(" "));
-    process::run(Command::new("apt-get").arg("update")).context("apt-get update")?;
+    process::run(Command::new("apt-get").args(["-o", DPKG_LOCK_WAIT, "update"]))
+        .context("apt-get update")?;
     process::run(
         Command::new("apt-get")
             .env("DEBIAN_FRONTEND", "noninteractive")
-            .args(["install", "-y"])
+            .args(["-o", DPKG_LOCK_WAIT, "install", "-y"])
             .args(&missing),
     )
     .context("installing packages")?;
