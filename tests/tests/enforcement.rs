@@ -12,11 +12,37 @@ use pincer_tests::{
 
 #[test]
 fn doctor_says_the_guest_can_enforce() {
+    // A run that ends cleanly leaves its programs idle (it takes over the
+    // set an earlier test left, or loads one): the doctor finds them
+    // attached and needs load nothing to know this kernel takes them.
+    keep_one_idle_set();
+    assert!(
+        !Path::new("/sys/fs/bpf/pincer").exists(),
+        "no daemon's pins for the doctor to find first"
+    );
+    let s = Scratch::with_project_grant("doctor", READ_ONLY);
+    assert_eq!(
+        s.run_probe(&[], &["read @project/a.txt"]).status.code(),
+        Some(0)
+    );
+    let idle = idle_sets();
+    assert_eq!(idle.len(), 1, "{idle:?}");
+    let loaded = pincer_program_ids();
+
     let out = Command::new(pincer_bin()).arg("doctor").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     eprintln!("{text}");
     assert!(out.status.success(), "doctor failed:\n{text}");
     assert!(text.contains("pincer can enforce"));
+    assert!(
+        text.contains(&format!(
+            "the programs of this build are attached here (pinned under /sys/fs/bpf/pincer-idle/{})",
+            idle[0]
+        )),
+        "{text}"
+    );
+    assert_eq!(pincer_program_ids(), loaded, "the doctor loaded nothing");
+    assert_eq!(idle_sets(), idle, "and took nothing");
 }
 
 #[test]
@@ -135,7 +161,7 @@ fn process_outside_the_cgroup_is_unaffected() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let _agent = Reaped(agent);
+    let mut agent = Reaped(agent);
     assert!(
         wait_for(Duration::from_secs(250), || !agent_cgroups().is_empty()),
         "the agent cgroup appears"
@@ -148,6 +174,9 @@ fn process_outside_the_cgroup_is_unaffected() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
+    // The run ends by itself, cleanly, and leaves its programs idle for the
+    // next test (killed, it would leave them confining its agent's cgroup).
+    assert!(agent.0.wait().unwrap().success());
 }
 
 #[test]

@@ -123,6 +123,20 @@ impl Pool {
         }
     }
 
+    /// Every set of programs runs pin here: the running runs' and the idle
+    /// ones (unexpired, newest first), for whoever wants to know what is
+    /// attached without taking it.
+    pub fn sets(&self) -> Vec<PathBuf> {
+        let mut sets: Vec<PathBuf> = self
+            .entries(&self.runs)
+            .into_iter()
+            .map(|(_, path)| path)
+            .collect();
+        sets.sort();
+        sets.extend(self.idle_sets(unix_now()));
+        sets
+    }
+
     /// The idle sets that expire after `now`, newest first.
     fn idle_sets(&self, now: u64) -> Vec<PathBuf> {
         let mut sets: Vec<(u64, PathBuf)> = self
