@@ -48,12 +48,15 @@ impl Rule {
     /// so that `/a/bc` is not below `/a/b`) and the rule covers at least one
     /// of the operations.
     pub fn matches(&self, path: &Path, ops: u32) -> bool {
-        self.covers(path, plain(path.as_os_str().as_bytes()), ops)
+        let bytewise =
+            plain(path.as_os_str().as_bytes()) && plain(self.path.as_os_str().as_bytes());
+        self.covers(path, bytewise, ops)
     }
 
-    /// [`Rule::matches`], told whether `path` is [`plain`] (a request's
-    /// path is looked at once, not once per rule).
-    fn covers(&self, path: &Path, path_plain: bool, ops: u32) -> bool {
+    /// [`Rule::matches`], told whether both `path` and the rule's are
+    /// [`plain`] (the voter looks at a request's path once, and at its
+    /// rules' once, when it is made).
+    fn covers(&self, path: &Path, bytewise: bool, ops: u32) -> bool {
         if self.ops & ops == 0 {
             return false;
         }
@@ -61,7 +64,6 @@ impl Rule {
             path.as_os_str().as_bytes(),
             self.path.as_os_str().as_bytes(),
         );
-        let bytewise = path_plain && plain(r);
         match self.extent {
             Extent::File if bytewise => p == r,
             Extent::File => path == self.path,
@@ -92,14 +94,21 @@ fn plain(path: &[u8]) -> bool {
 
 /// Votes by the mission's rules.
 pub struct MissionVoter {
-    rules: Arc<Vec<Rule>>,
+    /// Each rule, and whether its path is [`plain`].
+    rules: Arc<[(Rule, bool)]>,
 }
 
 impl MissionVoter {
     /// A voter over these rules.
     pub fn new(rules: Vec<Rule>) -> Self {
         Self {
-            rules: Arc::new(rules),
+            rules: rules
+                .into_iter()
+                .map(|rule| {
+                    let plain = plain(rule.path.as_os_str().as_bytes());
+                    (rule, plain)
+                })
+                .collect(),
         }
     }
 
@@ -107,10 +116,10 @@ impl MissionVoter {
     pub fn decide(&self, request: &Request) -> Vote {
         let path = Path::new(&request.path);
         let path_plain = plain(request.path.as_bytes());
-        let Some(rule) = self
+        let Some((rule, _)) = self
             .rules
             .iter()
-            .find(|r| r.covers(path, path_plain, request.ops))
+            .find(|(rule, rule_plain)| rule.covers(path, path_plain && *rule_plain, request.ops))
         else {
             return Vote::Abstain {
                 reason: "no rule of the mission matches".to_owned(),
