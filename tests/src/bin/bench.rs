@@ -26,7 +26,21 @@
 //! misses the grant cache and walks the file's ancestors up to the tree
 //! grant: timed at several depths, it is the cost of the walk.
 
-use std::{ffi::CString, os::unix::ffi::OsStrExt, process::ExitCode, time::Instant};
+use std::{
+    ffi::CString,
+    io::{self, Read, Write},
+    os::{fd::AsRawFd, unix::ffi::OsStrExt},
+    process::ExitCode,
+    time::Instant,
+};
+
+use nix::{
+    sys::{
+        signal::{Signal, kill, raise},
+        wait::{WaitPidFlag, WaitStatus, waitpid},
+    },
+    unistd::{ForkResult, Pid, fork},
+};
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
@@ -128,8 +142,8 @@ fn open_each(dir: &std::path::Path, count: u64) -> ExitCode {
 }
 
 /// Times `iterations` opens of `path`, as many pipe round trips with a
-/// forked partner, alternating, and as many stops and continues of a second
-/// child, and prints "p50 p99" of each, opens first.
+/// forked partner, alternating, and (with `floor`) as many stops and
+/// continues of a second child, and prints "p50 p99" of each, opens first.
 ///
 /// The third is the parking mechanism with nothing of pincer in it: the
 /// child stops itself (`SIGSTOP`), the parent, woken by the stop
@@ -138,183 +152,192 @@ fn open_each(dir: &std::path::Path, count: u64) -> ExitCode {
 /// the parent's), plus the programs' two calls, the twin's vote and the
 /// restarted syscall.
 fn round_trip(path: &CString, iterations: u64, floor: bool) -> ExitCode {
-    let (Some(there), Some(back), Some(go), Some(ack), Some(samples)) =
-        (pipe(), pipe(), pipe(), pipe(), pipe())
-    else {
-        return ExitCode::FAILURE;
-    };
-    let mut byte = [0u8; 1];
-    // SAFETY: the child only reads, writes and exits.
-    let partner = unsafe { libc::fork() };
-    if partner == 0 {
-        close_all_but(&[there[0], back[1]], &[there, back, go, ack, samples]);
-        // Answers every byte until the parent closes its end.
-        // SAFETY: valid descriptors and a one-byte buffer.
-        while unsafe { libc::read(there[0], byte.as_mut_ptr().cast(), 1) } == 1 {
-            unsafe { libc::write(back[1], byte.as_ptr().cast(), 1) };
+    match measure_round_trips(path, iterations, floor) {
+        Ok((opens, pings, stops)) => {
+            report(opens);
+            report(pings);
+            if let Some(stops) = stops {
+                report(stops);
+            }
+            ExitCode::SUCCESS
         }
-        // SAFETY: leaves the child at once.
-        unsafe { libc::_exit(0) }
+        Err(error) => {
+            eprintln!("pincer-bench: round trip failed: {error}");
+            ExitCode::FAILURE
+        }
     }
-    // SAFETY: as above; the child stops itself, times it and writes.
-    let stopper = unsafe { libc::fork() };
-    if stopper == 0 {
-        close_all_but(
-            &[go[0], ack[1], samples[1]],
-            &[there, back, go, ack, samples],
-        );
-        stop_and_time(go[0], ack[1], samples[1]);
-    }
-    if partner < 0 || stopper < 0 {
-        return ExitCode::FAILURE;
-    }
-    close_all_but(
-        &[there[1], back[0], go[1], ack[0], samples[0]],
-        &[there, back, go, ack, samples],
-    );
+}
+
+/// Samples in µs: the opens, the ping-pongs and, with `floor`, the stops.
+type RoundTrips = (Vec<f64>, Vec<f64>, Option<Vec<f64>>);
+
+fn measure_round_trips(path: &CString, iterations: u64, floor: bool) -> io::Result<RoundTrips> {
+    let (there_out, mut there_in) = io::pipe()?;
+    let (mut back_out, back_in) = io::pipe()?;
+    // SAFETY: this program is single-threaded; the child only reads,
+    // writes and exits.
+    let partner = match unsafe { fork() }? {
+        ForkResult::Child => {
+            drop((there_in, back_out));
+            answer(there_out, back_in)
+        }
+        ForkResult::Parent { child } => child,
+    };
+    drop((there_out, back_in));
+    let mut stopper = if floor {
+        Some(Stopper::fork(&mut [&mut there_in], &mut [&mut back_out])?)
+    } else {
+        None
+    };
+
     let mut opens = Vec::with_capacity(iterations as usize);
     let mut pings = Vec::with_capacity(iterations as usize);
-    let mut failed = None;
-    for i in 0..iterations {
-        for open_first in [i % 2 == 0, i % 2 != 0] {
-            let start = Instant::now();
-            if open_first {
-                if let Err(error) = open_close(path) {
-                    failed = Some(error);
-                    break;
+    let mut byte = [0u8; 1];
+    let mut measured = || -> io::Result<()> {
+        for i in 0..iterations {
+            for open_first in [i % 2 == 0, i % 2 != 0] {
+                let start = Instant::now();
+                if open_first {
+                    open_close(path)?;
+                    opens.push(start.elapsed().as_secs_f64() * 1e6);
+                } else {
+                    there_in.write_all(&byte)?;
+                    back_out.read_exact(&mut byte)?;
+                    pings.push(start.elapsed().as_secs_f64() * 1e6);
                 }
-                opens.push(start.elapsed().as_secs_f64() * 1e6);
-            } else {
-                // SAFETY: valid descriptors and a one-byte buffer.
-                let done = unsafe {
-                    libc::write(there[1], byte.as_ptr().cast(), 1) == 1
-                        && libc::read(back[0], byte.as_mut_ptr().cast(), 1) == 1
-                };
-                if !done {
-                    failed = Some(std::io::Error::last_os_error());
-                    break;
-                }
-                pings.push(start.elapsed().as_secs_f64() * 1e6);
+            }
+            if let Some(stopper) = &mut stopper {
+                stopper.continue_once()?;
             }
         }
-        if failed.is_some() {
-            break;
-        }
-        if floor && let Err(error) = continue_stopped(stopper, go[1], ack[0]) {
-            failed = Some(error);
-            break;
-        }
-    }
-    // SAFETY: closing our ends ends both children's loops; reaping our own
-    // children.
-    unsafe {
-        libc::close(there[1]);
-        libc::waitpid(partner, std::ptr::null_mut(), 0);
-        libc::close(go[1]);
-    }
-    let stops = read_samples(samples[0]);
-    // SAFETY: as above.
-    unsafe { libc::waitpid(stopper, std::ptr::null_mut(), 0) };
-    if let Some(error) = failed {
-        eprintln!("pincer-bench: round trip failed: {error}");
-        return ExitCode::FAILURE;
-    }
-    if floor && stops.len() != opens.len() {
-        eprintln!(
-            "pincer-bench: the stopping child timed {} of {} stops",
+        Ok(())
+    };
+    let outcome = measured();
+    // Closing our end ends the partner's loop (and the stopper's, below).
+    drop(there_in);
+    waitpid(partner, None)?;
+    let stops = stopper.map(Stopper::finish).transpose()?;
+    outcome?;
+    if let Some(stops) = &stops
+        && stops.len() != opens.len()
+    {
+        return Err(io::Error::other(format!(
+            "the stopping child timed {} of {} stops",
             stops.len(),
             opens.len()
-        );
-        return ExitCode::FAILURE;
+        )));
     }
-    report(opens);
-    report(pings);
-    if floor {
-        report(stops);
-    }
-    ExitCode::SUCCESS
+    Ok((opens, pings, stops))
 }
 
-/// A pipe's two ends.
-fn pipe() -> Option<[i32; 2]> {
-    let mut ends = [0i32; 2];
-    // SAFETY: an array of two descriptors.
-    (unsafe { libc::pipe(ends.as_mut_ptr()) } == 0).then_some(ends)
+/// The ping-pong's partner: answers every byte until the parent closes
+/// its end.
+fn answer(mut from: io::PipeReader, mut to: io::PipeWriter) -> ! {
+    let mut byte = [0u8; 1];
+    while from.read_exact(&mut byte).is_ok() && to.write_all(&byte).is_ok() {}
+    // SAFETY: leaves the child at once, as a forked child should.
+    unsafe { libc::_exit(0) }
 }
 
-/// Closes every end of `pipes` not in `keep`.
-fn close_all_but(keep: &[i32], pipes: &[[i32; 2]]) {
-    for &fd in pipes.iter().flatten() {
-        if !keep.contains(&fd) {
-            // SAFETY: our own descriptor, closed once.
-            unsafe { libc::close(fd) };
+/// The child that stops itself, and the parent's ends of its pipes.
+struct Stopper {
+    child: Pid,
+    /// A byte asks for one stop.
+    go: io::PipeWriter,
+    /// A byte says the stop was timed.
+    ack: io::PipeReader,
+    /// The child's samples, at its end.
+    samples: io::PipeReader,
+}
+
+impl Stopper {
+    /// Forks the stopping child; it closes the parent's other pipe ends
+    /// (`writers`, `readers`) so that closing them in the parent ends the
+    /// partner.
+    fn fork(
+        writers: &mut [&mut io::PipeWriter],
+        readers: &mut [&mut io::PipeReader],
+    ) -> io::Result<Stopper> {
+        let (go_out, go) = io::pipe()?;
+        let (ack, ack_in) = io::pipe()?;
+        let (samples, samples_in) = io::pipe()?;
+        // SAFETY: single-threaded, as above; the child stops itself, times
+        // it and writes.
+        match unsafe { fork() }? {
+            ForkResult::Child => {
+                // A forked child keeps duplicates of every end; these are
+                // closed by their numbers, as the parent's values cannot be
+                // moved out of its borrows.
+                let others = writers
+                    .iter()
+                    .map(|w| w.as_raw_fd())
+                    .chain(readers.iter().map(|r| r.as_raw_fd()))
+                    .chain([go.as_raw_fd(), ack.as_raw_fd(), samples.as_raw_fd()]);
+                for fd in others {
+                    let _ = nix::unistd::close(fd);
+                }
+                stop_and_time(go_out, ack_in, samples_in)
+            }
+            ForkResult::Parent { child } => Ok(Stopper {
+                child,
+                go,
+                ack,
+                samples,
+            }),
         }
+    }
+
+    /// One untimed turn: tells the child to stop, waits until it has,
+    /// continues it and waits for it to have timed that.
+    fn continue_once(&mut self) -> io::Result<()> {
+        self.go.write_all(&[0])?;
+        match waitpid(self.child, Some(WaitPidFlag::WUNTRACED))? {
+            WaitStatus::Stopped(..) => {}
+            other => return Err(io::Error::other(format!("the stopper: {other:?}"))),
+        }
+        kill(self.child, Signal::SIGCONT)?;
+        self.ack.read_exact(&mut [0])
+    }
+
+    /// Ends the child and returns its samples.
+    fn finish(self) -> io::Result<Vec<f64>> {
+        let Stopper {
+            child,
+            go,
+            ack,
+            mut samples,
+        } = self;
+        drop((go, ack));
+        let mut bytes = Vec::new();
+        let read = samples.read_to_end(&mut bytes);
+        waitpid(child, None)?;
+        read?;
+        Ok(bytes
+            .chunks_exact(8)
+            .map(|c| f64::from_ne_bytes(c.try_into().expect("eight bytes")))
+            .collect())
     }
 }
 
 /// The stopping child: for each byte on `go`, stops itself and times how
 /// long until it runs again, then answers on `ack`; at the end of `go`,
 /// writes its samples (native-endian `f64` µs) to `out` and exits.
-fn stop_and_time(go: i32, ack: i32, out: i32) -> ! {
+fn stop_and_time(mut go: io::PipeReader, mut ack: io::PipeWriter, mut out: io::PipeWriter) -> ! {
     let mut byte = [0u8; 1];
     let mut samples = Vec::new();
-    // SAFETY: valid descriptors and a one-byte buffer; `raise` stops this
-    // thread until the parent continues it.
-    while unsafe { libc::read(go, byte.as_mut_ptr().cast(), 1) } == 1 {
+    while go.read_exact(&mut byte).is_ok() {
         let start = Instant::now();
-        unsafe { libc::raise(libc::SIGSTOP) };
+        // Stops this process until the parent continues it.
+        if raise(Signal::SIGSTOP).is_err() {
+            break;
+        }
         samples.push(start.elapsed().as_secs_f64() * 1e6);
-        unsafe { libc::write(ack, byte.as_ptr().cast(), 1) };
+        if ack.write_all(&byte).is_err() {
+            break;
+        }
     }
     let bytes: Vec<u8> = samples.iter().flat_map(|s| s.to_ne_bytes()).collect();
-    let mut written = 0;
-    while written < bytes.len() {
-        // SAFETY: the rest of a live buffer.
-        let n =
-            unsafe { libc::write(out, bytes[written..].as_ptr().cast(), bytes.len() - written) };
-        if n <= 0 {
-            break;
-        }
-        written += n as usize;
-    }
+    let _ = out.write_all(&bytes);
     // SAFETY: leaves the child at once.
     unsafe { libc::_exit(0) }
-}
-
-/// One untimed turn of the stopping child: tells it to stop, waits until it
-/// has, continues it and waits for it to have timed that.
-fn continue_stopped(child: i32, go: i32, ack: i32) -> std::io::Result<()> {
-    let mut byte = [0u8; 1];
-    let mut status = 0;
-    // SAFETY: valid descriptors, a one-byte buffer, our own child.
-    let done = unsafe {
-        libc::write(go, byte.as_ptr().cast(), 1) == 1
-            && libc::waitpid(child, &mut status, libc::WUNTRACED) == child
-            && libc::WIFSTOPPED(status)
-            && libc::kill(child, libc::SIGCONT) == 0
-            && libc::read(ack, byte.as_mut_ptr().cast(), 1) == 1
-    };
-    if done {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
-/// Every sample the stopping child wrote, until it closed its end.
-fn read_samples(fd: i32) -> Vec<f64> {
-    let mut bytes = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        // SAFETY: a valid descriptor and buffer.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n <= 0 {
-            break;
-        }
-        bytes.extend_from_slice(&buf[..n as usize]);
-    }
-    bytes
-        .chunks_exact(8)
-        .map(|c| f64::from_ne_bytes(c.try_into().expect("eight bytes")))
-        .collect()
 }
