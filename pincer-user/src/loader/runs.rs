@@ -123,7 +123,7 @@ impl Pool {
         }
     }
 
-    /// Every set of programs runs pin here: the running runs' and the idle
+    /// Every set of programs pinned here: the running runs' and the idle
     /// ones (unexpired, newest first), for whoever wants to know what is
     /// attached without taking it.
     pub fn sets(&self) -> Vec<PathBuf> {
