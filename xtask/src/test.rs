@@ -239,10 +239,11 @@ fn host(tally: &mut Tally) {
 }
 
 /// Lowers this thread's scheduling priority, and so that of every command
-/// it starts (children inherit it): the guests are the long road, and an
-/// emulated CPU that waits for the host's compilers stretches the whole run,
-/// where the host's checks have time to spare. On Linux the nice value is
-/// the calling thread's: the guests' thread keeps its own.
+/// it starts (children inherit it): an emulated CPU that waits for the
+/// host's compilers stretches its guest, which cannot use an idle core
+/// later, while the host's checks left for last keep both cores busy. On
+/// Linux the nice value is the calling thread's: the guests' thread keeps
+/// its own.
 fn yield_to_the_guests() {
     // SAFETY: a plain system call on this thread, with no pointers.
     if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) } != 0 {

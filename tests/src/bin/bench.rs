@@ -29,7 +29,10 @@
 use std::{
     ffi::CString,
     io::{self, Read, Write},
-    os::{fd::AsRawFd, unix::ffi::OsStrExt},
+    os::{
+        fd::{AsRawFd, RawFd},
+        unix::ffi::OsStrExt,
+    },
     process::ExitCode,
     time::Instant,
 };
@@ -185,7 +188,10 @@ fn measure_round_trips(path: &CString, iterations: u64, floor: bool) -> io::Resu
     };
     drop((there_out, back_in));
     let mut stopper = if floor {
-        Some(Stopper::fork(&mut [&mut there_in], &mut [&mut back_out])?)
+        Some(Stopper::fork(&[
+            there_in.as_raw_fd(),
+            back_out.as_raw_fd(),
+        ])?)
     } else {
         None
     };
@@ -251,13 +257,10 @@ struct Stopper {
 }
 
 impl Stopper {
-    /// Forks the stopping child; it closes the parent's other pipe ends
-    /// (`writers`, `readers`) so that closing them in the parent ends the
-    /// partner.
-    fn fork(
-        writers: &mut [&mut io::PipeWriter],
-        readers: &mut [&mut io::PipeReader],
-    ) -> io::Result<Stopper> {
+    /// Forks the stopping child. It closes its copies of the parent's
+    /// other pipe ends (`others`, by number: the parent keeps the values),
+    /// so that closing them in the parent ends the partner.
+    fn fork(others: &[RawFd]) -> io::Result<Stopper> {
         let (go_out, go) = io::pipe()?;
         let (ack, ack_in) = io::pipe()?;
         let (samples, samples_in) = io::pipe()?;
@@ -265,17 +268,10 @@ impl Stopper {
         // it and writes.
         match unsafe { fork() }? {
             ForkResult::Child => {
-                // A forked child keeps duplicates of every end; these are
-                // closed by their numbers, as the parent's values cannot be
-                // moved out of its borrows.
-                let others = writers
-                    .iter()
-                    .map(|w| w.as_raw_fd())
-                    .chain(readers.iter().map(|r| r.as_raw_fd()))
-                    .chain([go.as_raw_fd(), ack.as_raw_fd(), samples.as_raw_fd()]);
-                for fd in others {
+                for &fd in others {
                     let _ = nix::unistd::close(fd);
                 }
+                drop((go, ack, samples));
                 stop_and_time(go_out, ack_in, samples_in)
             }
             ForkResult::Parent { child } => Ok(Stopper {
