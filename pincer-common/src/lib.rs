@@ -12,10 +12,12 @@
 //!   (capabilities: the default set and those never given), and
 //!   [`hook`], the one table of hooks (id, name, BTF function, argument
 //!   count) the programs, the loader's BTF check and the event decoder read;
-//!   labels: [`authority`] levels, [`label_flags`], [`policy_rule`].
+//!   labels: [`authority`] levels, [`label_flags`], [`policy_rule`],
+//!   [`policy_entry`].
 //! - Map keys and values: [`Agent`], [`GrantKey`], [`GrantValue`],
 //!   [`CachedGrant`], [`NameGrantKey`], [`Pending`], [`Verdict`], [`Twin`],
-//!   [`KernelOffsets`], [`ObjectKey`], [`Label`], [`PolicyName`],
+//!   [`KernelOffsets`], [`ObjectKey`], [`Label`], [`PolicyNameKey`],
+//!   [`PolicySuffixKey`], [`PolicyRules`], [`VacatedKey`],
 //!   [`Making`]; the ring-buffer record [`AccessEvent`].
 //! - Limits: path components, tree depth, map sizes, the ring buffer.
 #![no_std]
@@ -214,6 +216,9 @@ pub mod event_flags {
     /// taint map entry existed), so the twin looks up what lowered it.
     /// Without it the twin reads no map for the request's taint.
     pub const TAINTED: u32 = 1 << 22;
+    /// A change to a policy object the twin inspects before it answers
+    /// ([`policy_rule::INSPECT`]): parked in enforce mode too.
+    pub const INSPECT: u32 = 1 << 23;
 }
 
 /// Indices of the per-CPU counters in [`names::COUNTERS`].
@@ -348,9 +353,17 @@ pub mod names {
     /// object's content (who made it, its authority). One map for every
     /// pincer on the host, pinned at a fixed path.
     pub const LABELS: &str = "PINCER_LABELS";
-    /// [`crate::PolicyName`] → bits of [`crate::policy_rule`]: the names of
-    /// policy objects.
+    /// Longest-prefix-match trie of [`crate::PolicyNameKey`] →
+    /// [`crate::PolicyRules`]: what a name's first bytes make of an object
+    /// by that name, alone or in a directory of a given name.
     pub const POLICY_NAMES: &str = "PINCER_PNAMES";
+    /// Longest-prefix-match trie of [`crate::PolicySuffixKey`] →
+    /// [`crate::PolicyRules`]: the same by a name's last bytes (`*.pth`).
+    pub const POLICY_SUFFIXES: &str = "PINCER_PSUFFIX";
+    /// [`crate::VacatedKey`] → non-zero: names a person's directory was
+    /// moved away from by an agent, where a directory the agent makes is
+    /// the person's place again (least recently used go first).
+    pub const VACATED: &str = "PINCER_VACATED";
     /// Thread id → [`crate::Making`]: the object a thread is creating, to
     /// be labelled when the kernel binds its name to it.
     pub const MAKING: &str = "PINCER_MAKING";
@@ -409,9 +422,14 @@ pub mod label_flags {
     /// authority, and reading it lowers the reader to that level. With
     /// [`TREE`], an object made in the directory is a source too.
     pub const SOURCE: u32 = 1 << 3;
+    /// The twin's copy of content it inspected (git configuration on its
+    /// way in): it may be read, renamed and removed, never changed, so
+    /// what lands is what was inspected.
+    pub const SEALED: u32 = 1 << 4;
 }
 
-/// Bits of a [`names::POLICY_NAMES`] value: what a policy name protects.
+/// Bits of a policy rule ([`PolicyRules`]): what a name makes of an
+/// object.
 pub mod policy_rule {
     /// An existing object of that name: changing, renaming, removing or
     /// linking it needs the owner.
@@ -421,6 +439,45 @@ pub mod policy_rule {
     /// Everything below a directory of that name needs the owner to be
     /// changed or made.
     pub const TREE: u32 = 1 << 2;
+    /// The agent's work, not configuration: rules met below a name of this
+    /// rule do not hold (what a cache, a dependency tree or a virtual
+    /// environment holds is what tools made there), and for a rule in a
+    /// directory of a given name, neither does that directory's tree rule
+    /// (`.git` / `objects` in a repository's `.git`).
+    pub const WORK: u32 = 1 << 3;
+    /// Holds in places an agent made too, and no work name lifts it: what
+    /// an agent writes never becomes an agent's instructions.
+    pub const ANYWHERE: u32 = 1 << 4;
+    /// No work name lifts it, though in a place an agent made it does not
+    /// hold (a start-up file in a virtual environment of the person's is
+    /// still one; in the agent's own, it is the agent's).
+    pub const UNLIFTED: u32 = 1 << 7;
+    /// A change made by renaming another file over the object, or into its
+    /// name (git writes its configuration through `config.lock`), is
+    /// parked for the twin to inspect, in enforce mode too.
+    pub const INSPECT: u32 = 1 << 5;
+    /// Made as anything but a directory, an object of that name sends a
+    /// tool elsewhere (git's `gitdir:` file): that is policy anywhere.
+    pub const REDIRECT: u32 = 1 << 6;
+    /// Every bit.
+    pub const ALL: u32 = OBJECT | NEW | TREE | WORK | ANYWHERE | INSPECT | REDIRECT | UNLIFTED;
+}
+
+/// What the programs report as a change's policy place beside the rules'
+/// own entries (`1..`, the twin's table of them): a label, or a rule of
+/// theirs about a person's directories.
+pub mod policy_entry {
+    /// No policy place.
+    pub const NONE: u32 = 0;
+    /// The object, or a directory above it, is labelled policy by identity
+    /// (a path of the policy set, the target of a policy link).
+    pub const LABEL: u32 = u32::MAX;
+    /// The name a person's directory was moved away from by an agent: a
+    /// link or another directory put there would take its place.
+    pub const VACATED: u32 = u32::MAX - 1;
+    /// Replacing (or exchanging) a person's directory with another: what
+    /// the person's tools read there would be the agent's.
+    pub const SWAP: u32 = u32::MAX - 2;
 }
 
 /// Operations that change an object or make one, which policy objects take
@@ -428,17 +485,26 @@ pub mod policy_rule {
 pub const CHANGE_OPS: u32 =
     ops::WRITE | ops::CREATE | ops::DELETE | ops::RENAME | ops::LINK | ops::SETATTR | ops::MKDIR;
 
-/// The longest name a policy rule can match, with room for its NUL: names
-/// are compared by a hash of their first bytes ([`policy_name_hash`]).
+/// Room for a name read by the programs, with its NUL: its first
+/// [`POLICY_NAME_LEN`] bytes are what rules match.
 pub const POLICY_NAME_BUF: usize = 40;
-/// The longest name a policy rule may have (a longer name in a path never
-/// matches one).
-pub const MAX_POLICY_NAME: usize = 31;
+/// The bytes of a name that policy rules match: a name of up to 31 bytes
+/// and its NUL, or the first 32 bytes of a longer one.
+pub const POLICY_NAME_LEN: usize = 32;
+/// The longest name a rule may match whole (with its NUL, it fills
+/// [`POLICY_NAME_LEN`]); a rule on a name's first bytes may be longer
+/// than nothing, shorter than this.
+pub const MAX_POLICY_NAME: usize = POLICY_NAME_LEN - 1;
+/// The longest end of a name a suffix rule matches (`*.pth`).
+pub const POLICY_SUFFIX_LEN: usize = 8;
+/// Rules in directories of given names, per name ([`PolicyRules::pairs`]).
+pub const POLICY_PAIRS: usize = 6;
 
-/// The hash a policy name is looked up by: FNV-1a over the first 32 bytes
-/// of the name, zero-padded, by little-endian words, never zero (zero
-/// means "no name" in a [`PolicyName`]). The programs read a name with its
-/// NUL into a zeroed buffer, which pads it the same way.
+/// The hash a directory's name is compared by in a [`PolicyPair`]:
+/// FNV-1a over the first 32 bytes of the name, zero-padded, by
+/// little-endian words, never zero (zero means "no directory"). The
+/// programs read a name with its NUL into a zeroed buffer, which pads it
+/// the same way.
 #[inline(always)]
 pub fn policy_name_hash(padded: &[u8; POLICY_NAME_BUF]) -> u64 {
     let mut hash = 0xcbf2_9ce4_8422_2325u64;
@@ -468,16 +534,83 @@ pub fn policy_name_hash_of(name: &[u8]) -> Option<u64> {
     Some(policy_name_hash(&padded))
 }
 
-/// Key of [`names::POLICY_NAMES`]: a name, alone (`parent` zero: in any
-/// directory) or in a directory of a given name (`.git` / `hooks`), both
-/// as [`policy_name_hash`].
+/// Data of a [`names::POLICY_NAMES`] key: a name's first bytes,
+/// zero-padded. A short name is followed by its NUL, so a rule whose bytes
+/// end with the NUL matches that name only, and one without it every name
+/// that starts with its bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct PolicyName {
-    /// The directory's name hash, or zero for any directory.
+pub struct PolicyNameKey {
+    /// The bytes.
+    pub name: [u8; POLICY_NAME_LEN],
+}
+
+/// Data of a [`names::POLICY_SUFFIXES`] key: a name's last bytes, last
+/// first, zero-padded past the start of a shorter name.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PolicySuffixKey {
+    /// The bytes, reversed.
+    pub tail: [u8; POLICY_SUFFIX_LEN],
+}
+
+/// A rule in a directory of a given name.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PolicyPair {
+    /// The directory's [`policy_name_hash`]; zero for an unused slot.
     pub parent: u64,
-    /// The name's hash.
-    pub name: u64,
+    /// Bits of [`policy_rule`].
+    pub bits: u32,
+    /// The rule's entry (`1..`: the twin's table), for reports.
+    pub entry: u32,
+}
+
+/// What the names a key matches make of an object: the value of
+/// [`names::POLICY_NAMES`] and [`names::POLICY_SUFFIXES`]. Userspace gives
+/// each key what its shorter prefixes say too, so the longest match is the
+/// whole answer. A rule in the object's directory's name wins over the rule
+/// of the name alone.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PolicyRules {
+    /// Bits of [`policy_rule`] for the name in any directory.
+    pub bits: u32,
+    /// That rule's entry (`1..`), or zero.
+    pub entry: u32,
+    /// Rules for the name in directories of given names.
+    pub pairs: [PolicyPair; POLICY_PAIRS],
+}
+
+impl PolicyRules {
+    /// The rule for the name in a directory whose [`policy_name_hash`] is
+    /// `parent` (zero: a name too long to have one): bits, entry, and
+    /// whether it is a directory's rule.
+    #[inline(always)]
+    pub fn resolve(&self, parent: u64) -> (u32, u32, bool) {
+        let mut i = 0;
+        while i < POLICY_PAIRS {
+            let pair = &self.pairs[i];
+            if parent != 0 && pair.parent == parent {
+                return (pair.bits, pair.entry, true);
+            }
+            i += 1;
+        }
+        (self.bits, self.entry, false)
+    }
+}
+
+/// Key of [`names::VACATED`]: a name in a directory, by the directory's
+/// identity and the FNV-1a of the name (as [`Pending::name_hash`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct VacatedKey {
+    /// The directory's device (kernel encoding).
+    pub dev: u64,
+    /// The directory's inode.
+    pub dir: u64,
+    /// FNV-1a of the name.
+    pub name_hash: u64,
 }
 
 /// An object by identity, for [`names::LABELS`].
@@ -707,6 +840,12 @@ pub const MAX_PREFIX_LEN: usize = 63;
 pub const MAX_LABELS: u32 = 1 << 20;
 /// Creations in flight at once, over all agents.
 pub const MAX_MAKING: u32 = 4096;
+/// Keys of each policy trie: every rule's bytes, with room for what
+/// missions and configurations add.
+pub const MAX_POLICY_KEYS: u32 = 4096;
+/// Names a person's directory was moved away from, remembered at once (the
+/// least recently used go first).
+pub const MAX_VACATED: u32 = 4096;
 
 /// Maximum number of agent cgroups.
 pub const MAX_AGENTS: u32 = 4096;
@@ -916,6 +1055,12 @@ pub struct Verdict {
     pub allow: u32,
     /// Explicit padding; always zero.
     pub _pad: u32,
+    /// With `pin_ino` non-zero, a rename is allowed only when it moves
+    /// this object (device, kernel encoding): the copy of inspected content
+    /// the twin put in place ([`label_flags::SEALED`]).
+    pub pin_dev: u64,
+    /// The pinned object's inode, or zero for none.
+    pub pin_ino: u64,
 }
 
 /// The twin's liveness: the single value of [`names::TWIN`].
@@ -975,6 +1120,12 @@ pub struct AccessEvent {
     pub flags: u32,
     /// `i_generation` of the executable's inode, on a parked request.
     pub exe_generation: u32,
+    /// With [`event_flags::POLICY`]: the rule that made the object policy
+    /// (`1..`, the twin's table of rules; or one of [`policy_entry`]).
+    pub policy_entry: u32,
+    /// With `policy_entry`: the path component it met, 1 for the object
+    /// itself, 2 for its directory, and so on.
+    pub policy_step: u32,
     /// `comm` of the task.
     pub comm: [u8; 16],
     /// Path components, leaf first, each NUL-terminated. For a creation the
@@ -1010,6 +1161,8 @@ pub struct KernelOffsets {
     pub dentry_d_parent: u32,
     /// `dentry.d_name.name`.
     pub dentry_d_name_name: u32,
+    /// `dentry.d_name.len`.
+    pub dentry_d_name_len: u32,
     /// `dentry.d_inode`.
     pub dentry_d_inode: u32,
     /// `task_struct.flags`.
@@ -1084,6 +1237,7 @@ impl KernelOffsets {
             super_block_s_dev: 0,
             dentry_d_parent: 0,
             dentry_d_name_name: 0,
+            dentry_d_name_len: 0,
             dentry_d_inode: 0,
             task_struct_flags: 0,
             task_struct_tgid: 0,
@@ -1346,16 +1500,20 @@ const _: () = {
     assert!(core::mem::size_of::<GrantValue>() == 8);
     assert!(core::mem::size_of::<CachedGrant>() == 16);
     assert!(core::mem::size_of::<NameGrantKey>() == 24 + NAME_LEN);
-    assert!(core::mem::size_of::<AccessEvent>() == 128 + COMPONENT_LEN * MAX_COMPONENTS);
-    assert!(core::mem::size_of::<KernelOffsets>() == 152);
+    assert!(core::mem::size_of::<AccessEvent>() == 136 + COMPONENT_LEN * MAX_COMPONENTS);
+    assert!(core::mem::size_of::<KernelOffsets>() == 156);
     assert!(core::mem::size_of::<ObjectKey>() == 16);
     assert!(core::mem::size_of::<Label>() == 24 + 8 * MAX_ORIGINS);
-    assert!(core::mem::size_of::<PolicyName>() == 16);
+    assert!(core::mem::size_of::<PolicyNameKey>() == POLICY_NAME_LEN);
+    assert!(core::mem::size_of::<PolicySuffixKey>() == POLICY_SUFFIX_LEN);
+    assert!(core::mem::size_of::<PolicyPair>() == 16);
+    assert!(core::mem::size_of::<PolicyRules>() == 8 + 16 * POLICY_PAIRS);
+    assert!(core::mem::size_of::<VacatedKey>() == 24);
     assert!(core::mem::size_of::<Making>() == 16);
     assert!(core::mem::size_of::<Taint>() == 24 + 8 * MAX_ORIGINS);
     assert!(core::mem::size_of::<Action>() == 8);
     assert!(core::mem::size_of::<Pending>() == 40);
-    assert!(core::mem::size_of::<Verdict>() == 16);
+    assert!(core::mem::size_of::<Verdict>() == 32);
     assert!(core::mem::size_of::<Twin>() == 16);
     // The kernel keeps 15 bytes of a map's name.
     let maps = [
@@ -1378,10 +1536,13 @@ const _: () = {
         names::OFFSETS,
         names::LABELS,
         names::POLICY_NAMES,
+        names::POLICY_SUFFIXES,
+        names::VACATED,
         names::MAKING,
         names::TAINTS,
         names::ACTIONS,
         names::REVOKED,
+        names::WATCHED,
     ];
     let mut i = 0;
     while i < maps.len() {
@@ -1407,7 +1568,10 @@ mod pod {
     unsafe impl aya::Pod for super::Twin {}
     unsafe impl aya::Pod for super::ObjectKey {}
     unsafe impl aya::Pod for super::Label {}
-    unsafe impl aya::Pod for super::PolicyName {}
+    unsafe impl aya::Pod for super::PolicyNameKey {}
+    unsafe impl aya::Pod for super::PolicySuffixKey {}
+    unsafe impl aya::Pod for super::PolicyRules {}
+    unsafe impl aya::Pod for super::VacatedKey {}
     unsafe impl aya::Pod for super::Making {}
     unsafe impl aya::Pod for super::Taint {}
     unsafe impl aya::Pod for super::Action {}

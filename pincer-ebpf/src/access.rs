@@ -190,6 +190,33 @@ impl Access {
         key.name_len = len as u32;
         Ok(Some(key))
     }
+
+    /// The object's name by its directory's inode and a hash (FNV-1a by
+    /// words) of the name; `None` for an object with no parent. A verdict
+    /// for one new name is never spent on another in the same directory
+    /// (`Pending::name_hash`), and a name a person's directory left is
+    /// found again by it.
+    #[inline(always)]
+    pub fn name_id(&self) -> Result<Option<(u64, u64)>, ReadFailed> {
+        // The slot is no part of the name; any value fills the key.
+        let Some(key) = self.name_key(0)? else {
+            return Ok(None);
+        };
+        // FNV-1a over the zero-padded name in 8-byte words, with no exit
+        // that depends on the data: the verifier then walks the loop once
+        // per iteration instead of once per possible name length. Each
+        // word is read from the map in place: a plain read lets the
+        // compiler copy the whole name onto the small BPF stack first.
+        let words = key.name.as_ptr().cast::<u64>();
+        let mut hash = 0xcbf2_9ce4_8422_2325u64;
+        for i in 0..NAME_LEN / 8 {
+            // SAFETY: the name is 8-aligned in its key (after three 8-byte
+            // fields) and `NAME_LEN` bytes long.
+            hash ^= unsafe { core::ptr::read_volatile(words.add(i)) };
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        Ok(Some((key.parent_ino, hash)))
+    }
 }
 
 /// The operations an open with `f_mode` and `f_flags` asks for

@@ -29,8 +29,8 @@
 
 use pincer_common::{
     Agent, CHANGE_OPS, CachedGrant, EACCES, ERESTARTNOINTR, GrantKey, Label, MAX_PREFIX_LEN,
-    MAX_TREE_DEPTH, PolicyName, PrefixName, agent_flags, counter, event_flags, hook, label_flags,
-    mode, policy_rule, verdict,
+    MAX_TREE_DEPTH, PrefixName, agent_flags, counter, event_flags, hook, label_flags, mode, ops,
+    policy_entry, policy_rule, verdict,
 };
 
 use aya_ebpf::{cty::c_void, helpers::bpf_loop, macros::map, maps::PerCpuArray};
@@ -39,10 +39,10 @@ use crate::{
     access::Access,
     kernel::{self, Failure, ReadFailed},
     labels,
-    maps::{
-        GRANT_CACHE, GRANTS, NAME_GRANTS, POLICY_NAMES, PREFIX_SCRATCH, PREFIXES, count, epoch,
-    },
-    park, report,
+    maps::{GRANT_CACHE, GRANTS, NAME_GRANTS, PREFIX_SCRATCH, PREFIXES, count, epoch},
+    park,
+    policy::{self, Place},
+    report,
 };
 
 /// Room for the checks of one program run: the access (both ends of a link
@@ -69,6 +69,21 @@ pub struct Checked {
     granted: u32,
     /// The walk met a policy place.
     barrier: u32,
+    /// The policy place met ([`Place::NONE`] when none).
+    place: Place,
+    /// Non-zero when the change is one the twin inspects before it answers
+    /// (a rename into a name whose rule says so): parked in enforce mode
+    /// too.
+    inspect: u32,
+    /// Non-zero when the access makes a directory where a person's was
+    /// moved away from: the new one is the person's place, not the
+    /// agent's own.
+    vacated: u32,
+    /// For a rename's name end: the object it moves (device, inode), which
+    /// a pinned verdict must name.
+    moved_dev: u64,
+    /// See `moved_dev`.
+    moved_ino: u64,
     /// Operations the mission reserves for agents of a higher level than
     /// this one's ([`labels::reserved`]): taken from what the grants gave.
     reserved: u32,
@@ -149,6 +164,11 @@ fn prepare(
     checked.agent = *agent;
     checked.granted = 0;
     checked.barrier = 0;
+    checked.place = Place::NONE;
+    checked.inspect = 0;
+    checked.vacated = 0;
+    checked.moved_dev = 0;
+    checked.moved_ino = 0;
     checked.reserved = 0;
     checked.revoked = 0;
     checked.label = labels::none();
@@ -284,6 +304,8 @@ pub fn decide_pair(
     let Some(name) = prepare(SECOND, agent, second(), Rules::default()) else {
         return unroomed();
     };
+    name.moved_dev = object.access.dev;
+    name.moved_ino = object.access.ino;
     if !run(check_step, SECOND) {
         count(counter::READ_FAILED);
         name.granted = 0;
@@ -306,7 +328,24 @@ pub fn decide_pair(
     if ret == 0 && placed && (!run(place_step, FIRST) || entry(FIRST).is_none_or(|o| o.ret != 0)) {
         return -EACCES;
     }
+    if ret == 0 && object.access.hook == hook::INODE_RENAME {
+        // A person's directory moved away: its name is remembered.
+        run(vacate_step, FIRST);
+    }
     ret
+}
+
+/// The callback that remembers the name a person's directory was moved
+/// away from ([`policy::vacate`]), for the entry its context holds: a
+/// callback of its own, like [`place_step`].
+extern "C" fn vacate_step(_index: u64, ctx: *mut c_void) -> i64 {
+    // SAFETY: `ctx` is the entry number on the caller's stack, for the
+    // duration of `bpf_loop`.
+    let which = unsafe { *ctx.cast::<u32>() };
+    if let Some(checked) = entry(which) {
+        policy::vacate(&checked.access, &checked.label);
+    }
+    1
 }
 
 /// The callback that labels the object of the entry its context holds as
@@ -367,15 +406,21 @@ extern "C" fn check_step(_index: u64, ctx: *mut c_void) -> i64 {
         checked.agent.mode == mode::ASK && checked.no_park == 0 && park::allowed_by_verdict(access);
     let found = labels::own(access).and_then(|label| {
         if verdict_allows {
-            return Ok((
-                label,
-                Found {
-                    granted: 0,
-                    barrier: false,
-                },
-            ));
+            return Ok((label, Found::NOTHING));
         }
-        let found = granted_ops(checked.agent.slot, access, &label)?;
+        let mut found = granted_ops(checked.agent.slot, access, &label)?;
+        // The rules about a person's directories hold whatever the walk
+        // or the cache found.
+        let (entry, vacated) = policy::forced(access, &label)?;
+        if entry != policy_entry::NONE {
+            found.granted &= !CHANGE_OPS;
+            found.place = Place::at_object(entry);
+        }
+        found.vacated = vacated;
+        if label.flags & label_flags::SEALED != 0 {
+            // The twin's copy of what it inspected: moved, never changed.
+            found.granted &= !(ops::WRITE | ops::SETATTR | ops::LINK);
+        }
         Ok((label, found))
     });
     checked.labelled = 1;
@@ -393,7 +438,16 @@ extern "C" fn check_step(_index: u64, ctx: *mut c_void) -> i64 {
             } else {
                 (found.granted | also) & !reserved
             };
-            checked.barrier = u32::from(found.barrier);
+            checked.barrier = u32::from(found.place.found());
+            checked.place = found.place;
+            checked.vacated = u32::from(found.vacated);
+            // Only the name end of a rename can be inspected: the twin
+            // reads what is moved in before it answers.
+            checked.inspect = u32::from(
+                found.place.bits & policy_rule::INSPECT != 0
+                    && access.hook == hook::INODE_RENAME
+                    && access.ops & ops::RENAME == 0,
+            );
             checked.reserved = reserved;
             checked.revoked = u32::from(revoked);
         }
@@ -438,7 +492,7 @@ fn settle(checked: &Checked) -> i32 {
     // to it, and a choice the compiler makes from one read and relies on
     // at another would not hold for it.
     // SAFETY: plain values in this CPU's entry.
-    let (identified, granted, barrier, ops, forced, no_park, reserved, revoked) = unsafe {
+    let (identified, granted, barrier, ops, forced, no_park, reserved, revoked, inspect) = unsafe {
         (
             core::ptr::read_volatile(&checked.identified) != 0,
             core::ptr::read_volatile(&checked.granted),
@@ -448,6 +502,7 @@ fn settle(checked: &Checked) -> i32 {
             core::ptr::read_volatile(&checked.no_park),
             core::ptr::read_volatile(&checked.reserved),
             core::ptr::read_volatile(&checked.revoked) != 0,
+            core::ptr::read_volatile(&checked.inspect) != 0,
         )
     };
     let covered = identified && granted & ops == ops;
@@ -473,7 +528,11 @@ fn settle(checked: &Checked) -> i32 {
         event_flags::REVOKED
     } else if forced == 0 && barrier && ops & CHANGE_OPS & !granted != 0 {
         count(counter::POLICY);
-        event_flags::POLICY
+        if inspect {
+            event_flags::POLICY | event_flags::INSPECT
+        } else {
+            event_flags::POLICY
+        }
     } else if forced == 0 && reserved & ops != 0 {
         count(counter::ACTION);
         event_flags::ACTION
@@ -491,8 +550,14 @@ fn settle(checked: &Checked) -> i32 {
     } else if agent.mode == mode::AUDIT {
         count(counter::AUDITED);
         (0, verdict::AUDITED, forced | policy | tainted)
-    } else if agent.mode == mode::ASK && no_park == 0 && identified {
-        match park::prepare(access) {
+    } else if (agent.mode == mode::ASK || policy & event_flags::INSPECT != 0)
+        && no_park == 0
+        && identified
+    {
+        // A change the twin inspects parks in enforce mode too: the twin
+        // answers it from what is moved in, asking nobody.
+        let moved = (checked.moved_dev, checked.moved_ino);
+        match park::prepare(access, moved) {
             park::Prepared::Done(0) => {
                 // A verdict allowed it.
                 if label_allowed(checked).is_err() {
@@ -536,12 +601,19 @@ fn settle(checked: &Checked) -> i32 {
         return ret;
     };
     let (request_id, name_hash) = parked.map_or((0, 0), |(_, id, hash)| (id, hash));
+    let place = if flags & event_flags::POLICY != 0 {
+        checked.place
+    } else {
+        Place::NONE
+    };
     let outcome = report::Outcome {
         granted,
         verdict,
         flags,
         request_id,
         name_hash,
+        policy_entry: place.entry,
+        policy_step: place.step,
     };
     report::fill(&mut event, agent, access, identified, outcome);
     if let Some((tid, _, _)) = parked {
@@ -567,7 +639,13 @@ fn label_allowed(checked: &Checked) -> Result<(), ()> {
     if checked.labelled == 0 {
         return Ok(());
     }
-    labels::allowed(&checked.access, &checked.label, checked.barrier != 0)
+    // What an agent makes in a policy place (the owner allowed it) or where
+    // a person's directory was is not its own.
+    labels::allowed(
+        &checked.access,
+        &checked.label,
+        checked.barrier != 0 || checked.vacated != 0,
+    )
 }
 
 /// Lowers the agent's level when an allowed access read tainted content
@@ -586,11 +664,23 @@ fn taint(checked: &Checked) -> Result<u32, ()> {
 }
 
 /// What the grants give on an access.
+#[derive(Clone, Copy)]
 struct Found {
     /// The operations.
     granted: u32,
-    /// Whether a policy place was met before they covered the access.
-    barrier: bool,
+    /// The policy place met before they covered the access, if any.
+    place: Place,
+    /// The access makes a directory where a person's was moved away from.
+    vacated: bool,
+}
+
+impl Found {
+    /// Nothing granted, no place.
+    const NOTHING: Found = Found {
+        granted: 0,
+        place: Place::NONE,
+        vacated: false,
+    };
 }
 
 /// Where the search for a policy place stands in a walk.
@@ -598,9 +688,10 @@ mod search {
     /// Not searched: the access changes nothing, or changes an object an
     /// agent made (the agent's own place).
     pub const NONE: u32 = 0;
-    /// Looking at each ancestor's name and label.
+    /// Looking at each component's name and label.
     pub const ON: u32 = 1;
-    /// Met: changes are taken from no grant further up.
+    /// Met: the object is labelled policy; changes are taken from no grant
+    /// further up.
     pub const MET: u32 = 2;
 }
 
@@ -644,7 +735,7 @@ fn granted_ops(slot: u32, access: &Access, label: &Label) -> Result<Found, ReadF
     if access.exists && cached & access.ops == access.ops {
         return Ok(Found {
             granted: cached,
-            barrier: false,
+            ..Found::NOTHING
         });
     }
     let found = walk_grants(slot, access, search)?;
@@ -665,7 +756,7 @@ fn granted_ops(slot: u32, access: &Access, label: &Label) -> Result<Found, ReadF
     }
     Ok(Found {
         granted: found.granted | cached,
-        barrier: found.barrier,
+        ..found
     })
 }
 
@@ -674,7 +765,7 @@ fn granted_ops(slot: u32, access: &Access, label: &Label) -> Result<Found, ReadF
 /// its directory. Stops looking as soon as every needed operation is covered.
 ///
 /// With `search` on, it first finds the object's policy place
-/// ([`policy_place`]): tree grants from there up give no change operation.
+/// ([`policy::place`]): tree grants from there up give no change operation.
 #[inline(always)]
 fn walk_grants(slot: u32, access: &Access, search: u32) -> Result<Found, ReadFailed> {
     let needed = access.ops;
@@ -685,12 +776,12 @@ fn walk_grants(slot: u32, access: &Access, search: u32) -> Result<Found, ReadFai
         ino: access.ino,
     };
     let dentry = access.dentry()?;
-    let mask_from = match search {
-        search::ON => policy_place(dentry, access.exists)?,
-        search::MET => 1,
-        _ => 0,
+    let place = match search {
+        search::ON => policy::place(dentry, access)?,
+        search::MET => Place::at_object(policy_entry::LABEL),
+        _ => Place::NONE,
     };
-    let barrier = mask_from != 0;
+    let mask_from = place.mask_from;
     let mut granted = 0;
     if access.exists
         && let Some(grant) = unsafe { GRANTS.get(key) }
@@ -698,7 +789,11 @@ fn walk_grants(slot: u32, access: &Access, search: u32) -> Result<Found, ReadFai
         granted |= grant.file_ops | grant.tree_ops;
     }
     if granted & needed == needed {
-        return Ok(Found { granted, barrier });
+        return Ok(Found {
+            granted,
+            place,
+            vacated: false,
+        });
     }
 
     // Tree grants above the object (for a creation, from the directory it
@@ -706,7 +801,6 @@ fn walk_grants(slot: u32, access: &Access, search: u32) -> Result<Found, ReadFai
     // stays the same; a tree grant does not reach across mount points and
     // bind mounts do not alias into a granted tree.
     let walk = walks()?;
-    let walk = &mut walk.tree;
     *walk = TreeWalk {
         key,
         dentry: dentry as u64,
@@ -728,7 +822,8 @@ fn walk_grants(slot: u32, access: &Access, search: u32) -> Result<Found, ReadFai
         COVERED => {
             return Ok(Found {
                 granted: walk.granted,
-                barrier,
+                place,
+                vacated: false,
             });
         }
         READ_FAILED => return Err(ReadFailed),
@@ -737,19 +832,9 @@ fn walk_grants(slot: u32, access: &Access, search: u32) -> Result<Found, ReadFai
     }
     Ok(Found {
         granted: name_granted(slot, access, walk.granted)?,
-        barrier,
+        place,
+        vacated: false,
     })
-}
-
-/// The rule of a policy name (`parent` zero: the name alone), or zero.
-#[inline(always)]
-fn policy_rule(parent: u64, name: u64) -> u32 {
-    if name == 0 {
-        return 0;
-    }
-    unsafe { POLICY_NAMES.get(PolicyName { parent, name }) }
-        .copied()
-        .unwrap_or(0)
 }
 
 /// Where a tree walk stands.
@@ -761,24 +846,15 @@ const ROOT: u32 = 2;
 /// A kernel read failed.
 const READ_FAILED: u32 = 3;
 
-/// Room for the walks of one check, per CPU rather than on the BPF stack
-/// (which the program and its nested callbacks share): the grants' walk and
-/// the search for a policy place. Checks run one after the other.
+/// Room for the grants' walk of one check, per CPU rather than on the BPF
+/// stack (which the program and its nested callbacks share). Checks run one
+/// after the other.
 #[map(name = "PINCER_WALKS")]
-static WALKS: PerCpuArray<Walks> = PerCpuArray::with_max_entries(1, 0);
+static WALKS: PerCpuArray<TreeWalk> = PerCpuArray::with_max_entries(1, 0);
 
-/// The walks of one check.
-#[repr(C)]
-struct Walks {
-    /// The grants' walk ([`tree_step`]).
-    tree: TreeWalk,
-    /// The search for a policy place ([`policy_step`]).
-    place: PolicyWalk,
-}
-
-/// This CPU's [`Walks`].
+/// This CPU's [`TreeWalk`].
 #[inline(always)]
-fn walks() -> Result<&'static mut Walks, ReadFailed> {
+fn walks() -> Result<&'static mut TreeWalk, ReadFailed> {
     let walks = WALKS.get_ptr_mut(0).ok_or(ReadFailed)?;
     // SAFETY: per-CPU room, used by one program at a time on this CPU.
     Ok(unsafe { &mut *walks })
@@ -813,10 +889,9 @@ struct TreeWalk {
 /// step costs two kernel reads and a hash lookup, and only the first access
 /// to an object walks (the grant cache answers the next).
 extern "C" fn tree_step(index: u64, _ctx: *mut c_void) -> i64 {
-    let Ok(walks) = walks() else {
+    let Ok(walk) = walks() else {
         return 1;
     };
-    let walk = &mut walks.tree;
     let off = kernel::off();
     let parent = match kernel::parent(off, walk.dentry as *const u8) {
         Ok(Some(parent)) => parent,
@@ -852,135 +927,6 @@ extern "C" fn tree_step(index: u64, _ctx: *mut c_void) -> i64 {
     }
     walk.dentry = parent as u64;
     0
-}
-
-/// Finds the policy place of an object (or of a new name) about to be
-/// changed: the step of the tree walk from which tree grants give no change
-/// operation, zero when it has none. Looked for from the object up to the
-/// first directory an agent made (a place an agent made holds no policy
-/// object by name):
-///
-/// - the object's own name (`CLAUDE.md`, `.claude`): its parent's grants on;
-/// - its name in its parent's (`.git` / `config`), or for anything below, a
-///   directory's name in its parent's (`.git` / `hooks`): that parent's
-///   grants on;
-/// - a directory that roots a policy tree by name (`.claude`) or by label:
-///   the grants above it (a grant on it, or below it, is inside: the
-///   owner's explicit grant, such as a profile's of its state).
-///
-/// A loop of its own, apart from the grants' walk: its callback has more
-/// branches, and the verifier checks a callback again for each state it is
-/// entered with; only changes look for their policy place.
-#[inline(always)]
-fn policy_place(dentry: *const u8, exists: bool) -> Result<u32, ReadFailed> {
-    let place = &mut walks()?.place;
-    *place = PolicyWalk {
-        dentry: dentry as u64,
-        child: 0,
-        own: if exists {
-            policy_rule::OBJECT
-        } else {
-            policy_rule::NEW
-        },
-        mask_from: 0,
-        state: WALKING,
-        name: [0; pincer_common::POLICY_NAME_BUF],
-    };
-    let ran = unsafe {
-        bpf_loop(
-            MAX_TREE_DEPTH,
-            policy_step as *mut c_void,
-            core::ptr::null_mut(),
-            0,
-        )
-    };
-    if ran < 0 || place.state == READ_FAILED {
-        return Err(ReadFailed);
-    }
-    Ok(place.mask_from)
-}
-
-/// The state of the search for a policy place, in [`WALKS`] while
-/// `bpf_loop` runs [`policy_step`].
-#[repr(C)]
-struct PolicyWalk {
-    /// The dentry whose parent the next step looks at.
-    dentry: u64,
-    /// The name hash of that dentry.
-    child: u64,
-    /// What of the object itself a name rule must protect: `OBJECT` for an
-    /// existing one, `NEW` for a new name.
-    own: u32,
-    /// The step from which grants give no change; zero while none.
-    mask_from: u32,
-    /// [`WALKING`], [`ROOT`] (done) or [`READ_FAILED`].
-    state: u32,
-    /// Room to read a name into.
-    name: [u8; pincer_common::POLICY_NAME_BUF],
-}
-
-/// One step of the search for a policy place. Returns 1 to stop.
-extern "C" fn policy_step(index: u64, _ctx: *mut c_void) -> i64 {
-    let Ok(walks) = walks() else {
-        return 1;
-    };
-    let place = &mut walks.place;
-    match policy_step_at(place, index + 1) {
-        Ok(true) => 0,
-        Ok(false) => {
-            place.state = ROOT;
-            1
-        }
-        Err(ReadFailed) => {
-            place.state = READ_FAILED;
-            1
-        }
-    }
-}
-
-/// [`policy_step`] at `step` (1 looks at the object's parent): whether to
-/// go on.
-#[inline(always)]
-fn policy_step_at(place: &mut PolicyWalk, step: u64) -> Result<bool, ReadFailed> {
-    let off = kernel::off();
-    let dentry = place.dentry as *const u8;
-    let Some(parent) = kernel::parent(off, dentry)? else {
-        return Ok(false);
-    };
-    let inode = kernel::dentry_inode(off, parent)?;
-    let (dev, ino) = kernel::identity(off, inode)?;
-    let label = labels::of_inode(dev, ino, inode)?;
-    if label.flags & label_flags::AGENT_MADE != 0 {
-        // A place an agent made: its names are the agent's.
-        return Ok(false);
-    }
-    let first = step == 1;
-    if first {
-        let name = kernel::name_hash(off, dentry, &mut place.name)?;
-        if policy_rule(0, name) & (place.own | policy_rule::TREE) != 0 {
-            place.mask_from = 1;
-            return Ok(false);
-        }
-        place.child = name;
-    }
-    let name = kernel::name_hash(off, parent, &mut place.name)?;
-    let for_child = if first {
-        place.own | policy_rule::TREE
-    } else {
-        policy_rule::TREE
-    };
-    if policy_rule(name, place.child) & for_child != 0 {
-        place.mask_from = step as u32;
-        return Ok(false);
-    }
-    let tree = label_flags::POLICY | label_flags::TREE;
-    if policy_rule(0, name) & policy_rule::TREE != 0 || label.flags & tree == tree {
-        place.mask_from = step as u32 + 1;
-        return Ok(false);
-    }
-    place.child = name;
-    place.dentry = parent as u64;
-    Ok(true)
 }
 
 /// Adds the ops of a name grant on (directory, name) of the object, and of

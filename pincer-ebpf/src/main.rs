@@ -20,7 +20,7 @@
 //!
 //! The programs are listed below, one per hook, with the function in
 //! [`hooks`] that decides it. Modules depend one way: `hooks` → `objects`,
-//! `decide` → `park`, `report` → `access` → `kernel`, `maps`; the types and
+//! `decide` → `policy`, `park`, `report` → `access` → `kernel`, `maps`; the types and
 //! names shared with userspace (the hook table among them) come from
 //! `pincer_common`.
 #![cfg_attr(target_arch = "bpf", no_std)]
@@ -37,6 +37,7 @@ mod labels;
 mod maps;
 mod objects;
 mod park;
+mod policy;
 mod report;
 
 use hooks::{file, guard, owned, programs};

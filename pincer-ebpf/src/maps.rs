@@ -8,9 +8,9 @@ use aya_ebpf::{
 use pincer_common::{
     Action, Agent, COMPONENT_LEN, CachedGrant, EVENTS_BYTES, GrantKey, GrantValue, Label,
     MAX_ACTIONS, MAX_AGENTS, MAX_CACHED_GRANTS, MAX_COMPONENTS, MAX_GRANTS, MAX_GUARDED,
-    MAX_LABELS, MAX_MAKING, MAX_NAME_GRANTS, MAX_OWNED, MAX_PENDING, MAX_REVOKED, MAX_WATCHED,
-    Making, NameGrantKey, ObjectKey, Pending, PolicyName, PrefixName, Taint, Twin, Verdict,
-    counter,
+    MAX_LABELS, MAX_MAKING, MAX_NAME_GRANTS, MAX_OWNED, MAX_PENDING, MAX_POLICY_KEYS, MAX_REVOKED,
+    MAX_VACATED, MAX_WATCHED, Making, NameGrantKey, ObjectKey, Pending, PolicyNameKey, PolicyRules,
+    PolicySuffixKey, PrefixName, Taint, Twin, VacatedKey, Verdict, counter,
 };
 
 /// `BPF_F_NO_PREALLOC`: entries are allocated as they are inserted.
@@ -98,9 +98,21 @@ pub static OWNERS: LruHashMap<u64, u64> = LruHashMap::with_max_entries(MAX_OWNED
 #[map(name = "PINCER_LABELS")]
 pub static LABELS: HashMap<ObjectKey, Label> = HashMap::with_max_entries(MAX_LABELS, NO_PREALLOC);
 
-/// The names of policy objects (see `pincer_common::policy_rule`).
+/// What names make of objects, by their first bytes (see
+/// `pincer_common::PolicyRules`).
 #[map(name = "PINCER_PNAMES")]
-pub static POLICY_NAMES: HashMap<PolicyName, u32> = HashMap::with_max_entries(4096, 0);
+pub static POLICY_NAMES: LpmTrie<PolicyNameKey, PolicyRules> =
+    LpmTrie::with_max_entries(MAX_POLICY_KEYS, NO_PREALLOC);
+
+/// The same by their last bytes.
+#[map(name = "PINCER_PSUFFIX")]
+pub static POLICY_SUFFIXES: LpmTrie<PolicySuffixKey, PolicyRules> =
+    LpmTrie::with_max_entries(MAX_POLICY_KEYS, NO_PREALLOC);
+
+/// Names a person's directory was moved away from by an agent (see
+/// `pincer_common::VacatedKey`).
+#[map(name = "PINCER_VACATED")]
+pub static VACATED: LruHashMap<VacatedKey, u32> = LruHashMap::with_max_entries(MAX_VACATED, 0);
 
 /// Creations allowed and not yet bound to their inode, by thread id. A
 /// creation that fails after its hook leaves its entry behind until the

@@ -22,9 +22,7 @@
 //! nothing when the access parked.
 
 use aya_ebpf::helpers::{bpf_get_current_pid_tgid, bpf_get_current_task, bpf_send_signal_thread};
-use pincer_common::{
-    EACCES, ERESTARTNOINTR, NAME_LEN, Pending, SIGSTOP, counter, event_flags, task_flags,
-};
+use pincer_common::{EACCES, ERESTARTNOINTR, Pending, SIGSTOP, counter, event_flags, task_flags};
 
 use crate::{
     access::Access,
@@ -52,9 +50,11 @@ pub enum Prepared {
 }
 
 /// Parks an access no grant covers (or applies the verdict it was parked
-/// for), up to sending its event, which the caller does.
+/// for), up to sending its event, which the caller does. `moved` is the
+/// object a rename moves when `access` is its name end (zeros otherwise):
+/// a verdict pinned to another object refuses it.
 #[inline(always)]
-pub fn prepare(access: &Access) -> Prepared {
+pub fn prepare(access: &Access, moved: (u64, u64)) -> Prepared {
     let tid = bpf_get_current_pid_tgid() as u32;
     let Ok(name_hash) = new_name_hash(access) else {
         return Prepared::Deny(event_flags::READ_FAILED);
@@ -73,7 +73,7 @@ pub fn prepare(access: &Access) -> Prepared {
     if let Some(pending) = unsafe { PENDING.get(tid) }.copied()
         && (Pending { id: 0, ..pending }) == this
     {
-        return restarted(tid, &pending);
+        return restarted(tid, &pending, moved);
     }
 
     if !twin_alive() {
@@ -130,15 +130,19 @@ pub fn abandon(tid: u32) {
     let _ = PENDING.remove(tid);
 }
 
-/// The parked syscall runs again: apply the verdict, or stop again.
+/// The parked syscall runs again: apply the verdict, or stop again. A
+/// verdict pinned to an object ([`pincer_common::Verdict::pin_ino`])
+/// allows a rename of that object only: the twin's copy of what it
+/// inspected, not whatever the agent put in its place meanwhile.
 #[inline(always)]
-fn restarted(tid: u32, pending: &Pending) -> Prepared {
+fn restarted(tid: u32, pending: &Pending, moved: (u64, u64)) -> Prepared {
     if let Some(verdict) = unsafe { VERDICTS.get(tid) }.copied()
         && verdict.id == pending.id
     {
         let _ = VERDICTS.remove(tid);
         let _ = PENDING.remove(tid);
-        if verdict.allow != 0 {
+        let pinned = verdict.pin_ino == 0 || (verdict.pin_dev, verdict.pin_ino) == moved;
+        if verdict.allow != 0 && pinned {
             count(counter::VERDICT_ALLOW);
             return Prepared::Done(0);
         }
@@ -189,29 +193,12 @@ pub fn unparkable() -> Option<u32> {
     }
 }
 
-/// A hash (FNV-1a by words) of the new name an access makes (zero for existing objects), so a
-/// verdict for one name is never spent on another in the same directory.
+/// The hash of the new name an access makes ([`Access::name_id`]; zero
+/// for existing objects).
 #[inline(always)]
 fn new_name_hash(access: &Access) -> Result<u64, kernel::ReadFailed> {
     if access.exists {
         return Ok(0);
     }
-    // The slot is no part of the name; any value fills the key.
-    let Some(key) = access.name_key(0)? else {
-        return Ok(0);
-    };
-    // FNV-1a over the zero-padded name in 8-byte words, with no exit that
-    // depends on the data: the verifier then walks the loop once per
-    // iteration instead of once per possible name length.
-    // Each word is read from the map in place: a plain read lets the
-    // compiler copy the whole name onto the small BPF stack first.
-    let words = key.name.as_ptr().cast::<u64>();
-    let mut hash = 0xcbf2_9ce4_8422_2325u64;
-    for i in 0..NAME_LEN / 8 {
-        // SAFETY: the name is 8-aligned in its key (after three 8-byte
-        // fields) and `NAME_LEN` bytes long.
-        hash ^= unsafe { core::ptr::read_volatile(words.add(i)) };
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    Ok(hash)
+    Ok(access.name_id()?.map_or(0, |(_, hash)| hash))
 }

@@ -32,6 +32,10 @@ pub struct Outcome {
     pub request_id: u64,
     /// FNV-1a of a created name, or zero.
     pub name_hash: u64,
+    /// With `event_flags::POLICY`: the rule that made the object policy.
+    pub policy_entry: u32,
+    /// With it: the path component that rule met.
+    pub policy_step: u32,
 }
 
 /// A reserved, not yet submitted event.
@@ -77,6 +81,8 @@ pub fn fill(
         (*event).comm = bpf_get_current_comm().unwrap_or([0; 16]);
         (*event).depth = 0;
         (*event).flags = outcome.flags;
+        (*event).policy_entry = outcome.policy_entry;
+        (*event).policy_step = outcome.policy_step;
         // What the twin would otherwise read for every parked request:
         // the executable's identity (it reads the path once per process
         // and executable) and whether the agent has a level at all.

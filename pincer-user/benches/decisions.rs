@@ -42,6 +42,8 @@ fn event(components: &[&str]) -> AccessEvent {
         exe_dev: 0,
         exe_ino: 0,
         exe_generation: 0,
+        policy_entry: 0,
+        policy_step: 0,
         comm: [0; 16],
         components: [[0; COMPONENT_LEN]; MAX_COMPONENTS],
     };
@@ -105,6 +107,8 @@ fn main() {
             id: request.id,
             allow: u32::from(matches!(vote, Vote::Allow { .. })),
             _pad: 0,
+            pin_dev: 0,
+            pin_ino: 0,
         };
         // The bytes the map update sends.
         // SAFETY: Verdict is plain old data.

@@ -136,6 +136,7 @@ fn offsets(btf: &Resolver<'_>) -> Result<KernelOffsets, BtfError> {
         super_block_s_dev: btf.offset("super_block", "s_dev")?,
         dentry_d_parent: btf.offset("dentry", "d_parent")?,
         dentry_d_name_name: btf.offset("dentry", "d_name.name")?,
+        dentry_d_name_len: btf.offset("dentry", "d_name.len")?,
         dentry_d_inode: btf.offset("dentry", "d_inode")?,
         task_struct_flags: btf.offset("task_struct", "flags")?,
         task_struct_tgid: btf.offset("task_struct", "tgid")?,
@@ -327,6 +328,8 @@ mod tests {
             assert!(field > 0);
         }
         assert_eq!(off.dentry_d_name_name % 8, 0);
+        // The length is the second half of the hash and length word.
+        assert_eq!(off.dentry_d_name_len + 4, off.dentry_d_name_name);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::{
     cgroup::unescape_mount_field,
     escape::{CUT, escape},
     procfs::{self, ExeKey, ExeNames},
-    request::{ProcessFacts, Request},
+    request::{PolicyReason, ProcessFacts, Request},
 };
 
 /// Longest escaped path kept in a decision.
@@ -50,6 +50,38 @@ pub struct Decision {
     /// object is a source, or was derived from one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub taint: Option<&'static str>,
+    /// What made the object a policy object, on a refused (or parked, or
+    /// audited) change to one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyReason>,
+}
+
+/// What a decision's reason says of a policy object, before the rule is
+/// named.
+const OF_A_POLICY_OBJECT: &str = "of a policy object";
+
+impl Decision {
+    /// Names the rule that made the object policy, in the reason too.
+    pub fn name_policy(&mut self, reason: PolicyReason) {
+        self.reason = self.reason.replacen(
+            OF_A_POLICY_OBJECT,
+            &format!("{OF_A_POLICY_OBJECT} ({reason})"),
+            1,
+        );
+        self.policy = Some(reason);
+    }
+}
+
+impl Request {
+    /// Names the rule that made the object policy, in the reasons too.
+    pub fn name_policy(&mut self, reason: PolicyReason) {
+        self.why = self.why.replacen(
+            OF_A_POLICY_OBJECT,
+            &format!("{OF_A_POLICY_OBJECT} ({reason})"),
+            1,
+        );
+        self.policy = Some(reason);
+    }
 }
 
 /// Reads an [`AccessEvent`] from ring-buffer bytes.
@@ -276,7 +308,7 @@ pub const AUDIT_MODE: &str = "audit mode: would be denied, ";
 fn not_granted(flags: u32, missing: u32) -> String {
     if flags & event_flags::POLICY != 0 {
         format!(
-            "{} of a policy object: only the owner may allow it",
+            "{} {OF_A_POLICY_OBJECT}: only the owner may allow it",
             op_names(missing).join(", ")
         )
     } else if flags & event_flags::REVOKED != 0 {
@@ -364,6 +396,7 @@ pub fn sanitize(
         },
         taint: Vec::new(),
         discovery: None,
+        policy: None,
     }
 }
 
@@ -520,6 +553,7 @@ pub fn decision(event: &AccessEvent, mounts: &Mounts) -> Decision {
         ino: event.ino,
         cgroup: event.cgroup_id,
         taint: None,
+        policy: None,
     }
 }
 
@@ -540,6 +574,7 @@ impl Decision {
             ino: 5,
             cgroup: 9,
             taint: None,
+            policy: None,
         }
     }
 }
@@ -569,6 +604,8 @@ mod tests {
             exe_dev: 0,
             exe_ino: 0,
             exe_generation: 0,
+            policy_entry: 0,
+            policy_step: 0,
             comm: [0; 16],
             components: [[0; COMPONENT_LEN]; MAX_COMPONENTS],
         };

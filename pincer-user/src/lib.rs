@@ -34,6 +34,7 @@ pub mod doctor;
 pub mod escape;
 pub mod events;
 pub mod files;
+pub mod gitconfig;
 pub mod labels;
 pub mod loader;
 pub mod metrics;

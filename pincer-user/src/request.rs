@@ -75,6 +75,35 @@ pub struct Request {
     /// found in evidence (`matches image but is not in email's evidence`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discovery: Option<String>,
+    /// What made the object a policy object, when it is one: the class
+    /// and rule of the policy set, and where on the path it met.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyReason>,
+}
+
+/// Why an object is a policy object: the rule that made its change the
+/// owner's, as the audit log, the prompt and `pincer explain` name it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyReason {
+    /// The rule's class (`instructions`, `configuration`, `git`,
+    /// `start-up code`, ..., `named` for what a mission added, `labelled`,
+    /// `person's directory`).
+    pub class: String,
+    /// The rule as written (`.git/config`, `.*`), or what the programs'
+    /// own rule is.
+    pub rule: String,
+    /// The path up to the component the rule met (the object itself, or
+    /// the directory it is in).
+    pub at: String,
+    /// Why the rule holds.
+    pub why: String,
+}
+
+impl fmt::Display for PolicyReason {
+    /// `git: `.git/config` at /w/p/.git/config`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: `{}` at {}", self.class, self.rule, self.at)
+    }
 }
 
 /// Why content derived from a revoked source is the owner's alone to allow.
@@ -157,6 +186,7 @@ impl Request {
             owner_only: None,
             taint: Vec::new(),
             discovery: None,
+            policy: None,
         }
     }
 }

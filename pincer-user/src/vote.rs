@@ -231,6 +231,19 @@ pub struct Outcome {
     pub ballots: Vec<Ballot>,
 }
 
+impl Outcome {
+    /// An outcome decided without a vote, by `decided_by` (the twin's
+    /// inspection of a change).
+    pub fn decided(decided_by: &str, reason: String, allow: Option<(Lifetime, Extent)>) -> Outcome {
+        Outcome {
+            allow,
+            decided_by: decided_by.to_owned(),
+            reason,
+            ballots: Vec::new(),
+        }
+    }
+}
+
 /// Runs every voter on a request and combines the votes.
 ///
 /// The verdict is reached when every voter has answered, or at the deadline.

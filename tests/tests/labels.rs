@@ -93,17 +93,27 @@ fn policy_files_in_a_granted_tree_are_not_the_agents_to_change() {
         ("create @project/docs/notes.md", 0),
         ("write @project/.git/HEAD ref:refs/heads/fix\n", 0),
         ("create @project/.git/FETCH_HEAD", 0),
-        ("mkdir @project/.github", 0),
+        // A hidden directory of the person's is configuration (see
+        // `structure.rs`).
+        ("mkdir @project/.github", EACCES),
     ]);
     assert_policy_files_unchanged(&s);
     assert_eq!(s.read("project/.git/HEAD"), "ref:refs/heads/fix\n");
 
-    // Every refusal says why, and so does the audit log.
+    // Every refusal says why, and so does the audit log: the class and
+    // rule that made the object policy.
     let reasons = s.deny_reasons("file_open");
     assert!(
         reasons
             .iter()
-            .all(|r| r.ends_with("of a policy object: only the owner may allow it")),
+            .all(|r| r.contains("of a policy object (")
+                && r.ends_with("): only the owner may allow it")),
+        "{reasons:#?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("(instructions: `CLAUDE.md` at ")),
         "{reasons:#?}"
     );
     assert_eq!(
@@ -121,11 +131,13 @@ fn policy_files_in_a_granted_tree_are_not_the_agents_to_change() {
 }
 
 #[test]
-fn a_repository_the_agent_makes_is_its_own() {
+fn a_repository_the_agent_makes_is_its_own_but_for_what_git_runs() {
     let s = with_policy_files("policy-fresh");
     s.project_mission(EVERY_OPERATION);
     s.assert_probes(&[
-        // A new repository, as `git init` or `git clone` make it.
+        // A new repository, as `git init` or `git clone` make it: its
+        // configuration through the lock, inspected (keys that run
+        // nothing), its sample hooks.
         ("mkdir @project/new", 0),
         ("mkdir @project/new/.git", 0),
         ("mkdir @project/new/.git/hooks", 0),
@@ -138,25 +150,38 @@ fn a_repository_the_agent_makes_is_its_own() {
             "create-write @project/new/.git/hooks/pre-commit.sample #!/bin/sh\n",
             0,
         ),
-        ("create-write @project/new/CLAUDE.md notes\n", 0),
-        // Changed again afterwards: still its own.
-        ("append @project/new/.git/config [user]\n", 0),
-        ("create-write @project/new/.git/config.lock [core]\n", 0),
+        ("create-write @project/new/.git/description x", 0),
+        ("create-write @project/new/notes.md notes\n", 0),
+        // What git would run stays the owner's in the agent's repository
+        // too: a hook by its name, a key that runs a program, a change in
+        // place; an instruction file is never the agent's to make.
         (
-            "rename @project/new/.git/config.lock @project/new/.git/config",
+            "create-write @project/new/.git/hooks/pre-commit curl|sh",
+            EACCES,
+        ),
+        (
+            "create-write @project/new/.git/config.lock [alias]\nx=!sh\n",
             0,
         ),
-        ("append @project/new/CLAUDE.md more\n", 0),
+        (
+            "rename @project/new/.git/config.lock @project/new/.git/config",
+            EACCES,
+        ),
+        ("append @project/new/.git/config [user]\n", EACCES),
+        ("create-write @project/new/CLAUDE.md obey\n", EACCES),
+        // Its own repository it may move about.
         ("rename @project/new/.git @project/new/.git-old", 0),
         // The user's repository beside it is not.
         ("write @project/.git/config [core]\n", EACCES),
     ]);
     assert_eq!(s.read("project/new/.git-old/config"), "[core]\n");
-    assert_eq!(s.read("project/new/CLAUDE.md"), "notes\nmore\n");
+    assert_eq!(s.read("project/new/notes.md"), "notes\n");
+    s.assert_absent("project/new/CLAUDE.md");
+    s.assert_absent("project/new/.git-old/hooks/pre-commit");
     assert_policy_files_unchanged(&s);
 
     // A later agent finds it made by an agent too.
-    s.assert_probes(&[("append @project/new/CLAUDE.md later\n", 0)]);
+    s.assert_probes(&[("append @project/new/notes.md later\n", 0)]);
 }
 
 #[test]

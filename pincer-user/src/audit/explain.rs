@@ -61,6 +61,21 @@ fn cgroup_and_path(record: &Value) -> Option<(u64, &str)> {
     }
 }
 
+/// What made an object a policy object, as a record's `policy` names it
+/// (nothing when it names none).
+fn policy_line(policy: &Value) -> String {
+    let Some(class) = policy["class"].as_str() else {
+        return String::new();
+    };
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    format!(
+        "  policy: {class}, rule `{}` at {}: {}\n",
+        s(&policy["rule"]),
+        s(&policy["at"]),
+        s(&policy["why"])
+    )
+}
+
 /// Reads an audit log and explains `target`: `None` when no record is on
 /// it.
 pub fn explain(reader: impl BufRead, target: &Target) -> io::Result<Option<Explanation>> {
@@ -143,6 +158,7 @@ impl Explanation {
             if let Some(owner) = q["owner_only"].as_str() {
                 out.push_str(&format!("  {owner}\n"));
             }
+            out.push_str(&policy_line(&q["policy"]));
             if let Some(why) = q["discovery"].as_str() {
                 out.push_str(&format!("  not discovered: {why}\n"));
             }
@@ -194,7 +210,7 @@ impl Explanation {
                 r["pid"],
                 s(&r["time"]),
                 s(&r["reason"]),
-            )
+            ) + &policy_line(&r["policy"])
         };
         if self.tainted_by.is_empty() {
             out.push_str("  the agent had read nothing that lowered its level\n");

@@ -266,9 +266,9 @@ fn show(path: &Path, json: bool) -> anyhow::Result<()> {
         },
         agent: (label.agent != 0).then_some(label.agent),
         policy_patterns: PolicySet::with_defaults(&[])
-            .covering(&real)
-            .iter()
-            .map(|pattern| pattern.text())
+            .policy_of(&real)
+            .into_iter()
+            .map(|entry| entry.pattern.text())
             .collect(),
         origins: shown_origins(&label.origins),
     };

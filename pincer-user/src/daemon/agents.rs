@@ -237,6 +237,7 @@ impl Daemon {
                 voters: voters::for_mission(&mission.vote, &self.board)?,
                 policy: mission.vote.policy.clone(),
                 policy_set: self.config.policy_set(mission),
+                policy_roots: mission.policy_roots(),
                 assets: mission.assets(),
             },
         )?;

@@ -48,6 +48,35 @@ pub fn policy_labels(set: &PolicySet) -> Vec<(ObjectKey, Label)> {
         .collect()
 }
 
+/// The labels of the objects that links through policy names make policy
+/// objects, in the trees at `roots` ([`policy::links`]).
+pub fn linked_labels(set: &PolicySet, roots: &[std::path::PathBuf]) -> Vec<(ObjectKey, Label)> {
+    let scan = policy::links::scan(set, roots);
+    if scan.truncated {
+        tracing::warn!(
+            scanned = scan.scanned,
+            "the trees an agent may change hold more entries than pincer looks through for links to policy objects; links beyond were not found"
+        );
+    }
+    scan.linked
+        .into_iter()
+        .map(|linked| {
+            tracing::debug!(target = %linked.path.display(), through = %linked.through.display(), "a policy object by a link");
+            (
+                linked.key,
+                Label {
+                    authority: authority::USER,
+                    flags: linked.flags,
+                    generation: generation(&linked.path).unwrap_or(0),
+                    taint: 0,
+                    agent: 0,
+                    origins: pincer_common::Origins::NONE,
+                },
+            )
+        })
+        .collect()
+}
+
 /// The inode generation of the object at `path` (`FS_IOC_GETVERSION`), or
 /// `None` where its file system keeps none it tells (a label with
 /// generation zero matches whatever generation the inode has).

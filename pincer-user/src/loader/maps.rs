@@ -17,11 +17,12 @@ use aya::maps::{
 use nix::errno::Errno;
 use pincer_common::{
     Action, Agent, GrantKey, GrantValue, Label, Making, NameGrantKey, ObjectKey, Pending,
-    PolicyName, PrefixName, Taint, Twin, Verdict, counter, names,
+    PolicyNameKey, PolicyRules, PolicySuffixKey, PrefixName, Taint, Twin, VacatedKey, Verdict,
+    counter, names,
 };
 
 use super::{Enforcer, LoadError};
-use crate::mission::ResolvedGrants;
+use crate::{labels::policy::KernelRules, mission::ResolvedGrants};
 
 /// A stopped task the twin will continue, taken while it was stopped.
 ///
@@ -160,9 +161,9 @@ pub trait Kernel {
     /// [`pincer_common::counter::NAMES`] (the reserved slot left out), as
     /// audit lines, metrics and `pincer status` show them.
     fn counters(&mut self) -> Result<BTreeMap<&'static str, u64>, LoadError>;
-    /// Adds name rules of policy objects (merged with the rules already
-    /// there for the same names).
-    fn add_policy_rules(&mut self, rules: &[(PolicyName, u32)]) -> Result<(), LoadError>;
+    /// Writes the policy set's tries (every key of the set: a set only
+    /// grows, so a key written before stays right or is written again).
+    fn set_policy_rules(&mut self, rules: &KernelRules) -> Result<(), LoadError>;
     /// Labels objects by identity (for every agent on the host); cached
     /// walks become stale, since a label can make an object or a tree policy.
     fn set_labels(&mut self, labels: &[(ObjectKey, Label)]) -> Result<(), LoadError>;
@@ -205,6 +206,27 @@ impl Enforcer {
 
     /// Removes the prefix grants of the slots `which` picks; one already
     /// gone is what was wanted.
+    /// Empties both policy tries: the next run writes its own set.
+    fn clear_policy_rules(&mut self) -> Result<(), LoadError> {
+        let name = names::POLICY_NAMES;
+        let mut trie =
+            LpmTrie::<&mut MapData, PolicyNameKey, PolicyRules>::try_from(self.map_mut(name)?)
+                .map_err(|source| LoadError::Map { name, source })?;
+        let keys: Vec<_> = trie.keys().filter_map(Result::ok).collect();
+        for key in keys {
+            let _ = trie.remove(&key);
+        }
+        let name = names::POLICY_SUFFIXES;
+        let mut trie =
+            LpmTrie::<&mut MapData, PolicySuffixKey, PolicyRules>::try_from(self.map_mut(name)?)
+                .map_err(|source| LoadError::Map { name, source })?;
+        let keys: Vec<_> = trie.keys().filter_map(Result::ok).collect();
+        for key in keys {
+            let _ = trie.remove(&key);
+        }
+        Ok(())
+    }
+
     fn remove_prefixes(&mut self, which: impl Fn(u32) -> bool) -> Result<(), LoadError> {
         let mut trie = self.prefix_trie()?;
         let keys: Vec<_> = trie.keys().filter_map(Result::ok).collect();
@@ -283,7 +305,8 @@ impl Enforcer {
         self.clear::<u64, u64>(names::OWNERS)?;
         // The labels are every pincer's and stay; the name rules are the
         // next run's to write.
-        self.clear::<PolicyName, u32>(names::POLICY_NAMES)?;
+        self.clear_policy_rules()?;
+        self.clear::<VacatedKey, u32>(names::VACATED)?;
         self.clear::<u32, Making>(names::MAKING)?;
         self.clear::<u64, Taint>(names::TAINTS)?;
         self.clear::<GrantKey, Action>(names::ACTIONS)?;
@@ -485,18 +508,36 @@ impl Kernel for Enforcer {
         Ok(named)
     }
 
-    fn add_policy_rules(&mut self, rules: &[(PolicyName, u32)]) -> Result<(), LoadError> {
-        let name = names::POLICY_NAMES;
-        let mut map = self.hash_map::<PolicyName, u32>(name)?;
-        let mut changed = false;
-        for (key, bits) in rules {
-            let before = map.get(key, 0).unwrap_or(0);
-            if before | bits != before {
-                map.insert(key, before | bits, 0)
+    fn set_policy_rules(&mut self, rules: &KernelRules) -> Result<(), LoadError> {
+        let changed = {
+            let name = names::POLICY_NAMES;
+            let mut trie =
+                LpmTrie::<&mut MapData, PolicyNameKey, PolicyRules>::try_from(self.map_mut(name)?)
                     .map_err(|source| LoadError::Map { name, source })?;
-                changed = true;
+            let mut changed = false;
+            for (bits, key, value) in &rules.names {
+                let key = Key::new(*bits, *key);
+                if trie.get(&key, 0).ok().as_ref() != Some(value) {
+                    trie.insert(&key, value, 0)
+                        .map_err(|source| LoadError::Map { name, source })?;
+                    changed = true;
+                }
             }
-        }
+            let name = names::POLICY_SUFFIXES;
+            let mut trie = LpmTrie::<&mut MapData, PolicySuffixKey, PolicyRules>::try_from(
+                self.map_mut(name)?,
+            )
+            .map_err(|source| LoadError::Map { name, source })?;
+            for (bits, key, value) in &rules.suffixes {
+                let key = Key::new(*bits, *key);
+                if trie.get(&key, 0).ok().as_ref() != Some(value) {
+                    trie.insert(&key, value, 0)
+                        .map_err(|source| LoadError::Map { name, source })?;
+                    changed = true;
+                }
+            }
+            changed
+        };
         if changed {
             self.bump_epoch()?;
         }

@@ -426,6 +426,8 @@ impl Enforcer {
             names::PREFIXES,
             names::LABELS,
             names::POLICY_NAMES,
+            names::POLICY_SUFFIXES,
+            names::VACATED,
             names::MAKING,
             names::TAINTS,
             names::ACTIONS,

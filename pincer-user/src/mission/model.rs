@@ -398,6 +398,26 @@ impl Mission {
         })
     }
 
+    /// The trees the mission lets an agent change (tree grants with an
+    /// operation that changes something), links resolved, where links
+    /// through policy names are looked for.
+    pub fn policy_roots(&self) -> Vec<PathBuf> {
+        let mut roots: Vec<PathBuf> = self
+            .grants
+            .iter()
+            .chain(self.profiles.iter().flat_map(|p| p.grants.iter()))
+            .filter(|grant| {
+                grant.extent == Extent::Tree && grant.ops & pincer_common::CHANGE_OPS != 0
+            })
+            .filter_map(|grant| std::fs::canonicalize(&grant.path).ok())
+            .filter(|path| path.is_dir())
+            .collect();
+        roots.sort();
+        // A tree inside another is looked through once.
+        roots.dedup_by(|inner, outer| inner.starts_with(outer));
+        roots
+    }
+
     /// The objects only the owner changes while this mission runs: the
     /// default policy set, what `[labels] policy` adds, and the mission file
     /// itself.

@@ -7,7 +7,7 @@ use std::{
     sync::LazyLock,
 };
 
-use pincer_common::{caps, hook};
+use pincer_common::{CHANGE_OPS, caps, hook};
 
 use super::{Context, log::Decision, secrets::glob};
 use crate::{
@@ -32,8 +32,8 @@ pub(super) enum Class {
         what: String,
         /// Why.
         why: String,
-        /// The object, when it is one no tree may hold: a secret, a policy
-        /// object, pincer's own files.
+        /// The object, when it is one no tree may hold: a secret, or one
+        /// of pincer's own files.
         blocks: Option<PathBuf>,
     },
     /// An access the recommended mission allows without a grant of its
@@ -114,6 +114,13 @@ pub(super) fn classify(decision: &Decision, context: &Context) -> Class {
             why,
             blocks: Some(path),
         };
+    }
+    // A policy object is read like any file; a change to one is the
+    // owner's, and a tree above it gives none.
+    if decision.ops & CHANGE_OPS != 0
+        && let Some(why) = context.owners(&path)
+    {
+        return not_granted(what(), why);
     }
     Class::Use(path)
 }

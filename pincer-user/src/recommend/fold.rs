@@ -16,9 +16,11 @@
 //!   `/etc`, `/usr`, `/tmp`, ...), one directly in `/usr` or `/var`, a home
 //!   directory (`$HOME`, `/root`, each directory in `/home`), a user's
 //!   `/run/user/<uid>`, anything in `/proc`, `/sys` or `/dev`;
-//! - it holds, now or in the log, a secret, a policy object, or pincer's
-//!   own files (the audit log, its key, the mission written): a tree would
-//!   give the agent what is never granted (looked for among at most
+//! - it holds, now or in the log, a secret or pincer's own files (the
+//!   audit log, its key, the mission written): a tree would give the agent
+//!   what is never granted (a policy object it may hold does not keep a
+//!   directory from being a tree: the programs give no change to one from
+//!   a tree above it) (looked for among at most
 //!   [`super::MAX_SCAN`] objects below it, links not followed; a directory
 //!   with more, or one that cannot be read whole, is not folded);
 //! - it does not exist now (unless the run made it: then the grant has

@@ -11,11 +11,13 @@
 //!   directory becomes one);
 //! - a capability outside the default set: it goes into
 //!   `[defaults] capabilities`;
-//! - an access that is never granted: a secret ([`secrets`]), a policy
-//!   object (the default policy set, [`crate::labels::policy`]), pincer's
-//!   own files (the audit log, its key, the mission written), or one no
-//!   grant can allow (the kernel's own rules, self-protection): listed as a
-//!   comment, `# not granted: read /home/u/.ssh/id_rsa (a secret, ...)`;
+//! - an access that is never granted: a secret ([`secrets`]), a change to
+//!   a policy object (the default policy set, [`crate::labels::policy`]:
+//!   reading one is granted like any read, and a tree grant above one
+//!   gives no change to it), pincer's own files (the audit log, its key,
+//!   the mission written), or one no grant can allow (the kernel's own
+//!   rules, self-protection): listed as a comment, `# not granted: read
+//!   /home/u/.ssh/id_rsa (a secret, ...)`;
 //! - an access the new mission allows anyway: the runtime baseline's, and
 //!   the run's own (its private temporary directory, its terminal, its
 //!   processes' `/proc` entries): counted in a comment.
@@ -44,7 +46,17 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use crate::{audit::AuditError, labels::PolicySet};
+use crate::{
+    audit::AuditError,
+    labels::{PolicySet, policy::Classifier},
+};
+
+/// The default policy set, compiled.
+pub(crate) fn default_classifier() -> Classifier {
+    PolicySet::with_defaults(&[])
+        .classifier()
+        .expect("the default set fits the programs")
+}
 
 pub use self::fold::FOLD_AT;
 
@@ -189,8 +201,8 @@ pub(crate) struct Context {
     /// pincer's own files (the audit log, its key, the mission written),
     /// with what each is: never granted, never below a tree.
     pub own: Vec<(PathBuf, &'static str)>,
-    /// The policy set (the default one).
-    pub policy: PolicySet,
+    /// The policy set (the default one), read as the programs read it.
+    pub policy: Classifier,
     /// The most objects looked at below a directory before it becomes a
     /// tree.
     pub max_scan: usize,
@@ -217,22 +229,28 @@ impl Context {
         Context {
             homes,
             own,
-            policy: PolicySet::with_defaults(&[]),
+            policy: default_classifier(),
             max_scan: MAX_SCAN,
         }
     }
 
-    /// Why `path` is never granted, if it is not: a secret, a policy
-    /// object, or one of pincer's own files.
+    /// Why a change to `path` is never granted, when it is a policy
+    /// object.
+    pub fn owners(&self, path: &Path) -> Option<String> {
+        self.policy.policy_of(path).map(|entry| {
+            format!(
+                "a policy object, `{}` ({}): only the owner changes it",
+                entry.pattern.text(),
+                entry.class
+            )
+        })
+    }
+
+    /// Why `path` is never granted, nor below a tree, if it is not: a
+    /// secret, or one of pincer's own files.
     pub fn excluded(&self, path: &Path) -> Option<String> {
         if let Some(secret) = secrets::secret_at(path) {
             return Some(format!("a secret, `{}`: {}", secret.pattern, secret.why));
-        }
-        if let Some(pattern) = self.policy.covering(path).first() {
-            return Some(format!(
-                "a policy object, `{}`: only the owner changes it",
-                pattern.text()
-            ));
         }
         self.own
             .iter()

@@ -64,8 +64,8 @@ pub(super) fn render(plan: &Plan, header: &Header<'_>) -> String {
         "#\n\
          # What the run used, beside the runtime baseline and a private temporary\n\
          # directory. A directory where the run made names, or used {FOLD_AT} or more\n\
-         # objects, is one tree grant, unless it is too broad or holds a secret, a\n\
-         # policy object or pincer's own files. Review it before you use it."
+         # objects, is one tree grant, unless it is too broad or holds a secret or\n\
+         # pincer's own files. Review it before you use it."
     );
 
     let name = header.task.map_or(logged.mission.as_str(), str::trim);

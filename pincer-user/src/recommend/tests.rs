@@ -76,7 +76,7 @@ impl Log {
 
 /// A directory of files, each holding its own name.
 fn tree(files: &[&str]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::Builder::new().prefix("tree-").tempdir().unwrap();
     for file in files {
         let path = dir.path().join(file);
         if file.ends_with('/') {
@@ -214,7 +214,7 @@ fn secrets_and_policy_objects_are_comments_never_grants() {
     );
     assert!(
         text.contains(&format!(
-            "# not granted: write {} (a policy object, `CLAUDE.md`: only the owner changes it)",
+            "# not granted: write {} (a policy object, `CLAUDE.md` (instructions): only the owner changes it)",
             root.join("work/CLAUDE.md").display()
         )),
         "{text}"
@@ -231,8 +231,9 @@ fn secrets_and_policy_objects_are_comments_never_grants() {
         assert!(!covers(&mission, &path, ops::READ), "{never}\n{text}");
         assert!(!text.contains(&format!("path = \"{}\"", path.display())));
     }
-    // `work` holds a policy object and a secret: no tree over them; `src`
-    // is one, the rest of `work` is granted object by object.
+    // `work` holds a secret: no tree over it; `src` is one, the rest of
+    // `work` is granted object by object. The policy object blocks no
+    // tree (none gives a change to it), but the secret does.
     assert_eq!(
         grants(&mission),
         [
@@ -245,9 +246,9 @@ fn secrets_and_policy_objects_are_comments_never_grants() {
     );
     assert!(
         text.contains(&format!(
-            "#   {}: it holds {}, a policy object",
+            "#   {}: it holds {}, a secret",
             root.join("work").display(),
-            root.join("work/CLAUDE.md").display()
+            root.join("work/deploy/site.pem").display()
         )),
         "{text}"
     );
@@ -709,7 +710,7 @@ fn many_distinct_objects_are_planned_without_quadratic_work() {
     let context = Context {
         homes: Vec::new(),
         own: Vec::new(),
-        policy: crate::labels::PolicySet::with_defaults(&[]),
+        policy: super::default_classifier(),
         max_scan: MAX_SCAN,
     };
     let plan = fold::plan(&decisions, &context);

@@ -64,7 +64,7 @@ impl<K: Kernel> Twin<K> {
         let path = Path::new(&request.path);
         // Evidence never makes a policy object (instructions, settings,
         // hooks) part of the task, not even to read.
-        if !agent.policy_set.covering(path).is_empty() {
+        if agent.policy_set.policy_of(path).is_some() {
             request.discovery = Some("a policy object: discovery never admits one".to_owned());
             return None;
         }

@@ -4,11 +4,11 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use pincer_common::{
-    Action, Agent, GrantKey, GrantValue, Label, NameGrantKey, ObjectKey, Pending, PolicyName,
-    Taint, Verdict,
+    Action, Agent, GrantKey, GrantValue, Label, NameGrantKey, ObjectKey, Pending, Taint, Verdict,
 };
 
 use crate::{
+    labels::policy::KernelRules,
     loader::{Held, Kernel, LoadError},
     mission::{PrefixKey, ResolvedGrants},
 };
@@ -32,7 +32,7 @@ pub(super) struct FakeKernel {
     pub counters: BTreeMap<&'static str, u64>,
     /// Inode grants cannot be written (a full map, say).
     pub fail_grants: bool,
-    pub policy_rules: HashMap<PolicyName, u32>,
+    pub policy_rules: KernelRules,
     pub labels: HashMap<ObjectKey, Label>,
     pub actions: HashMap<GrantKey, Action>,
     pub taints: HashMap<u64, Taint>,
@@ -132,10 +132,8 @@ impl Kernel for FakeKernel {
         Ok(self.counters.clone())
     }
 
-    fn add_policy_rules(&mut self, rules: &[(PolicyName, u32)]) -> Result<(), LoadError> {
-        for (key, bits) in rules {
-            *self.policy_rules.entry(*key).or_default() |= bits;
-        }
+    fn set_policy_rules(&mut self, rules: &KernelRules) -> Result<(), LoadError> {
+        self.policy_rules = rules.clone();
         Ok(())
     }
 

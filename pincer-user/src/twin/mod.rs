@@ -24,6 +24,7 @@ mod discovery;
 #[cfg(test)]
 mod fake;
 mod grants;
+mod inspect;
 mod journal;
 mod service;
 #[cfg(test)]
@@ -36,7 +37,7 @@ use std::{
 
 use pincer_common::{
     AccessEvent, Action, Agent, GrantKey, Label, ObjectKey, Pending, Verdict, agent_flags,
-    authority, caps, event_flags, verdict,
+    authority, caps, event_flags, policy_entry, verdict,
 };
 use tokio::{sync::mpsc, task::JoinHandle, time::Instant};
 
@@ -51,12 +52,12 @@ use crate::{
     audit::{AuditError, AuditLog, Record, Stages, VerdictRecord},
     control::{ControlError, ListedGrant},
     events::{self, Mounts},
-    labels::{self, PolicySet},
+    labels::{self, PolicySet, policy::rules::RulesError},
     loader::{Held, Kernel, LoadError},
     metrics::Metrics,
     mission::{Mode, ResolvedGrants},
     procfs::ExeNames,
-    request::Request,
+    request::{PolicyReason, Request},
     vote::{self, Extent, Lifetime, Outcome, Policy, Voter},
     voters::webhook::WebhookError,
 };
@@ -96,6 +97,9 @@ pub enum TwinError {
     /// The labels snapshot could not be read or written, or was refused.
     #[error(transparent)]
     Labels(#[from] labels::StoreError),
+    /// The policy set cannot be written for the programs.
+    #[error("the policy set cannot be written for the programs")]
+    Policy(#[from] RulesError),
 }
 
 /// What makes requests the same: one prompt, one verdict for all of them.
@@ -162,6 +166,9 @@ struct Waiting {
     /// The grant an allow makes, when it is not the request's own (an
     /// asset node's operations and extent): see [`discovery`].
     planned: Option<VoteGrant>,
+    /// What the twin read of an inspected change ([`inspect`]): an allow
+    /// lands exactly that.
+    inspected: Option<inspect::Read>,
 }
 
 /// An agent cgroup to confine: its mission's grants, what becomes of what
@@ -190,6 +197,9 @@ pub struct Confinement {
     /// The objects only the owner changes (the default set, with what the
     /// mission and the configuration add).
     pub policy_set: PolicySet,
+    /// The trees the mission lets the agent change, where links through
+    /// policy names are looked for ([`labels::policy::links`]).
+    pub policy_roots: Vec<PathBuf>,
     /// The mission's asset nodes, when it has any.
     pub assets: Option<Assets>,
 }
@@ -198,6 +208,9 @@ pub struct Confinement {
 struct AgentState {
     slot: u32,
     name: String,
+    /// What an ungranted access does: an inspected change that is not the
+    /// agent's is refused in enforce mode, asked about in ask mode.
+    mode: Mode,
     voters: Arc<Vec<Arc<dyn Voter>>>,
     policy: Policy,
     /// Its first process, where parent chains stop (`pincer run`'s command).
@@ -230,6 +243,9 @@ pub struct Twin<K> {
     /// A task of a held cgroup was reported since [`Twin::take_held_reports`]
     /// was last called: the daemon has a cgroup to decide.
     held_reported: bool,
+    /// Every rule the programs hold: the policy sets of every agent
+    /// confined, whose entry numbers the kernel reports.
+    policy: PolicySet,
 }
 
 impl<K: Kernel> Twin<K> {
@@ -261,6 +277,7 @@ impl<K: Kernel> Twin<K> {
             journal: None,
             metrics: None,
             held_reported: false,
+            policy: PolicySet::with_defaults(&[]),
         };
         Ok((twin, receiver))
     }
@@ -298,6 +315,7 @@ impl<K: Kernel> Twin<K> {
             mut voters,
             mut policy,
             policy_set,
+            policy_roots,
             assets,
         } = confinement;
         // Discovery votes on what no grant covers, so that is parked even
@@ -311,9 +329,11 @@ impl<K: Kernel> Twin<K> {
         } else {
             mode
         };
-        self.kernel.add_policy_rules(&policy_set.kernel_rules())?;
-        self.kernel
-            .set_labels(&labels::policy_labels(&policy_set))?;
+        self.policy.merge(&policy_set);
+        self.kernel.set_policy_rules(&self.policy.kernel_rules()?)?;
+        let mut policy_labels = labels::policy_labels(&policy_set);
+        policy_labels.extend(labels::linked_labels(&policy_set, &policy_roots));
+        self.kernel.set_labels(&policy_labels)?;
         // Stamped with their source's counter now; an object labelled
         // before keeps its stamp, so a revocation still refuses what the
         // source held then.
@@ -376,6 +396,7 @@ impl<K: Kernel> Twin<K> {
             AgentState {
                 slot,
                 name,
+                mode,
                 voters: Arc::new(voters),
                 policy,
                 root: None,
@@ -516,6 +537,34 @@ impl<K: Kernel> Twin<K> {
         Ok(self.kernel.set_labels(&[(key, label)])?)
     }
 
+    /// Labels the directory at `path` as made by the agent of `cgroup`:
+    /// its own place (a run's private temporary directory). Returns
+    /// whether it was there to label.
+    pub fn set_label_as_made(
+        &mut self,
+        path: &std::path::Path,
+        cgroup: u64,
+    ) -> Result<bool, TwinError> {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(meta) = std::fs::metadata(path) else {
+            return Ok(false);
+        };
+        let key = ObjectKey {
+            dev: pincer_common::kernel_dev(meta.dev()),
+            ino: meta.ino(),
+        };
+        let label = Label {
+            authority: authority::EVIDENCE,
+            flags: pincer_common::label_flags::AGENT_MADE,
+            generation: labels::generation(path).unwrap_or(0),
+            taint: 0,
+            agent: cgroup,
+            origins: pincer_common::Origins::NONE,
+        };
+        self.kernel.set_labels(&[(key, label)])?;
+        Ok(true)
+    }
+
     /// Saves the map's labels in the snapshot.
     pub fn save_labels(&mut self, store: &labels::Store) -> Result<usize, TwinError> {
         let labels = self.kernel.labels()?;
@@ -623,8 +672,64 @@ impl<K: Kernel> Twin<K> {
             if event.flags & event_flags::TAINT != 0 {
                 decision.taint = Some(self.tainted(&event, &decision.path));
             }
+            if event.flags & event_flags::POLICY != 0 {
+                decision.name_policy(self.policy_reason(&event, &decision.path));
+            }
             self.audit(&Record::Decision(&decision))?;
             Ok(Handled::Audited)
+        }
+    }
+
+    /// What made the object of a change a policy object, from the rule the
+    /// kernel reports: its class and pattern, and the path up to the
+    /// component it met (`path` is the object's, escaped).
+    fn policy_reason(&self, event: &AccessEvent, path: &str) -> PolicyReason {
+        // The component the rule met: the object's path less the names
+        // below it.
+        let mut at = path;
+        for _ in 1..event.policy_step {
+            at = at
+                .rsplit_once('/')
+                .map_or(at, |(up, _)| if up.is_empty() { "/" } else { up });
+        }
+        let (class, rule, why) = match event.policy_entry {
+            policy_entry::LABEL => (
+                "labelled".to_owned(),
+                "a policy label".to_owned(),
+                "labelled a policy object by identity: a path of the policy set, the target of a link a policy name points through, or a tree the owner labelled".to_owned(),
+            ),
+            policy_entry::VACATED => (
+                "person's directory".to_owned(),
+                "a name a person's directory was moved away from".to_owned(),
+                "a link or a moved directory put there would stand where the person's tools look for theirs".to_owned(),
+            ),
+            policy_entry::SWAP => (
+                "person's directory".to_owned(),
+                "a person's directory".to_owned(),
+                "replacing it puts another directory where the person's tools look for theirs".to_owned(),
+            ),
+            entry => match self.policy.entry(entry) {
+                Some(found) => {
+                    let why = if found.why.is_empty() {
+                        labels::policy::class(&found.class)
+                            .map_or_else(String::new, |class| class.why.clone())
+                    } else {
+                        found.why.clone()
+                    };
+                    (found.class.clone(), found.pattern.text(), why)
+                }
+                None => (
+                    "unknown".to_owned(),
+                    format!("rule {entry}"),
+                    "a rule this twin did not write".to_owned(),
+                ),
+            },
+        };
+        PolicyReason {
+            class,
+            rule,
+            at: at.to_owned(),
+            why,
         }
     }
 
@@ -704,7 +809,7 @@ impl<K: Kernel> Twin<K> {
                 tid = event.pid,
                 "a parked task of no agent: refused"
             );
-            let _ = self.answer(&waiter, false);
+            let _ = self.answer(&waiter, false, None);
             return Ok(Handled::Answered);
         };
         if let Some(metrics) = &self.metrics {
@@ -723,6 +828,63 @@ impl<K: Kernel> Twin<K> {
         if event.flags & event_flags::TAINTED != 0 {
             request.taint = self.taint_chain(event.cgroup_id);
         }
+        if event.flags & event_flags::POLICY != 0 {
+            let reason = self.policy_reason(&event, &request.path);
+            request.name_policy(reason);
+        }
+        let mut inspected = None;
+        if event.flags & event_flags::INSPECT != 0 {
+            match inspect::inspect(&event, &request.path) {
+                inspect::Inspection::Agents(changes, read) => {
+                    let waiting = Waiting {
+                        received_ns,
+                        sanitized_ns: boottime_ns(),
+                        request: Arc::new(request),
+                        event,
+                        waiters: vec![waiter],
+                        vote: None,
+                        planned: None,
+                        inspected: Some(read),
+                    };
+                    let outcome = Outcome::decided(
+                        "inspection",
+                        format!("{changes}: keys that run nothing are the agent's"),
+                        Some((Lifetime::Once, Extent::File)),
+                    );
+                    self.conclude(waiting, outcome)?;
+                    return Ok(Handled::Answered);
+                }
+                inspect::Inspection::Owners(why, read) => {
+                    request.owner_only = Some(format!("{why}: only the owner may allow it"));
+                    inspected = read;
+                    let enforced = self
+                        .agents
+                        .get(&event.cgroup_id)
+                        .is_some_and(|agent| agent.mode == Mode::Enforce);
+                    if enforced {
+                        let waiting = Waiting {
+                            received_ns,
+                            sanitized_ns: boottime_ns(),
+                            request: Arc::new(request),
+                            event,
+                            waiters: vec![waiter],
+                            vote: None,
+                            planned: None,
+                            inspected: None,
+                        };
+                        let outcome = Outcome::decided(
+                            "inspection",
+                            format!(
+                                "{why}: only the owner may allow it, and the mission asks nobody"
+                            ),
+                            None,
+                        );
+                        self.conclude(waiting, outcome)?;
+                        return Ok(Handled::Answered);
+                    }
+                }
+            }
+        }
         let discovered = self.discover(&event, &mut request);
         let Some(agent) = self.agents.get(&event.cgroup_id) else {
             unreachable!("looked up above")
@@ -738,6 +900,7 @@ impl<K: Kernel> Twin<K> {
             waiters: vec![waiter],
             vote: None,
             planned: None,
+            inspected,
         };
         if let Some(discovered) = discovered {
             self.conclude_discovered(waiting, discovered)?;
@@ -779,8 +942,29 @@ impl<K: Kernel> Twin<K> {
     /// tasks and audits it. Every task is continued whatever fails on the
     /// way, and the failure is returned after: when a grant cannot be
     /// written, an allow is answered once.
-    fn conclude(&mut self, waiting: Waiting, outcome: Outcome) -> Result<(), TwinError> {
+    fn conclude(&mut self, waiting: Waiting, mut outcome: Outcome) -> Result<(), TwinError> {
         let voted_ns = boottime_ns();
+        // An inspected change lands exactly what was read, or nothing.
+        let mut pin = None;
+        if outcome.allow.is_some()
+            && let Some(read) = &waiting.inspected
+        {
+            match inspect::seal(read, &mut self.kernel) {
+                Ok(sealed) => pin = Some(sealed),
+                Err(why) => {
+                    tracing::warn!(id = waiting.request.id, %why, "an allowed change could not be sealed: refused");
+                    outcome.allow = None;
+                    outcome.reason = format!("{}; refused: {why}", outcome.reason);
+                }
+            }
+        }
+        // Once, whatever was voted: the next change is inspected again.
+        if waiting.event.flags & event_flags::INSPECT != 0
+            && let Some((lifetime, extent)) = &mut outcome.allow
+        {
+            *lifetime = Lifetime::Once;
+            *extent = Extent::File;
+        }
         let (granted, mut answered) = match outcome.allow {
             Some((lifetime @ (Lifetime::Session | Lifetime::Ttl(_)), extent)) => {
                 match self.grant(&waiting, lifetime, extent) {
@@ -797,7 +981,7 @@ impl<K: Kernel> Twin<K> {
                 self.resume(&waiter.task);
                 forgotten.map_err(TwinError::from)
             } else {
-                self.answer(waiter, outcome.allow.is_some())
+                self.answer(waiter, outcome.allow.is_some(), pin)
             };
             answered = answered.and(written);
         }
@@ -985,21 +1169,30 @@ impl<K: Kernel> Twin<K> {
         let mut result = Ok(());
         for waiting in self.take_waiting(|key, _| matches(key)) {
             for waiter in &waiting.waiters {
-                let answered = self.answer(waiter, false);
+                let answered = self.answer(waiter, false, None);
                 result = result.and(answered);
             }
         }
         result
     }
 
-    /// Writes a one-shot verdict for a waiter and continues it.
-    fn answer(&mut self, waiter: &Waiter, allow: bool) -> Result<(), TwinError> {
+    /// Writes a one-shot verdict for a waiter and continues it; an allow
+    /// `pin`ned to an object lets a rename move that object only.
+    fn answer(
+        &mut self,
+        waiter: &Waiter,
+        allow: bool,
+        pin: Option<ObjectKey>,
+    ) -> Result<(), TwinError> {
+        let pin = pin.unwrap_or_default();
         let written = self.kernel.write_verdict(
             waiter.task.tid,
             Verdict {
                 id: waiter.request_id,
                 allow: u32::from(allow),
                 _pad: 0,
+                pin_dev: pin.dev,
+                pin_ino: pin.ino,
             },
         );
         // Continued even when the write failed: a task continued with no

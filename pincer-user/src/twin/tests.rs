@@ -185,6 +185,7 @@ fn confinement(slot: u32, voters: Vec<Arc<dyn Voter>>) -> Confinement {
         voters,
         policy: policy(),
         policy_set: crate::labels::PolicySet::default(),
+        policy_roots: Vec::new(),
         assets: None,
     }
 }
@@ -221,6 +222,8 @@ fn parked(tid: u32, ino: u64, wanted: u32, names: &[&str]) -> AccessEvent {
         exe_dev: 0,
         exe_ino: 0,
         exe_generation: 0,
+        policy_entry: 0,
+        policy_step: 0,
         comm: padded("cat"),
         // Slots past the last name stay zero.
         components: std::array::from_fn(|i| padded(names.get(i).copied().unwrap_or_default())),
@@ -256,7 +259,9 @@ async fn an_allow_once_writes_a_one_shot_verdict_continues_the_task_and_audits_i
         Verdict {
             id: 410,
             allow: 1,
-            _pad: 0
+            _pad: 0,
+            pin_dev: 0,
+            pin_ino: 0,
         }
     );
     assert_eq!(kernel.resumed, [41]);
@@ -620,7 +625,9 @@ async fn a_vote_the_voters_have_at_once_is_answered_while_the_record_is_handled(
         Verdict {
             id: 410,
             allow: 1,
-            _pad: 0
+            _pad: 0,
+            pin_dev: 0,
+            pin_ino: 0,
         }
     );
     assert_eq!(h.kernel().resumed, [41]);

