@@ -570,7 +570,8 @@ pub struct PolicyPair {
 /// [`names::POLICY_NAMES`] and [`names::POLICY_SUFFIXES`]. Userspace gives
 /// each key what its shorter prefixes say too, so the longest match is the
 /// whole answer. A rule in the object's directory's name wins over the rule
-/// of the name alone.
+/// of the name alone; of a rule by the name's start and one by its end, a
+/// rule in the directory wins, then the one with the longer key.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct PolicyRules {
@@ -578,6 +579,12 @@ pub struct PolicyRules {
     pub bits: u32,
     /// That rule's entry (`1..`), or zero.
     pub entry: u32,
+    /// The length in bytes of that rule's key: where a rule by a name's
+    /// start and one by its end both match alone, the longer wins
+    /// (`.a.txt.swp`: `*.swp` over `.*`).
+    pub len: u32,
+    /// Explicit padding; always zero.
+    pub _pad: u32,
     /// Rules for the name in directories of given names.
     pub pairs: [PolicyPair; POLICY_PAIRS],
 }
@@ -1507,7 +1514,7 @@ const _: () = {
     assert!(core::mem::size_of::<PolicyNameKey>() == POLICY_NAME_LEN);
     assert!(core::mem::size_of::<PolicySuffixKey>() == POLICY_SUFFIX_LEN);
     assert!(core::mem::size_of::<PolicyPair>() == 16);
-    assert!(core::mem::size_of::<PolicyRules>() == 8 + 16 * POLICY_PAIRS);
+    assert!(core::mem::size_of::<PolicyRules>() == 16 + 16 * POLICY_PAIRS);
     assert!(core::mem::size_of::<VacatedKey>() == 24);
     assert!(core::mem::size_of::<Making>() == 16);
     assert!(core::mem::size_of::<Taint>() == 24 + 8 * MAX_ORIGINS);

@@ -302,16 +302,21 @@ fn step_at(walk: &mut PolicyWalk, step: u32) -> Result<bool, ReadFailed> {
     // What the component's name makes of it, in this directory.
     // SAFETY: the key has the layout of the trie's (`TrieKey`).
     let key = unsafe { &*(&raw const walk.name_key).cast::<Key<PolicyNameKey>>() };
-    let (mut bits, mut entry, pair) = match POLICY_NAMES.get(key) {
-        Some(rules) => rules.resolve(parent_hash),
-        None => (0, 0, false),
+    let (mut bits, mut entry, pair, len) = match POLICY_NAMES.get(key) {
+        Some(rules) => {
+            let (bits, entry, pair) = rules.resolve(parent_hash);
+            (bits, entry, pair, rules.len)
+        }
+        None => (0, 0, false, 0),
     };
     if step == 1 && !pair {
+        // The object's own name by its end: a rule in the directory, or
+        // one alone whose key is longer than the start's that matched.
         // SAFETY: as above.
         let key = unsafe { &*(&raw const walk.suffix_key).cast::<Key<PolicySuffixKey>>() };
         if let Some(rules) = POLICY_SUFFIXES.get(key) {
             let (by_end, of, in_dir) = rules.resolve(parent_hash);
-            if in_dir {
+            if in_dir || (by_end != 0 && rules.len > len) {
                 bits = by_end;
                 entry = of;
             }

@@ -64,7 +64,8 @@ struct Task {
     /// The mission's grants besides the tree.
     #[serde(default)]
     grant: Vec<Grant>,
-    injected: Injected,
+    /// The goals of its injected variant, tried in turn before the work.
+    injected: Vec<Injected>,
     /// A refusal the clean run meets and goes past.
     tolerated: Option<Tolerated>,
 }
@@ -255,15 +256,21 @@ fn task(name: &str) {
     );
 
     let world = World::new(task);
-    let injected = format!(
-        "{{ {}\n}} || true\nset -e\n{}",
-        task.injected.goal, task.work
-    );
+    let goals: String = task
+        .injected
+        .iter()
+        .map(|injected| format!("{{ {}\n}} || true\n", injected.goal))
+        .collect();
+    let injected = format!("{goals}set -e\n{}", task.work);
     let (out, _) = world.confined(task, &injected);
-    let reached = world.holds(&task.injected.reached);
+    let reached: Vec<bool> = task
+        .injected
+        .iter()
+        .map(|injected| world.holds(&injected.reached))
+        .collect();
     let still_done = out.status.success() && world.holds(&task.check);
     eprintln!(
-        "injected run of {name}: {:?}, goal reached: {reached}\n  stderr: {}",
+        "injected run of {name}: {:?}, goals reached: {reached:?}\n  stderr: {}",
         out.status.code(),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -279,22 +286,30 @@ fn task(name: &str) {
         }
         _ => unexpected.len().to_string(),
     };
-    let row = [
-        task.name.as_str(),
-        &task.work_is,
-        if clean { "done" } else { "FAILED" },
-        &refusals,
-        &task.injected.is,
-        match task.injected.place {
-            Place::Outside => "outside the mission",
-            Place::Policy => "a policy object in the tree",
-        },
-        if reached { "reached" } else { "refused" },
-    ]
-    .join("\t");
-    // Straight to the descriptor: libtest keeps what a passing test
-    // prints with the macros.
-    let _ = writeln!(std::io::stdout(), "REAL-TOOLS-ROW\t{row}");
+    // One row per goal; the task's own columns on its first row only.
+    for (index, (injected, reached)) in task.injected.iter().zip(&reached).enumerate() {
+        let first = index == 0;
+        let row = [
+            if first { task.name.as_str() } else { "" },
+            if first { task.work_is.as_str() } else { "" },
+            match (first, clean) {
+                (false, _) => "",
+                (true, true) => "done",
+                (true, false) => "FAILED",
+            },
+            if first { refusals.as_str() } else { "" },
+            &injected.is,
+            match injected.place {
+                Place::Outside => "outside the mission",
+                Place::Policy => "a policy object in the tree",
+            },
+            if *reached { "reached" } else { "refused" },
+        ]
+        .join("\t");
+        // Straight to the descriptor: libtest keeps what a passing test
+        // prints with the macros.
+        let _ = writeln!(std::io::stdout(), "REAL-TOOLS-ROW\t{row}");
+    }
 
     assert!(clean, "{name}: the clean run did not do its work");
     assert_eq!(
@@ -303,7 +318,13 @@ fn task(name: &str) {
         "{name}: refusals in the clean run"
     );
     assert!(still_done, "{name}: the injected run did not do its work");
-    assert!(!reached, "{name}: the injected goal was reached");
+    for (injected, reached) in task.injected.iter().zip(reached) {
+        assert!(
+            !reached,
+            "{name}: the injected goal was reached: {}",
+            injected.is
+        );
+    }
 }
 
 #[test]
@@ -384,6 +405,26 @@ fn npm_installs_a_local_package() {
 #[test]
 fn pip_installs_a_local_wheel() {
     task("pip_installs_a_local_wheel");
+}
+
+#[test]
+fn git_switch_with_an_upstream() {
+    task("git_switch_with_an_upstream");
+}
+
+#[test]
+fn pip_installs_into_a_project_venv() {
+    task("pip_installs_into_a_project_venv");
+}
+
+#[test]
+fn pytest_and_black() {
+    task("pytest_and_black");
+}
+
+#[test]
+fn instructions_keep_their_place() {
+    task("instructions_keep_their_place");
 }
 
 #[test]

@@ -64,6 +64,8 @@ const PACKAGES: &[&str] = &[
     "procps",
     "nodejs",
     "npm",
+    "python3-pytest",
+    "black",
 ];
 
 /// Agent command-line programs installed into the root's `/usr/local` from

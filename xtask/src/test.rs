@@ -584,7 +584,9 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// What the real-tools suite prints before each row of its table (a tab
 /// separates the fields: task, what it does, clean run, refusals in the
-/// clean run, injected goal, where the goal is, what became of it).
+/// clean run, injected goal, where the goal is, what became of it). A task
+/// with several goals has a row for each; its own fields are empty on all
+/// but the first.
 const ROW_MARK: &str = "REAL-TOOLS-ROW\t";
 
 /// Prints the real-tools suite's table (Markdown) and its two figures:
@@ -592,6 +594,7 @@ const ROW_MARK: &str = "REAL-TOOLS-ROW\t";
 /// and injected goal success (goals the injected variant reached).
 fn print_real_tools_table(label: &str, rows: &[String]) {
     let mut clean_ok = 0;
+    let mut tasks = 0;
     let mut reached = 0;
     let mut reached_inside = 0;
     let mut inside = 0;
@@ -606,6 +609,8 @@ fn print_real_tools_table(label: &str, rows: &[String]) {
             println!("| (malformed row: {row}) |");
             continue;
         };
+        // A task's further goals leave its own columns empty.
+        tasks += usize::from(!clean.is_empty());
         clean_ok += usize::from(clean == "done");
         let got_there = outcome == "reached";
         reached += usize::from(got_there);
@@ -625,10 +630,9 @@ fn print_real_tools_table(label: &str, rows: &[String]) {
     let outside = rows.len() - inside;
     println!();
     println!(
-        "clean utility {:.0} % ({clean_ok} of {}); injected goal success {:.0} % ({reached} of {}): \
+        "clean utility {:.0} % ({clean_ok} of {tasks}); injected goal success {:.0} % ({reached} of {}): \
          outside the mission {:.0} % ({} of {outside}), policy objects inside the granted tree {:.0} % ({reached_inside} of {inside})",
-        percent(clean_ok, rows.len()),
-        rows.len(),
+        percent(clean_ok, tasks),
         percent(reached, rows.len()),
         rows.len(),
         percent(reached - reached_inside, outside),

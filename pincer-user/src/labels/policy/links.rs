@@ -153,7 +153,7 @@ mod tests {
 
     #[test]
     fn a_policy_link_makes_its_target_policy_and_the_scan_stays_out_of_work() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::Builder::new().prefix("links-").tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         std::fs::create_dir_all(root.join("docs")).unwrap();
         std::fs::create_dir_all(root.join("shared/vscode")).unwrap();

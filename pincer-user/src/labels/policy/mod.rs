@@ -195,17 +195,7 @@ impl PolicyPattern {
                 return Err("\"\" is not a name".to_owned());
             }
             match parts.as_slice() {
-                [name] => {
-                    let name = name_match(name)?;
-                    if matches!(name, NameMatch::Suffix(_)) {
-                        return Err(format!(
-                            "an end of a name (`*{}`) matches in a directory of a given name only (`dir/*{}`)",
-                            name.text().trim_start_matches('*'),
-                            name.text().trim_start_matches('*')
-                        ));
-                    }
-                    Place::Name(name)
-                }
+                [name] => Place::Name(name_match(name)?),
                 [dir, name] => {
                     check_name(dir)?;
                     Place::InDir {

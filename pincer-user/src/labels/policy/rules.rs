@@ -96,11 +96,12 @@ fn values(keyed: &[Keyed]) -> Result<Vec<(Vec<u8>, PolicyRules)>, RulesError> {
         }
         let mut value = PolicyRules::default();
         let mut pairs = Vec::new();
-        for (parent, (_, rules)) in &best {
+        for (parent, (len, rules)) in &best {
             let (bits, entry) = merge(rules);
             if *parent == 0 {
                 value.bits = bits;
                 value.entry = entry;
+                value.len = *len as u32;
             } else {
                 pairs.push(PolicyPair {
                     parent: *parent,
@@ -342,9 +343,12 @@ fn walk(rules: &KernelRules, names: &[&[u8]], exists: bool, mkdir: bool) -> Opti
         let parent_hash = policy_name_hash_of(parent).unwrap_or(0);
         let padded = first_bytes(child);
         let names_table = rules.names.iter().map(|(b, k, v)| (*b, &k.name, v));
-        let (mut bits, mut entry, pair) = match longest(names_table, &padded) {
-            Some(value) => value.resolve(parent_hash),
-            None => (0, 0, false),
+        let (mut bits, mut entry, pair, len) = match longest(names_table, &padded) {
+            Some(value) => {
+                let (bits, entry, pair) = value.resolve(parent_hash);
+                (bits, entry, pair, value.len)
+            }
+            None => (0, 0, false, 0),
         };
         if step == 1 && !pair {
             let mut tail = [0u8; POLICY_SUFFIX_LEN];
@@ -354,7 +358,7 @@ fn walk(rules: &KernelRules, names: &[&[u8]], exists: bool, mkdir: bool) -> Opti
             let suffixes = rules.suffixes.iter().map(|(b, k, v)| (*b, &k.tail, v));
             if let Some(value) = longest(suffixes, &tail) {
                 let (by_end, of, in_dir) = value.resolve(parent_hash);
-                if in_dir {
+                if in_dir || (by_end != 0 && value.len > len) {
                     bits = by_end;
                     entry = of;
                 }

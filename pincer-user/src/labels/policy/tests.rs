@@ -104,8 +104,14 @@ fn ordinary_work_is_not_policy() {
         "/w/p/.aider.chat.history.md",
         "/w/p/.aider.tags.cache.v4/cache.db",
         "/w/p/docs/hooks.md",
+        // Temporary names of atomic saves.
+        "/w/p/.a.txt.swp",
+        "/w/p/.tmpXa3k9",
+        "/w/p/.#notes.md",
+        "/w/p/.___atomicwriteab12",
     ] {
         assert_eq!(class_of(path), None, "{path}");
+        assert_eq!(new_class_of(path), None, "{path}");
     }
     // In a person's repository, the hooks directory is the owner's, samples
     // and all.
@@ -126,6 +132,16 @@ fn instructions_hold_below_work_names_and_start_up_code_too() {
     assert_eq!(class_of("/w/p/node_modules/pkg/.npmrc"), None);
     assert_eq!(
         class_of("/w/p/.venv/lib/python3.11/site-packages/x.pth").as_deref(),
+        Some("start-up code")
+    );
+    // A temporary name keeps nothing of what it is named after.
+    assert_eq!(
+        class_of("/w/p/.claude/settings.json.swp").as_deref(),
+        Some("instructions")
+    );
+    assert_eq!(class_of("/w/p/.git/config.swp").as_deref(), Some("git"));
+    assert_eq!(
+        class_of("/w/p/.venv/bin/python3.11").as_deref(),
         Some("start-up code")
     );
     // Configuration above a work name still holds.
@@ -299,7 +315,6 @@ fn patterns_read_as_written() {
         ("../x", "\"..\" is not a name"),
         ("a//b", "\"\" is not a name"),
         ("*", "`*` alone"),
-        ("*.pth", "in a directory of a given name only"),
         ("a/*too-long-end", "up to 8 bytes"),
         ("a*b*", "is not a name"),
         (
