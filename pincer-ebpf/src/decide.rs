@@ -414,7 +414,8 @@ extern "C" fn check_step(_index: u64, ctx: *mut c_void) -> i64 {
         let (entry, vacated) = policy::forced(access, &label)?;
         if entry != policy_entry::NONE {
             found.granted &= !CHANGE_OPS;
-            found.place = Place::at_object(entry);
+            found.barrier = true;
+            policy::set(entry)?;
         }
         found.vacated = vacated;
         if label.flags & label_flags::SEALED != 0 {
@@ -438,13 +439,15 @@ extern "C" fn check_step(_index: u64, ctx: *mut c_void) -> i64 {
             } else {
                 (found.granted | also) & !reserved
             };
-            checked.barrier = u32::from(found.place.found());
-            checked.place = found.place;
+            checked.barrier = u32::from(found.barrier);
+            if found.barrier && policy::result(&mut checked.place).is_err() {
+                checked.place = Place::NONE;
+            }
             checked.vacated = u32::from(found.vacated);
             // Only the name end of a rename can be inspected: the twin
             // reads what is moved in before it answers.
             checked.inspect = u32::from(
-                found.place.bits & policy_rule::INSPECT != 0
+                checked.place.bits & policy_rule::INSPECT != 0
                     && access.hook == hook::INODE_RENAME
                     && access.ops & ops::RENAME == 0,
             );
@@ -663,13 +666,14 @@ fn taint(checked: &Checked) -> Result<u32, ()> {
     })
 }
 
-/// What the grants give on an access.
+/// What the grants give on an access. The policy place met, if any, is
+/// the policy search's ([`policy::result`]).
 #[derive(Clone, Copy)]
 struct Found {
     /// The operations.
     granted: u32,
-    /// The policy place met before they covered the access, if any.
-    place: Place,
+    /// Whether a policy place was met before they covered the access.
+    barrier: bool,
     /// The access makes a directory where a person's was moved away from.
     vacated: bool,
 }
@@ -678,7 +682,7 @@ impl Found {
     /// Nothing granted, no place.
     const NOTHING: Found = Found {
         granted: 0,
-        place: Place::NONE,
+        barrier: false,
         vacated: false,
     };
 }
@@ -724,6 +728,8 @@ fn granted_ops(slot: u32, access: &Access, label: &Label) -> Result<Found, ReadF
         dev: access.dev,
         ino: access.ino,
     };
+    // No place until a walk finds one.
+    policy::set(policy_entry::NONE)?;
     // Read before the walk: an invalidation that lands during the walk makes
     // what it finds stale, and the entry written with this epoch says so.
     // New names are not cached: their key is their directory's.
@@ -776,12 +782,15 @@ fn walk_grants(slot: u32, access: &Access, search: u32) -> Result<Found, ReadFai
         ino: access.ino,
     };
     let dentry = access.dentry()?;
-    let place = match search {
+    let mask_from = match search {
         search::ON => policy::place(dentry, access)?,
-        search::MET => Place::at_object(policy_entry::LABEL),
-        _ => Place::NONE,
+        search::MET => {
+            policy::set(policy_entry::LABEL)?;
+            1
+        }
+        _ => 0,
     };
-    let mask_from = place.mask_from;
+    let barrier = mask_from != 0;
     let mut granted = 0;
     if access.exists
         && let Some(grant) = unsafe { GRANTS.get(key) }
@@ -791,7 +800,7 @@ fn walk_grants(slot: u32, access: &Access, search: u32) -> Result<Found, ReadFai
     if granted & needed == needed {
         return Ok(Found {
             granted,
-            place,
+            barrier,
             vacated: false,
         });
     }
@@ -822,7 +831,7 @@ fn walk_grants(slot: u32, access: &Access, search: u32) -> Result<Found, ReadFai
         COVERED => {
             return Ok(Found {
                 granted: walk.granted,
-                place,
+                barrier,
                 vacated: false,
             });
         }
@@ -832,7 +841,7 @@ fn walk_grants(slot: u32, access: &Access, search: u32) -> Result<Found, ReadFai
     }
     Ok(Found {
         granted: name_granted(slot, access, walk.granted)?,
-        place,
+        barrier,
         vacated: false,
     })
 }

@@ -234,6 +234,27 @@ pub fn of_inode(dev: u64, ino: u64, inode: *const u8) -> Result<Label, ReadFaile
     Ok(label)
 }
 
+/// The flags of an inode's label, if it has one that is still its own
+/// (see [`of_inode`]); zero otherwise. Read in place: the label is not
+/// copied onto the stack.
+#[inline(always)]
+pub fn flags_of_inode(dev: u64, ino: u64, inode: *const u8) -> Result<u32, ReadFailed> {
+    let Some(label) = (unsafe { LABELS.get(ObjectKey { dev, ino }) }) else {
+        return Ok(0);
+    };
+    // SAFETY: plain values in a map entry.
+    let (generation, flags) = unsafe {
+        (
+            core::ptr::read_volatile(&label.generation),
+            core::ptr::read_volatile(&label.flags),
+        )
+    };
+    if generation != 0 && generation != kernel::generation(kernel::off(), inode)? {
+        return Ok(0);
+    }
+    Ok(flags)
+}
+
 /// The label of the object an access is to ([`none`] for a creation, whose
 /// object does not exist yet).
 #[inline(always)]

@@ -137,6 +137,9 @@ pub struct PolicyWalk {
     firm: Place,
     /// The nearest place of an `anywhere` rule or a label.
     anywhere: Place,
+    /// What the last search found ([`place`]), or what the caller set in
+    /// its stead ([`set`]).
+    result: Place,
     /// The key the component's name is looked up by (its first bytes).
     name_key: TrieKey<POLICY_NAME_LEN>,
     /// The key the object's own name is looked up by (its last bytes).
@@ -157,10 +160,33 @@ fn walk() -> Result<&'static mut PolicyWalk, ReadFailed> {
     Ok(unsafe { &mut *walk })
 }
 
-/// Finds the policy place of a change to the object (or new name) of
-/// `access`, whose dentry is `dentry`.
+/// Sets what [`result`] answers without a search: a place at the object
+/// by `entry` (its label), or none (`entry` zero).
 #[inline(always)]
-pub fn place(dentry: *const u8, access: &Access) -> Result<Place, ReadFailed> {
+pub fn set(entry: u32) -> Result<(), ReadFailed> {
+    walk()?.result = if entry == policy_entry::NONE {
+        Place::NONE
+    } else {
+        Place::at_object(entry)
+    };
+    Ok(())
+}
+
+/// Copies what the last search found (or [`set`] said) into `to`: map
+/// memory to map memory, off the small BPF stack.
+#[inline(always)]
+pub fn result(to: &mut Place) -> Result<(), ReadFailed> {
+    *to = walk()?.result;
+    Ok(())
+}
+
+/// Finds the policy place of a change to the object (or new name) of
+/// `access`, whose dentry is `dentry`; returns the step of the grants'
+/// walk from which tree grants give no change (zero for none), and keeps
+/// the rest for [`result`]. The place stays in per-CPU memory: the hooks'
+/// callbacks share the 512-byte BPF stack.
+#[inline(always)]
+pub fn place(dentry: *const u8, access: &Access) -> Result<u32, ReadFailed> {
     let off = kernel::off();
     let walk = walk()?;
     walk.dentry = dentry as u64;
@@ -176,6 +202,7 @@ pub fn place(dentry: *const u8, access: &Access) -> Result<Place, ReadFailed> {
     walk.near = Place::NONE;
     walk.firm = Place::NONE;
     walk.anywhere = Place::NONE;
+    walk.result = Place::NONE;
     // The object's own name: its first bytes, and its last ones.
     kernel::name_hash(off, dentry, &mut walk.parent)?;
     copy_name(walk);
@@ -192,16 +219,18 @@ pub fn place(dentry: *const u8, access: &Access) -> Result<Place, ReadFailed> {
     if ran < 0 || walk.state == READ_FAILED {
         return Err(ReadFailed);
     }
-    Ok(nearest(nearest(walk.near, walk.firm), walk.anywhere))
+    walk.result = nearest(&walk.near, &walk.firm);
+    walk.result = nearest(&walk.result, &walk.anywhere);
+    Ok(walk.result.mask_from)
 }
 
 /// The nearer of two places (the one that takes more from the grants).
 #[inline(always)]
-fn nearest(one: Place, other: Place) -> Place {
+fn nearest(one: &Place, other: &Place) -> Place {
     if one.found() && (!other.found() || one.mask_from <= other.mask_from) {
-        one
+        *one
     } else {
-        other
+        *other
     }
 }
 
@@ -296,7 +325,7 @@ fn step_at(walk: &mut PolicyWalk, step: u32) -> Result<bool, ReadFailed> {
     };
     let inode = kernel::dentry_inode(off, parent)?;
     let (dev, ino) = kernel::identity(off, inode)?;
-    let label = labels::of_inode(dev, ino, inode)?;
+    let flags = labels::flags_of_inode(dev, ino, inode)?;
     let parent_hash = kernel::name_hash(off, parent, &mut walk.parent)?;
 
     // What the component's name makes of it, in this directory.
@@ -342,7 +371,7 @@ fn step_at(walk: &mut PolicyWalk, step: u32) -> Result<bool, ReadFailed> {
     if walk.tree_label != 0 {
         anywhere(walk, step, policy_entry::LABEL, policy_rule::TREE);
     }
-    if label.flags & label_flags::AGENT_MADE != 0 {
+    if flags & label_flags::AGENT_MADE != 0 {
         // A place an agent made: what lies below is its own, but for the
         // rules that hold anywhere.
         walk.near = Place::NONE;
@@ -368,7 +397,7 @@ fn step_at(walk: &mut PolicyWalk, step: u32) -> Result<bool, ReadFailed> {
         }
     }
     let tree = label_flags::POLICY | label_flags::TREE;
-    walk.tree_label = u32::from(label.flags & tree == tree);
+    walk.tree_label = u32::from(flags & tree == tree);
     copy_name(walk);
     walk.dentry = parent as u64;
     Ok(true)

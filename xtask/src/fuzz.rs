@@ -20,6 +20,7 @@ pub const TARGETS: &[&str] = &[
     "control_line",
     "webhook_answer",
     "audit_chain",
+    "git_config",
 ];
 
 /// Seconds each target runs in `cargo xtask test`: enough to replay the
