@@ -173,10 +173,18 @@ pub fn set(entry: u32) -> Result<(), ReadFailed> {
 }
 
 /// Copies what the last search found (or [`set`] said) into `to`: map
-/// memory to map memory, off the small BPF stack.
+/// memory to map memory, field by field (a whole copy between two maps
+/// becomes a call of `memmove`, a frame of its own on the BPF stack).
 #[inline(always)]
 pub fn result(to: &mut Place) -> Result<(), ReadFailed> {
-    *to = walk()?.result;
+    let from = &walk()?.result;
+    // SAFETY: plain values in per-CPU entries.
+    unsafe {
+        core::ptr::write_volatile(&mut to.mask_from, core::ptr::read_volatile(&from.mask_from));
+        core::ptr::write_volatile(&mut to.entry, core::ptr::read_volatile(&from.entry));
+        core::ptr::write_volatile(&mut to.step, core::ptr::read_volatile(&from.step));
+        core::ptr::write_volatile(&mut to.bits, core::ptr::read_volatile(&from.bits));
+    }
     Ok(())
 }
 
@@ -288,6 +296,19 @@ extern "C" fn policy_step(index: u64, _ctx: *mut c_void) -> i64 {
     }
 }
 
+/// Forgets a place, field by field: a whole store of zeros in map memory
+/// becomes a call of `memset`, a frame of its own on the BPF stack.
+#[inline(always)]
+fn clear(place: &mut Place) {
+    // SAFETY: plain values in this CPU's entry.
+    unsafe {
+        core::ptr::write_volatile(&mut place.mask_from, 0);
+        core::ptr::write_volatile(&mut place.entry, 0);
+        core::ptr::write_volatile(&mut place.step, 0);
+        core::ptr::write_volatile(&mut place.bits, 0);
+    }
+}
+
 /// Records an `anywhere` place, unless a nearer one was met.
 #[inline(always)]
 fn anywhere(walk: &mut PolicyWalk, step: u32, entry: u32, bits: u32) {
@@ -374,8 +395,8 @@ fn step_at(walk: &mut PolicyWalk, step: u32) -> Result<bool, ReadFailed> {
     if flags & label_flags::AGENT_MADE != 0 {
         // A place an agent made: what lies below is its own, but for the
         // rules that hold anywhere.
-        walk.near = Place::NONE;
-        walk.firm = Place::NONE;
+        clear(&mut walk.near);
+        clear(&mut walk.firm);
         return Ok(false);
     }
     if matched && bits & policy_rule::UNLIFTED != 0 {
@@ -383,7 +404,7 @@ fn step_at(walk: &mut PolicyWalk, step: u32) -> Result<bool, ReadFailed> {
         matched = false;
     }
     if bits & policy_rule::WORK != 0 {
-        walk.near = Place::NONE;
+        clear(&mut walk.near);
         walk.skip_tree = u32::from(pair);
     } else {
         walk.skip_tree = 0;

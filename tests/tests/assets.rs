@@ -228,9 +228,11 @@ fn discovery_admits_what_the_email_names_and_nothing_an_injection_adds() {
                  matches `repo` but is not in `email`'s evidence"
                     .to_owned()
             ),
+            // A hidden file of the person's is configuration: evidence never
+            // makes one part of the task, not even to read.
             (
                 s.p("home/.ssh/id_rsa"),
-                "matches `image`'s places but not its pattern \"*.{png,jpg,jpeg}\"".to_owned()
+                "a policy object: discovery never admits one".to_owned()
             ),
             (
                 "/srv/drop/id_rsa".to_owned(),

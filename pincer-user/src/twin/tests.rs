@@ -936,3 +936,95 @@ async fn revoked_content_asks_the_owner_alone() {
         waiting[0].why
     );
 }
+
+/// A parked change of git's configuration (`.git/config` in the project,
+/// which the twin cannot read back here: its path is not the host's), by
+/// the rule `entry` of the twin's set.
+fn inspected(tid: u32) -> AccessEvent {
+    let mut event = parked(tid, PROJECT, ops::DELETE, &["config", ".git"]);
+    event.hook = hook::INODE_RENAME;
+    event.flags = event_flags::POLICY | event_flags::INSPECT;
+    event.policy_entry = policy_entry_of(".git/config");
+    event.policy_step = 1;
+    event
+}
+
+/// The number of the default set's rule written `pattern`.
+fn policy_entry_of(pattern: &str) -> u32 {
+    let set = PolicySet::with_defaults(&[]);
+    let index = set
+        .entries
+        .iter()
+        .position(|e| e.pattern.text() == pattern)
+        .unwrap();
+    index as u32 + 1
+}
+
+#[tokio::test]
+async fn an_inspected_change_that_cannot_be_read_back_is_refused_at_once_in_enforce_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(Some(&audit), "test").unwrap();
+    let (mut twin, _results) = Twin::new(FakeKernel::default(), log).unwrap();
+    let mut confined = confinement(
+        SLOT,
+        vec![Arc::new(Fixed(allow(Lifetime::Once, Extent::File)))],
+    );
+    confined.mode = Mode::Enforce;
+    twin.confine(CGROUP, confined).unwrap();
+
+    // Nobody votes: the inspection answers, and it cannot read a path
+    // that is not whole.
+    assert_eq!(
+        twin.handle_record(bytes(&inspected(41))).unwrap(),
+        Handled::Answered
+    );
+    assert_eq!(twin.kernel.verdicts[&41].allow, 0);
+    assert_eq!(twin.kernel.verdicts[&41].pin_ino, 0);
+    assert_eq!(twin.kernel.resumed, [41]);
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let verdict = records.iter().find(|r| r["event"] == "verdict").unwrap();
+    assert_eq!(verdict["decided_by"], "inspection");
+    assert_eq!(verdict["verdict"], "deny");
+    assert!(
+        verdict["reason"]
+            .as_str()
+            .unwrap()
+            .contains("its path cannot be read back exactly"),
+        "{verdict}"
+    );
+    // The request names the rule that made the object policy.
+    let policy = &verdict["request"]["policy"];
+    assert_eq!(policy["class"], "git");
+    assert_eq!(policy["rule"], ".git/config");
+    assert_eq!(policy["at"], "…/.git/config");
+}
+
+#[tokio::test]
+async fn an_inspected_change_that_is_not_the_agents_goes_to_the_owner_in_ask_mode() {
+    let board = PromptBoard::new(None);
+    let mut h = Harness::new(vec![
+        Arc::new(Fixed(allow(Lifetime::Session, Extent::Tree))),
+        prompt(&board),
+    ]);
+    h.twin.handle_record(bytes(&inspected(41))).unwrap();
+    let waiting: Vec<Request> = h.twin.waiting().cloned().collect();
+    assert_eq!(waiting.len(), 1);
+    assert!(
+        waiting[0]
+            .owner_only
+            .as_deref()
+            .is_some_and(|why| why.contains("cannot be read back")
+                && why.ends_with("only the owner may allow it")),
+        "{waiting:?}"
+    );
+    assert!(
+        waiting[0]
+            .why
+            .contains("of a policy object (git: `.git/config` at ")
+    );
+}
