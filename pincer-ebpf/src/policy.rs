@@ -309,24 +309,12 @@ fn clear(place: &mut Place) {
     }
 }
 
-/// Records an `anywhere` place, unless a nearer one was met.
+/// Records a place met at `step` in `slot` (the walk's `near`, `firm` or
+/// `anywhere`), unless a nearer one was met there.
 #[inline(always)]
-fn anywhere(walk: &mut PolicyWalk, step: u32, entry: u32, bits: u32) {
-    if !walk.anywhere.found() {
-        walk.anywhere = Place {
-            mask_from: step,
-            entry,
-            step,
-            bits,
-        };
-    }
-}
-
-/// Records a place of an `unlifted` rule, unless a nearer one was met.
-#[inline(always)]
-fn firm(walk: &mut PolicyWalk, step: u32, entry: u32, bits: u32) {
-    if !walk.firm.found() {
-        walk.firm = Place {
+fn record(slot: &mut Place, step: u32, entry: u32, bits: u32) {
+    if !slot.found() {
+        *slot = Place {
             mask_from: step,
             entry,
             step,
@@ -383,14 +371,19 @@ fn step_at(walk: &mut PolicyWalk, step: u32) -> Result<bool, ReadFailed> {
         && bits & policy_rule::REDIRECT != 0
         && walk.hook != hook::INODE_MKDIR
     {
-        anywhere(walk, step, entry, bits);
+        record(&mut walk.anywhere, step, entry, bits);
     }
     if matched && bits & policy_rule::ANYWHERE != 0 {
-        anywhere(walk, step, entry, bits);
+        record(&mut walk.anywhere, step, entry, bits);
         matched = false;
     }
     if walk.tree_label != 0 {
-        anywhere(walk, step, policy_entry::LABEL, policy_rule::TREE);
+        record(
+            &mut walk.anywhere,
+            step,
+            policy_entry::LABEL,
+            policy_rule::TREE,
+        );
     }
     if flags & label_flags::AGENT_MADE != 0 {
         // A place an agent made: what lies below is its own, but for the
@@ -400,7 +393,7 @@ fn step_at(walk: &mut PolicyWalk, step: u32) -> Result<bool, ReadFailed> {
         return Ok(false);
     }
     if matched && bits & policy_rule::UNLIFTED != 0 {
-        firm(walk, step, entry, bits);
+        record(&mut walk.firm, step, entry, bits);
         matched = false;
     }
     if bits & policy_rule::WORK != 0 {
@@ -408,13 +401,8 @@ fn step_at(walk: &mut PolicyWalk, step: u32) -> Result<bool, ReadFailed> {
         walk.skip_tree = u32::from(pair);
     } else {
         walk.skip_tree = 0;
-        if matched && !walk.near.found() {
-            walk.near = Place {
-                mask_from: step,
-                entry,
-                step,
-                bits,
-            };
+        if matched {
+            record(&mut walk.near, step, entry, bits);
         }
     }
     let tree = label_flags::POLICY | label_flags::TREE;

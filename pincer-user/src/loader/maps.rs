@@ -208,23 +208,40 @@ impl Enforcer {
     /// gone is what was wanted.
     /// Empties both policy tries: the next run writes its own set.
     fn clear_policy_rules(&mut self) -> Result<(), LoadError> {
-        let name = names::POLICY_NAMES;
-        let mut trie =
-            LpmTrie::<&mut MapData, PolicyNameKey, PolicyRules>::try_from(self.map_mut(name)?)
-                .map_err(|source| LoadError::Map { name, source })?;
-        let keys: Vec<_> = trie.keys().filter_map(Result::ok).collect();
-        for key in keys {
-            let _ = trie.remove(&key);
-        }
-        let name = names::POLICY_SUFFIXES;
-        let mut trie =
-            LpmTrie::<&mut MapData, PolicySuffixKey, PolicyRules>::try_from(self.map_mut(name)?)
-                .map_err(|source| LoadError::Map { name, source })?;
+        self.clear_trie::<PolicyNameKey>(names::POLICY_NAMES)?;
+        self.clear_trie::<PolicySuffixKey>(names::POLICY_SUFFIXES)
+    }
+
+    /// Empties a policy trie keyed by `K`.
+    fn clear_trie<K: aya::Pod>(&mut self, name: &'static str) -> Result<(), LoadError> {
+        let mut trie = LpmTrie::<&mut MapData, K, PolicyRules>::try_from(self.map_mut(name)?)
+            .map_err(|source| LoadError::Map { name, source })?;
         let keys: Vec<_> = trie.keys().filter_map(Result::ok).collect();
         for key in keys {
             let _ = trie.remove(&key);
         }
         Ok(())
+    }
+
+    /// Writes `entries` into the policy trie keyed by `K`; whether any
+    /// changed.
+    fn write_trie<K: aya::Pod>(
+        &mut self,
+        name: &'static str,
+        entries: &[(u32, K, PolicyRules)],
+    ) -> Result<bool, LoadError> {
+        let mut trie = LpmTrie::<&mut MapData, K, PolicyRules>::try_from(self.map_mut(name)?)
+            .map_err(|source| LoadError::Map { name, source })?;
+        let mut changed = false;
+        for (bits, key, value) in entries {
+            let key = Key::new(*bits, *key);
+            if trie.get(&key, 0).ok().as_ref() != Some(value) {
+                trie.insert(&key, value, 0)
+                    .map_err(|source| LoadError::Map { name, source })?;
+                changed = true;
+            }
+        }
+        Ok(changed)
     }
 
     fn remove_prefixes(&mut self, which: impl Fn(u32) -> bool) -> Result<(), LoadError> {
@@ -509,35 +526,9 @@ impl Kernel for Enforcer {
     }
 
     fn set_policy_rules(&mut self, rules: &KernelRules) -> Result<(), LoadError> {
-        let changed = {
-            let name = names::POLICY_NAMES;
-            let mut trie =
-                LpmTrie::<&mut MapData, PolicyNameKey, PolicyRules>::try_from(self.map_mut(name)?)
-                    .map_err(|source| LoadError::Map { name, source })?;
-            let mut changed = false;
-            for (bits, key, value) in &rules.names {
-                let key = Key::new(*bits, *key);
-                if trie.get(&key, 0).ok().as_ref() != Some(value) {
-                    trie.insert(&key, value, 0)
-                        .map_err(|source| LoadError::Map { name, source })?;
-                    changed = true;
-                }
-            }
-            let name = names::POLICY_SUFFIXES;
-            let mut trie = LpmTrie::<&mut MapData, PolicySuffixKey, PolicyRules>::try_from(
-                self.map_mut(name)?,
-            )
-            .map_err(|source| LoadError::Map { name, source })?;
-            for (bits, key, value) in &rules.suffixes {
-                let key = Key::new(*bits, *key);
-                if trie.get(&key, 0).ok().as_ref() != Some(value) {
-                    trie.insert(&key, value, 0)
-                        .map_err(|source| LoadError::Map { name, source })?;
-                    changed = true;
-                }
-            }
-            changed
-        };
+        let names = self.write_trie(names::POLICY_NAMES, &rules.names)?;
+        let suffixes = self.write_trie(names::POLICY_SUFFIXES, &rules.suffixes)?;
+        let changed = names || suffixes;
         if changed {
             self.bump_epoch()?;
         }

@@ -834,55 +834,51 @@ impl<K: Kernel> Twin<K> {
         }
         let mut inspected = None;
         if event.flags & event_flags::INSPECT != 0 {
-            match inspect::inspect(&event, &request.path) {
-                inspect::Inspection::Agents(changes, read) => {
-                    let waiting = Waiting {
-                        received_ns,
-                        sanitized_ns: boottime_ns(),
-                        request: Arc::new(request),
-                        event,
-                        waiters: vec![waiter],
-                        vote: None,
-                        planned: None,
-                        inspected: Some(read),
-                    };
-                    let outcome = Outcome::decided(
+            // The inspection answers what is the agent's, and in enforce
+            // mode what is not; in ask mode the owner is asked about that.
+            let enforced = self
+                .agents
+                .get(&event.cgroup_id)
+                .is_some_and(|agent| agent.mode == Mode::Enforce);
+            let answer = match inspect::inspect(&event, &request.path) {
+                inspect::Inspection::Agents(changes, read) => Some((
+                    Some(read),
+                    Outcome::decided(
                         "inspection",
                         format!("{changes}: keys that run nothing are the agent's"),
                         Some((Lifetime::Once, Extent::File)),
-                    );
-                    self.conclude(waiting, outcome)?;
-                    return Ok(Handled::Answered);
-                }
+                    ),
+                )),
                 inspect::Inspection::Owners(why, read) => {
                     request.owner_only = Some(format!("{why}: only the owner may allow it"));
                     inspected = read;
-                    let enforced = self
-                        .agents
-                        .get(&event.cgroup_id)
-                        .is_some_and(|agent| agent.mode == Mode::Enforce);
-                    if enforced {
-                        let waiting = Waiting {
-                            received_ns,
-                            sanitized_ns: boottime_ns(),
-                            request: Arc::new(request),
-                            event,
-                            waiters: vec![waiter],
-                            vote: None,
-                            planned: None,
-                            inspected: None,
-                        };
-                        let outcome = Outcome::decided(
-                            "inspection",
-                            format!(
-                                "{why}: only the owner may allow it, and the mission asks nobody"
-                            ),
+                    enforced.then(|| {
+                        (
                             None,
-                        );
-                        self.conclude(waiting, outcome)?;
-                        return Ok(Handled::Answered);
-                    }
+                            Outcome::decided(
+                                "inspection",
+                                format!(
+                                    "{why}: only the owner may allow it, and the mission asks nobody"
+                                ),
+                                None,
+                            ),
+                        )
+                    })
                 }
+            };
+            if let Some((read, outcome)) = answer {
+                let waiting = Waiting {
+                    received_ns,
+                    sanitized_ns: boottime_ns(),
+                    request: Arc::new(request),
+                    event,
+                    waiters: vec![waiter],
+                    vote: None,
+                    planned: None,
+                    inspected: read,
+                };
+                self.conclude(waiting, outcome)?;
+                return Ok(Handled::Answered);
             }
         }
         let discovered = self.discover(&event, &mut request);

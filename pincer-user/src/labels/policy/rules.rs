@@ -124,6 +124,22 @@ fn values(keyed: &[Keyed]) -> Result<Vec<(Vec<u8>, PolicyRules)>, RulesError> {
     Ok(out)
 }
 
+/// A trie's entries: each key's bytes put into `K` (`bytes` names where),
+/// with its bit count and value.
+fn entries<K: Default>(
+    keyed: &[Keyed],
+    bytes: impl Fn(&mut K) -> &mut [u8],
+) -> Result<Vec<(u32, K, PolicyRules)>, RulesError> {
+    Ok(values(keyed)?
+        .into_iter()
+        .map(|(data, value)| {
+            let mut key = K::default();
+            bytes(&mut key)[..data.len()].copy_from_slice(&data);
+            (data.len() as u32 * 8, key, value)
+        })
+        .collect())
+}
+
 impl PolicySet {
     /// The rules' keys, by trie.
     fn keyed(&self) -> (Vec<Keyed>, Vec<Keyed>) {
@@ -173,23 +189,10 @@ impl PolicySet {
     /// The tries' entries for the programs.
     pub fn kernel_rules(&self) -> Result<KernelRules, RulesError> {
         let (names, suffixes) = self.keyed();
-        let names = values(&names)?
-            .into_iter()
-            .map(|(bytes, value)| {
-                let mut key = PolicyNameKey::default();
-                key.name[..bytes.len()].copy_from_slice(&bytes);
-                (bytes.len() as u32 * 8, key, value)
-            })
-            .collect();
-        let suffixes = values(&suffixes)?
-            .into_iter()
-            .map(|(bytes, value)| {
-                let mut key = PolicySuffixKey::default();
-                key.tail[..bytes.len()].copy_from_slice(&bytes);
-                (bytes.len() as u32 * 8, key, value)
-            })
-            .collect();
-        Ok(KernelRules { names, suffixes })
+        Ok(KernelRules {
+            names: entries(&names, |key: &mut PolicyNameKey| &mut key.name[..])?,
+            suffixes: entries(&suffixes, |key: &mut PolicySuffixKey| &mut key.tail[..])?,
+        })
     }
 
     /// The set read as the programs read it, for many paths.
