@@ -422,6 +422,16 @@ fn cases() -> Vec<Case> {
             "[mission]\nname = \"m\"\n\n[[grant]]\npath = \"/tmp/x\"\nops = [\"read\"]\nextent = \"tree\"\nmake = true\noptional = true\n",
         ),
         Case::mission(
+            "grant-own-read-only",
+            "`own = true` on a tree it may only read",
+            "[mission]\nname = \"m\"\n\n[[grant]]\npath = \"/tmp/x\"\nops = [\"read\"]\nextent = \"tree\"\nown = true\n",
+        ),
+        Case::mission(
+            "labels-policy-unknown-star",
+            "a policy pattern with `*` alone",
+            "[mission]\nname = \"m\"\n\n[labels]\npolicy = [\"*\"]\n",
+        ),
+        Case::mission(
             "mission-unknown-profile",
             "unknown profile",
             "[mission]\nname = \"m\"\nprofiles = [\"vim\"]\n",

@@ -700,13 +700,14 @@ fn a_tainted_agents_action_waits_for_the_owner_with_what_tainted_it() {
 fn labels_outlive_the_programs_and_a_changed_snapshot_is_refused() {
     let s = with_policy_files("labels-reboot");
     s.project_mission(EVERY_OPERATION);
-    // A repository the agent makes is its own, hooks and configuration.
+    // What the agent makes in a directory it made is its own, hidden names
+    // included.
     s.assert_probes(&[
         ("mkdir @project/new", 0),
-        ("mkdir @project/new/.git", 0),
-        ("create-write @project/new/.git/config [core]\n", 0),
+        ("mkdir @project/new/.vscode", 0),
+        ("create-write @project/new/.vscode/tasks.json {}\n", 0),
     ]);
-    let config = s.p("project/new/.git/config");
+    let config = s.p("project/new/.vscode/tasks.json");
     assert_eq!(label_show(&config)["flags"], json!(["agent-made"]));
 
     // As after a reboot: no programs loaded, no labels map.
@@ -719,10 +720,10 @@ fn labels_outlive_the_programs_and_a_changed_snapshot_is_refused() {
     assert!(!shown.status.success(), "no labels map: {shown:?}");
 
     // The next run puts the saved labels back before its agent starts: the
-    // agent's repository is still its own, the user's is still not.
+    // agent's directory is still its own, the user's is still not.
     s.assert_probes(&[
-        ("append @project/new/.git/config [user]\n", 0),
-        ("append @project/.git/config [user]\n", EACCES),
+        ("append @project/new/.vscode/tasks.json {}\n", 0),
+        ("append @project/.vscode/tasks.json {}\n", EACCES),
     ]);
     assert_eq!(label_show(&config)["flags"], json!(["agent-made"]));
 
@@ -748,7 +749,7 @@ fn labels_outlive_the_programs_and_a_changed_snapshot_is_refused() {
     );
     assert!(refused.stdout.is_empty(), "the agent never ran");
     // Put back as it was sealed, it is trusted again.
-    s.assert_probes(&[("append @project/new/.git/config [alias]\n", 0)]);
+    s.assert_probes(&[("append @project/new/.vscode/tasks.json {}\n", 0)]);
 }
 
 #[test]

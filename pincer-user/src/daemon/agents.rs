@@ -238,6 +238,7 @@ impl Daemon {
                 policy: mission.vote.policy.clone(),
                 policy_set: self.config.policy_set(mission),
                 policy_roots: mission.policy_roots(),
+                own_roots: mission.own_roots(),
                 assets: mission.assets(),
             },
         )?;

@@ -242,6 +242,11 @@ pub struct GrantSpec {
     /// nowhere) grants nothing instead of failing the mission: a profile
     /// names every place its program may be installed.
     pub optional: bool,
+    /// `own = true`: the directory is the agent program's own place (its
+    /// state, caches and logs): what is made below it is the agent's own,
+    /// hidden names included, as in a directory it made itself; the
+    /// instruction names of the policy set still hold there.
+    pub own: bool,
 }
 
 impl GrantSpec {
@@ -416,6 +421,19 @@ impl Mission {
         // A tree inside another is looked through once.
         roots.dedup_by(|inner, outer| inner.starts_with(outer));
         roots
+    }
+
+    /// The directories of `own = true` grants (the mission's and its
+    /// profiles'), links resolved: labelled as the agent's own when it is
+    /// confined.
+    pub fn own_roots(&self) -> Vec<PathBuf> {
+        self.grants
+            .iter()
+            .chain(self.profiles.iter().flat_map(|p| p.grants.iter()))
+            .filter(|grant| grant.own)
+            .filter_map(|grant| std::fs::canonicalize(&grant.path).ok())
+            .filter(|path| path.is_dir())
+            .collect()
     }
 
     /// The objects only the owner changes while this mission runs: the

@@ -105,6 +105,7 @@ struct RawGrant {
     extent: Option<Spanned<String>>,
     make: Option<Spanned<bool>>,
     optional: Option<Spanned<bool>>,
+    own: Option<Spanned<bool>>,
 }
 
 /// A profile file: `[profile]`, its grants and its environment.
@@ -264,6 +265,7 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
             line: asset.line,
             make: false,
             optional: false,
+            own: false,
         });
     }
 
@@ -853,6 +855,17 @@ fn parse_grant(
             "optional = true with make = true: a directory pincer makes is never missing",
         ));
     }
+    let own = raw.own.as_ref().is_some_and(|own| *own.get_ref());
+    if let Some(written) = &raw.own
+        && own
+        && (extent != Extent::Tree || bits & pincer_common::CHANGE_OPS == 0)
+    {
+        return Err(doc.field_error(
+            written.span().start,
+            &field("own"),
+            "own = true makes a directory the agent's own place: it needs extent = \"tree\" and an operation that changes something",
+        ));
+    }
     let spec = GrantSpec {
         path: expanded,
         ops: bits,
@@ -860,6 +873,7 @@ fn parse_grant(
         line: doc.line(path.span().start),
         make,
         optional,
+        own,
     };
     check_pattern(doc, path, &spec, &field("path"))?;
     Ok(spec)
@@ -1473,6 +1487,7 @@ constraints = { under = ["/srv"] }
                         extent: Extent::Tree,
                         line: 6,
                         make: false,
+                        own: false,
                         optional: false,
                     },
                     GrantSpec {
@@ -1481,6 +1496,7 @@ constraints = { under = ["/srv"] }
                         extent: Extent::File,
                         line: 11,
                         make: false,
+                        own: false,
                         optional: false,
                     },
                     GrantSpec {
@@ -1489,6 +1505,7 @@ constraints = { under = ["/srv"] }
                         extent: Extent::File,
                         line: 15,
                         make: false,
+                        own: false,
                         optional: false,
                     },
                 ],
@@ -1971,7 +1988,7 @@ ops = ["write", "raed"]
                 7,
                 1,
                 field("grant[2].opz"),
-                "unknown field `opz`, expected one of `path`, `ops`, `extent`, `make`, `optional`"
+                "unknown field `opz`, expected one of `path`, `ops`, `extent`, `make`, `optional`, `own`"
                     .to_owned()
             )
         );

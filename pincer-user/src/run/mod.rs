@@ -308,18 +308,16 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
                 policy: mission.vote.policy.clone(),
                 policy_set: mission.policy_set(),
                 policy_roots: mission.policy_roots(),
+                // The private temporary directory is the agent's own
+                // place, as if it had made it.
+                own_roots: mission
+                    .own_roots()
+                    .into_iter()
+                    .chain(own.tmp().map(Path::to_owned))
+                    .collect(),
                 assets: mission.assets(),
             },
         )
-    });
-    // The private temporary directory is the agent's own place, as if it
-    // had made it: what tools make there (dot-files included) is its own.
-    let confined = confined.and_then(|()| match own.tmp() {
-        Some(tmp) => service
-            .twin()
-            .set_label_as_made(tmp, cgroup.id())
-            .map(|_| ()),
-        None => Ok(()),
     });
     let confined = confined.and_then(|()| {
         service.twin().audit(&Record::Descriptors {

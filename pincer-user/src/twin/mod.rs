@@ -200,6 +200,9 @@ pub struct Confinement {
     /// The trees the mission lets the agent change, where links through
     /// policy names are looked for ([`labels::policy::links`]).
     pub policy_roots: Vec<PathBuf>,
+    /// Directories that are the agent's own place (`own = true` grants, a
+    /// run's private temporary directory): labelled as made by it.
+    pub own_roots: Vec<PathBuf>,
     /// The mission's asset nodes, when it has any.
     pub assets: Option<Assets>,
 }
@@ -316,6 +319,7 @@ impl<K: Kernel> Twin<K> {
             mut policy,
             policy_set,
             policy_roots,
+            own_roots,
             assets,
         } = confinement;
         // Discovery votes on what no grant covers, so that is parked even
@@ -334,6 +338,9 @@ impl<K: Kernel> Twin<K> {
         let mut policy_labels = labels::policy_labels(&policy_set);
         policy_labels.extend(labels::linked_labels(&policy_set, &policy_roots));
         self.kernel.set_labels(&policy_labels)?;
+        for root in &own_roots {
+            self.set_label_as_made(root, cgroup)?;
+        }
         // Stamped with their source's counter now; an object labelled
         // before keeps its stamp, so a revocation still refuses what the
         // source held then.

@@ -186,6 +186,7 @@ fn confinement(slot: u32, voters: Vec<Arc<dyn Voter>>) -> Confinement {
         policy: policy(),
         policy_set: crate::labels::PolicySet::default(),
         policy_roots: Vec::new(),
+        own_roots: Vec::new(),
         assets: None,
     }
 }
