@@ -23,7 +23,10 @@ fuzz_target!(|data: &[u8]| {
                     .iter()
                     .find(|s| &s.name() == name)
                     .unwrap_or_else(|| panic!("{name} is set but not in the new file"));
-                assert!(setting.is_inert(), "{name} runs something and was the agent's");
+                assert!(
+                    setting.is_inert(),
+                    "{name} runs something and was the agent's"
+                );
             }
         }
     }

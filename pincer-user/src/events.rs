@@ -306,7 +306,12 @@ pub const AUDIT_MODE: &str = "audit mode: would be denied, ";
 /// What the grants left out: a change to a policy object, which no grant
 /// above it gives, or operations no grant covers.
 fn not_granted(flags: u32, missing: u32) -> String {
-    if flags & event_flags::POLICY != 0 {
+    if flags & event_flags::INSPECT != 0 {
+        format!(
+            "{} {OF_A_POLICY_OBJECT}, inspected: a change of keys that run nothing is the agent's, any other only the owner may allow",
+            op_names(missing).join(", ")
+        )
+    } else if flags & event_flags::POLICY != 0 {
         format!(
             "{} {OF_A_POLICY_OBJECT}: only the owner may allow it",
             op_names(missing).join(", ")
@@ -692,6 +697,36 @@ mod tests {
         assert_eq!(d.comm, "cat");
         assert_eq!(d.dev, "8:1");
         assert_eq!((d.pid, d.tid), (99, 100));
+    }
+
+    #[test]
+    fn a_policy_objects_reason_names_its_rule_and_an_inspected_one_says_so() {
+        let mut e = event(
+            &[b"config", b".git"],
+            event_flags::ROOT_REACHED | event_flags::POLICY,
+        );
+        e.ops = ops::DELETE;
+        e.hook = hook::INODE_RENAME;
+        e.verdict = verdict::AUDITED;
+        let mut d = decision(&e, &Mounts::default());
+        assert_eq!(
+            d.reason,
+            "audit mode: would be denied, delete of a policy object: only the owner may allow it"
+        );
+        d.name_policy(PolicyReason {
+            class: "git".into(),
+            rule: ".git/config".into(),
+            at: "/.git/config".into(),
+            why: "a repository's configuration".into(),
+        });
+        assert_eq!(
+            d.reason,
+            "audit mode: would be denied, delete of a policy object (git: `.git/config` at /.git/config): only the owner may allow it"
+        );
+        e.flags |= event_flags::INSPECT;
+        assert!(decision(&e, &Mounts::default()).reason.contains(
+            "of a policy object, inspected: a change of keys that run nothing is the agent's"
+        ),);
     }
 
     #[test]
