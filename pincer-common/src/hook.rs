@@ -192,6 +192,12 @@ hooks! {
     /// object is made (and as an existing one is looked up): where an
     /// agent's new object is labelled.
     D_INSTANTIATE = 42, "d_instantiate", Void(2), Always;
+    /// `security_mmap_file`: a file (or anonymous memory, when the file is
+    /// null) is mapped; decided when the mapping is executable.
+    MMAP_FILE = 43, "mmap_file", Exactly(4), Always;
+    /// `security_file_mprotect`: a mapping's protection changes; decided
+    /// when a file's mapping becomes executable.
+    FILE_MPROTECT = 44, "file_mprotect", Exactly(3), Always;
 }
 
 /// The hook with this id, if there is one.

@@ -1205,6 +1205,9 @@ pub struct KernelOffsets {
     pub pipe_dev: u32,
     /// Device (kernel encoding) of sockfs, where sockets live.
     pub sock_dev: u32,
+    /// Device (kernel encoding) of the kernel's internal shmem mount, where
+    /// memfds and System V shared memory live.
+    pub shm_dev: u32,
     /// `super_block.s_magic`.
     pub super_block_s_magic: u32,
     /// `pid.tasks`: `tasks[PIDTYPE_PID].first` is the task's `pid_links[0]`.
@@ -1228,6 +1231,9 @@ pub struct KernelOffsets {
     pub task_struct_mm: u32,
     /// `mm_struct.exe_file`.
     pub mm_struct_exe_file: u32,
+    /// `vm_area_struct.vm_file`: the file a mapping maps, null for
+    /// anonymous memory.
+    pub vm_area_struct_vm_file: u32,
 }
 
 impl KernelOffsets {
@@ -1262,6 +1268,7 @@ impl KernelOffsets {
             pid_nr: 0,
             pipe_dev: 0,
             sock_dev: 0,
+            shm_dev: 0,
             super_block_s_magic: 0,
             pid_tasks: 0,
             task_struct_pid_links: 0,
@@ -1273,6 +1280,7 @@ impl KernelOffsets {
             kernfs_node_parent: 0,
             task_struct_mm: 0,
             mm_struct_exe_file: 0,
+            vm_area_struct_vm_file: 0,
         }
     }
 }
@@ -1508,7 +1516,7 @@ const _: () = {
     assert!(core::mem::size_of::<CachedGrant>() == 16);
     assert!(core::mem::size_of::<NameGrantKey>() == 24 + NAME_LEN);
     assert!(core::mem::size_of::<AccessEvent>() == 136 + COMPONENT_LEN * MAX_COMPONENTS);
-    assert!(core::mem::size_of::<KernelOffsets>() == 156);
+    assert!(core::mem::size_of::<KernelOffsets>() == 164);
     assert!(core::mem::size_of::<ObjectKey>() == 16);
     assert!(core::mem::size_of::<Label>() == 24 + 8 * MAX_ORIGINS);
     assert!(core::mem::size_of::<PolicyNameKey>() == POLICY_NAME_LEN);

@@ -248,6 +248,18 @@ pub fn for_mode(f_mode: u32) -> u32 {
     if need == 0 { ops::READ } else { need }
 }
 
+/// The operations an executable mapping of a file opened with `f_flags`
+/// asks for (`mmap_file`, `file_mprotect`): `exec`, or nothing for a file
+/// the kernel opened for exec, whose open was decided as one.
+#[inline(always)]
+pub fn for_exec_mapping(_f_mode: u32, f_flags: u32) -> u32 {
+    if f_flags & fmode::EXEC != 0 {
+        0
+    } else {
+        ops::EXEC
+    }
+}
+
 /// The operations a received descriptor asks for (`file_receive`): what it
 /// gives, whatever flags it was opened with.
 #[inline(always)]

@@ -395,6 +395,14 @@ extern "C" fn check_step(_index: u64, ctx: *mut c_void) -> i64 {
         checked.granted = access.ops;
         return 1;
     }
+    // A memfd or System V shared memory is memory the agent made (or was
+    // handed), not a file anyone named: sizing and reading it is the
+    // agent's, as for a pipe. Executing it stays undecided here, so
+    // `fexecve` of a memfd is refused (or asked about) as before.
+    if kernel::is_internal_shm(kernel::off(), access.dev) && access.ops & ops::EXEC == 0 {
+        checked.granted = access.ops;
+        return 1;
+    }
     if also & access.ops == access.ops {
         checked.granted = also;
         return 1;

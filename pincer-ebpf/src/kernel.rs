@@ -156,6 +156,13 @@ pub fn is_pipe_or_socket(off: &KernelOffsets, dev: u64) -> bool {
     dev != 0 && (dev == u64::from(off.pipe_dev) || dev == u64::from(off.sock_dev))
 }
 
+/// Whether `dev` is the kernel's internal shmem mount, where memfds and
+/// System V shared memory live: memory, not a file anyone named.
+#[inline(always)]
+pub fn is_internal_shm(off: &KernelOffsets, dev: u64) -> bool {
+    dev != 0 && dev == u64::from(off.shm_dev)
+}
+
 /// The task a `struct pid` names (its `PIDTYPE_PID` task), null once that
 /// task is gone.
 #[inline(always)]

@@ -86,6 +86,8 @@ programs! {
     file_ioctl => file::file_ioctl(),
     file_ioctl_compat => file::file_ioctl(),
     d_instantiate => file::d_instantiate(),
+    mmap_file => file::mmap_file(),
+    file_mprotect => file::file_mprotect(),
 }
 
 #[cfg(target_arch = "bpf")]

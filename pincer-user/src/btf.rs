@@ -156,6 +156,12 @@ fn offsets(btf: &Resolver<'_>) -> Result<KernelOffsets, BtfError> {
         sock_dev: anonymous_dev(|| {
             std::os::unix::net::UnixStream::pair().map(|(one, _)| one.into())
         }),
+        shm_dev: anonymous_dev(|| {
+            nix::sys::memfd::memfd_create(
+                c"pincer-shm-dev",
+                nix::sys::memfd::MemFdCreateFlag::empty(),
+            )
+        }),
         super_block_s_magic: btf.offset("super_block", "s_magic")?,
         pid_tasks: btf.offset("pid", "tasks")?,
         task_struct_pid_links: btf.offset("task_struct", "pid_links")?,
@@ -169,6 +175,7 @@ fn offsets(btf: &Resolver<'_>) -> Result<KernelOffsets, BtfError> {
             .or_else(|_| btf.offset("kernfs_node", "__parent"))?,
         task_struct_mm: btf.offset("task_struct", "mm")?,
         mm_struct_exe_file: btf.offset("mm_struct", "exe_file")?,
+        vm_area_struct_vm_file: btf.offset("vm_area_struct", "vm_file")?,
     })
 }
 
@@ -321,6 +328,7 @@ mod tests {
             off.inode_i_sb,
             off.task_struct_mm,
             off.mm_struct_exe_file,
+            off.vm_area_struct_vm_file,
             off.dentry_d_parent,
             off.dentry_d_inode,
         ] {

@@ -218,7 +218,7 @@ const DENIED_AT_ONCE: [(u32, &str); 6] = [
     ),
     (
         event_flags::NOT_RESTARTABLE,
-        "a received descriptor cannot be asked about",
+        "a received descriptor or a change of a mapping's protection cannot be asked about",
     ),
     (
         event_flags::BOTH_ENDS,
@@ -877,7 +877,7 @@ mod tests {
         );
         assert_eq!(
             reason(event_flags::NOT_RESTARTABLE, hook::FILE_RECEIVE),
-            "no grant covers write; a received descriptor cannot be asked about: denied at once"
+            "no grant covers write; a received descriptor or a change of a mapping's protection cannot be asked about: denied at once"
         );
         assert_eq!(
             reason(event_flags::BOTH_ENDS, hook::INODE_RENAME),

@@ -19,6 +19,7 @@
 //! | `pincer_decision_latency_seconds` | histogram | `agent` | Time from a request's arrival to its verdict. Buckets grow by ×4 from 100 µs to about 1.9 hours, so that automatic votes (sub-millisecond), webhooks (milliseconds to seconds) and people answering a prompt (seconds to an hour) each get several buckets. |
 //! | `pincer_pending` | gauge | | Requests waiting for a verdict now. |
 //! | `pincer_agents` | gauge | | Confined agent cgroups now. |
+//! | `pincer_integrity_problems` | gauge | | What the last integrity check found wrong (a map that differs from what pincer wrote, a program not attached, a canary not refused); zero when what the kernel holds is what pincer wrote. |
 //! | `pincer_denials_total` | counter | `cause` | Accesses the kernel denied, from the kernel's own counters; `cause` is the kernel counter's name (see below). |
 //! | `pincer_kernel_counter` | gauge | `name` | The raw value of every kernel counter, denials or not (`allowed`, `audited`, `parked`, `reparked`, `verdict_allow`, `walk_limit`, …), as the kernel reports it: it restarts from zero when the BPF programs are loaded again. |
 //!
@@ -179,6 +180,7 @@ pub struct Metrics {
     latency: Family<AgentLabels, Histogram, fn() -> Histogram>,
     pending: Gauge,
     agents: Gauge,
+    integrity: Gauge,
     denials: Family<CauseLabels, Counter>,
     kernel: Family<NameLabels, Gauge<u64, AtomicU64>>,
     /// The kernel's value of each denial counter at the last
@@ -227,6 +229,12 @@ impl Metrics {
         registry.register("pending", "Requests waiting for a verdict", pending.clone());
         let agents = Gauge::default();
         registry.register("agents", "Confined agent cgroups", agents.clone());
+        let integrity = Gauge::default();
+        registry.register(
+            "integrity_problems",
+            "What the last integrity check found wrong; zero when the kernel holds what pincer wrote",
+            integrity.clone(),
+        );
         let denials = Family::default();
         registry.register(
             "denials",
@@ -248,6 +256,7 @@ impl Metrics {
             latency,
             pending,
             agents,
+            integrity,
             denials,
             kernel,
             kernel_seen: Mutex::new(HashMap::new()),
@@ -298,6 +307,11 @@ impl Metrics {
     /// The number of confined agent cgroups.
     pub fn set_agents(&self, agents: i64) {
         self.agents.set(agents);
+    }
+
+    /// The number of problems the last integrity check found.
+    pub fn set_integrity_problems(&self, problems: i64) {
+        self.integrity.set(problems);
     }
 
     /// The kernel's counters, by name, as absolute values (summed over
@@ -531,6 +545,7 @@ mod tests {
         metrics.set_pending(4);
         metrics.set_agents(2);
         metrics.set_pending(1);
+        metrics.set_integrity_problems(3);
 
         let text = metrics.encode();
         assert_samples(
@@ -563,6 +578,7 @@ mod tests {
                 ),
                 ("pincer_pending", "1"),
                 ("pincer_agents", "2"),
+                ("pincer_integrity_problems", "3"),
             ],
         );
         assert!(text.contains("# TYPE pincer_requests counter\n"), "{text}");

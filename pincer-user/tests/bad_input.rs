@@ -765,6 +765,11 @@ fn cases() -> Vec<Case> {
             "[daemon]\nscan_every = \"10ms\"\n",
         ),
         Case::daemon(
+            "daemon-check-too-often",
+            "`check_every` under 1s",
+            "[daemon]\ncheck_every = \"500ms\"\n",
+        ),
+        Case::daemon(
             "daemon-ring-not-power-of-two",
             "ring size not a power of two",
             "[daemon]\nring_bytes = 5000\n",

@@ -518,6 +518,60 @@ fn exec_outside_the_mission_of_a_memfd_and_through_execveat_is_refused() {
 }
 
 #[test]
+fn a_file_mapped_executable_needs_exec_as_running_it_does() {
+    let s = Scratch::new("bp-mmap-exec");
+    fs::copy(probe_bin(), s.path("project/tool")).unwrap();
+    fs::set_permissions(s.path("project/tool"), fs::Permissions::from_mode(0o755)).unwrap();
+    let probe = probe_bin();
+    let probe = probe.display();
+    // Readable, not executable: mapping it executable, as `ld.so ./tool`
+    // does with no `execve` of the tool, is running it.
+    s.project_mission(READ_WRITE);
+    s.assert_probe_lines(&[
+        ("mmap-read @project/tool", "ok mapped"),
+        ("mmap-exec @project/tool", "err 13"),
+        ("mprotect-exec @project/tool", "err 13"),
+        // Memory that holds no file (a memfd) stays as `mmap` gives it.
+        ("memfd-mmap-exec", "ok mapped"),
+        // The baseline grants the system's programs and libraries `exec`.
+        (&format!("mmap-exec {probe}"), "ok mapped"),
+        // A program the kernel maps for `execve` was decided at its open.
+        ("exec @project/tool", "err 13"),
+    ]);
+    assert_eq!(
+        s.denial_hooks(),
+        ["mmap_file", "file_mprotect", "file_open"],
+        "{:#?}",
+        s.decisions()
+    );
+    for denial in s.denials() {
+        assert_eq!(
+            denial["operation"],
+            serde_json::json!(["exec"]),
+            "{denial:#}"
+        );
+        assert!(
+            pincer_tests::text(&denial["path"]).ends_with("/project/tool"),
+            "{denial:#}"
+        );
+    }
+    // The control: outside the cgroup the same mappings are made.
+    assert_eq!(
+        s.probe_outside(&["mmap-exec @project/tool", "mprotect-exec @project/tool"]),
+        ["ok mapped", "ok protected"]
+    );
+    // Where the mission grants `exec`, the loader's way works as `execve` does.
+    fs::remove_file(s.audit_path()).unwrap();
+    s.project_mission(EVERY_OPERATION);
+    s.assert_probe_lines(&[
+        ("mmap-exec @project/tool", "ok mapped"),
+        ("mprotect-exec @project/tool", "ok protected"),
+        ("exec @project/tool", "ok ran"),
+    ]);
+    assert!(s.denials().is_empty(), "{:#?}", s.denials());
+}
+
+#[test]
 fn an_asking_agent_using_io_uring_is_denied_at_once_not_parked() {
     let s = Scratch::new("bp-uring-ask");
     // A parked request would wait for this deadline.

@@ -1556,3 +1556,186 @@ fn pods_on_this_node_are_confined_with_their_annotated_missions() {
         "{lines:?}"
     );
 }
+
+/// `bpf(2)` on a pinned link: `BPF_OBJ_GET`, then `BPF_LINK_DETACH`; the
+/// errno when either fails.
+fn detach_pinned_link(pin: &Path) -> Result<(), i32> {
+    use std::os::unix::ffi::OsStrExt;
+    const BPF_OBJ_GET: libc::c_long = 7;
+    const BPF_LINK_DETACH: libc::c_long = 34;
+    let path = std::ffi::CString::new(pin.as_os_str().as_bytes()).unwrap();
+    // `pathname`, `bpf_fd`, `file_flags`.
+    let get: [u64; 2] = [path.as_ptr() as u64, 0];
+    let errno = || std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    // SAFETY: the attribute outlives the call, and the path its pointer.
+    let fd = unsafe { libc::syscall(libc::SYS_bpf, BPF_OBJ_GET, get.as_ptr(), 16usize) };
+    if fd < 0 {
+        return Err(errno());
+    }
+    let detach: [u32; 2] = [fd as u32, 0];
+    // SAFETY: as above; the descriptor is ours and closed after.
+    let done = unsafe { libc::syscall(libc::SYS_bpf, BPF_LINK_DETACH, detach.as_ptr(), 8usize) };
+    let result = if done == 0 { Ok(()) } else { Err(errno()) };
+    // SAFETY: the descriptor BPF_OBJ_GET gave.
+    unsafe { libc::close(fd as i32) };
+    result
+}
+
+/// Removes every entry of a pinned hash map; how many there were.
+fn empty_pinned_map<K: aya::Pod, V: aya::Pod>(pin: &Path) -> usize {
+    let map = aya::maps::MapData::from_pin(pin)
+        .and_then(aya::maps::Map::from_map_data)
+        .unwrap();
+    let mut map = aya::maps::HashMap::<_, K, V>::try_from(map).unwrap();
+    let keys: Vec<K> = map.keys().filter_map(Result::ok).collect();
+    for key in &keys {
+        map.remove(key).unwrap();
+    }
+    keys.len()
+}
+
+/// `pincer status`: its exit status and its JSON.
+fn status(h: &Host) -> (Option<i32>, serde_json::Value) {
+    let out = h.cli(&["status", "--json"]);
+    (
+        out.status.code(),
+        serde_json::from_slice(&out.stdout).unwrap_or_default(),
+    )
+}
+
+#[test]
+fn status_names_what_the_kernel_lost_within_its_interval() {
+    let h = Host::new("integrity");
+    let m = h.mission("m", &tree_mission(&h.s.p("project"), READ_ONLY));
+    h.configure(
+        "check_every = \"1s\"\nmetrics = \"127.0.0.1:9467\"",
+        &[("a".into(), "a".into(), m)],
+    );
+    let cg = h.cgroup("a");
+    let daemon = h.start(1);
+    h.assert_mission_enforced(&cg);
+
+    // Healthy: every grant as written, the canary refused in the cgroup.
+    let mut json = serde_json::Value::Null;
+    assert!(
+        wait_for(Duration::from_secs(30), || {
+            json = status(&h).1;
+            json["integrity"]["agents"][0]["canary"] == "refused"
+        }),
+        "{json:#}"
+    );
+    let integrity = &json["integrity"];
+    assert_eq!(integrity["problems"], serde_json::json!([]), "{json:#}");
+    let agent = &integrity["agents"][0];
+    assert!(agent["grants"].as_u64().unwrap() > 0, "{json:#}");
+    assert_eq!(agent["grants"], agent["live"], "{json:#}");
+    assert_eq!(agent["digest"], agent["live_digest"], "{json:#}");
+    let programs = integrity["programs"].as_u64().unwrap() as usize;
+    assert!(
+        programs > pincer_common::hook::ALL.len() / 2,
+        "{programs} programs"
+    );
+    let out = h.cli(&["status"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("integrity          ok ("),
+        "{out:?}"
+    );
+    let doctor = h.cli(&["doctor"]);
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("ok      enforcement integrity: ")),
+        "{said}"
+    );
+    // The canaries are the daemon's own: nothing of theirs is audited as
+    // the agent's doing (the probe's read of the secret is the one refusal).
+    let audit = fs::read_to_string(h.s.path("audit.jsonl")).unwrap();
+    let decisions: Vec<&str> = audit
+        .lines()
+        .filter(|l| l.contains("\"event\":\"decision\""))
+        .collect();
+    assert!(
+        decisions.iter().any(|l| l.contains("secret")),
+        "{decisions:#?}"
+    );
+    assert!(
+        !decisions.iter().any(|l| l.contains("\"hook\":\"bpf\"")),
+        "{decisions:#?}"
+    );
+
+    // A program cannot be detached from outside: an LSM link ends only
+    // when its last holder closes it (the daemon holds it, and its pin).
+    let detached = detach_pinned_link(&h.pins.join("links/file_open"));
+    assert_eq!(detached, Err(libc::EOPNOTSUPP), "BPF_LINK_DETACH");
+
+    // The grants emptied from outside: named within the interval.
+    let removed = empty_pinned_map::<pincer_common::GrantKey, pincer_common::GrantValue>(
+        &h.pins.join("maps/PINCER_GRANTS"),
+    );
+    assert!(removed > 0);
+    let mut found = (None, serde_json::Value::Null);
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            found = status(&h);
+            found.0 == Some(1)
+        }),
+        "{found:?}"
+    );
+    let problems = found.1["integrity"]["problems"].to_string();
+    assert!(
+        problems.contains("agent `a` (cgroup ")
+            && problems.contains(": the kernel holds 0 grants (digest ")
+            && problems.contains("pincer wrote "),
+        "{problems}"
+    );
+    let out = h.cli(&["status"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("PROBLEM: agent `a`"),
+        "{out:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("the kernel does not enforce what the daemon was told"),
+        "{out:?}"
+    );
+    let doctor = h.cli(&["doctor"]);
+    assert_eq!(doctor.status.code(), Some(1), "{doctor:?}");
+    assert!(
+        String::from_utf8_lossy(&doctor.stdout)
+            .contains("MISSING enforcement integrity: agent `a`"),
+        "{doctor:?}"
+    );
+    let scraped = scrape("127.0.0.1:9467");
+    assert!(
+        metric(&scraped, "pincer_integrity_problems").is_some_and(|n| n >= 1.0),
+        "{scraped}"
+    );
+    let audit = fs::read_to_string(h.s.path("audit.jsonl")).unwrap();
+    assert!(
+        audit
+            .lines()
+            .any(|l| l.contains("\"event\":\"integrity\"")
+                && l.contains("the kernel holds 0 grants")),
+        "{audit}"
+    );
+
+    // The agent's entry removed: its tasks are not confined, and the
+    // canary, no longer refused, says so.
+    let removed = empty_pinned_map::<u64, pincer_common::Agent>(&h.pins.join("maps/PINCER_AGENTS"));
+    assert_eq!(removed, 1);
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            found = status(&h);
+            let problems = found.1["integrity"]["problems"].to_string();
+            problems.contains("is not in the kernel's agent map")
+                && problems.contains("the canary's bpf() call in its cgroup was not refused")
+        }),
+        "{found:?}"
+    );
+    assert_eq!(found.0, Some(1));
+    // What was tampered with is not shelved for the next test.
+    drop(daemon);
+    let out = h.uninstall();
+    assert!(out.status.success(), "{out:?}");
+}

@@ -593,3 +593,91 @@ fn a_prefix_grant_covers_the_names_that_start_so_and_survives_their_replacement(
     s.assert_absent("secret/notes.jso");
     s.assert_absent("secret/other.json");
 }
+
+/// The lines `pincer run` printed on standard error to tell of refusals.
+/// Each is one `write`, whole, but the agent shares the stream: one may
+/// land inside a line of the agent's own that was written in pieces (busybox
+/// `sh` writes its "can't create" message that way), so it is found where
+/// it starts, not only at the start of a line.
+fn told(out: &std::process::Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|line| line.find("pincer: refused").map(|at| line[at..].to_owned()))
+        .collect()
+}
+
+#[test]
+fn the_agent_is_told_why_it_was_refused_and_programs_reading_stderr_see_their_own() {
+    let s = Scratch::with_project_grant("en-tell", READ_ONLY);
+    let key = s.p("secret/key");
+    // Three refused reads of one object, a program that captures its
+    // child's standard error, then the list the agent can read.
+    let script = format!(
+        "cat {key}; cat {key}; out=$(cat {key} 2>&1); echo \"captured [$out]\"; \
+         echo x > {project}/new.txt; sleep 1; cat \"$TMPDIR/pincer-refusals\"",
+        project = s.p("project"),
+    );
+    let out = s.run(&["sh", "-c", &script]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = stdout_lines(&out);
+    // What the program captured is its child's own message, nothing of
+    // pincer's: pincer speaks on its own standard error.
+    assert_eq!(
+        stdout[0],
+        format!("captured [cat: can't open '{key}': Permission denied]")
+    );
+    // One line per refused object, whatever the number of refusals.
+    let lines = told(&out);
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(
+        lines[0].starts_with(&format!("pincer: refused read {key}: no grant covers read")),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains("every recent refusal: /tmp/pincer-run-"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].starts_with(&format!(
+            "pincer: refused create {}/new.txt: no grant covers create",
+            s.p("project")
+        )),
+        "{}",
+        lines[1]
+    );
+    // The list has every refusal, each with its hook and rule.
+    let list: Vec<&String> = stdout[1..].iter().collect();
+    assert!(
+        list[0].starts_with("# pincer: the last 100 refusals"),
+        "{list:#?}"
+    );
+    let entries: Vec<Vec<&str>> = list[1..].iter().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(entries.len(), 4, "{list:#?}");
+    for entry in &entries[..3] {
+        assert_eq!(
+            entry[1..4],
+            ["read", key.as_str(), "file_open"],
+            "{entry:?}"
+        );
+        assert!(entry[4].starts_with("no grant covers read"), "{entry:?}");
+    }
+    assert_eq!(entries[3][1], "create");
+    assert_eq!(entries[3][3], "inode_create");
+    // The audit log has the same four denials.
+    assert_eq!(s.denials().len(), 4, "{:#?}", s.denials());
+
+    // `--tell file`: the list, no line; `--tell off`: neither.
+    let list = "sleep 1; cat \"$TMPDIR/pincer-refusals\" | tail -n 1";
+    let script = format!("cat {key} 2>/dev/null; {list}");
+    let out = s.run_with(&["--tell", "file"], &["sh", "-c", &script]);
+    assert!(told(&out).is_empty(), "{out:?}");
+    assert!(
+        stdout_lines(&out)[0].contains(&format!("\tread\t{key}\tfile_open\t")),
+        "{out:?}"
+    );
+    let out = s.run_with(&["--tell", "off"], &["sh", "-c", &script]);
+    assert!(told(&out).is_empty(), "{out:?}");
+    assert!(stdout_lines(&out).is_empty(), "{out:?}");
+}

@@ -368,6 +368,11 @@ fn make_and_gcc() {
 }
 
 #[test]
+fn the_loader_runs_only_what_may_run() {
+    task("the_loader_runs_only_what_may_run");
+}
+
+#[test]
 fn sed_in_place() {
     task("sed_in_place");
 }

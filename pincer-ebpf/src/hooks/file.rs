@@ -369,6 +369,96 @@ pub fn file_receive<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
     Ok(decide::decide_unrestartable(&agent, access))
 }
 
+/// `security_mmap_file(struct file *file, unsigned long reqprot, unsigned
+/// long prot, unsigned long flags)`: memory is mapped. A file mapped
+/// executable runs its bytes as code, as `execve` would (the dynamic
+/// loader's `ld.so ./tool` maps `./tool` this way, with no `execve` of it):
+/// it needs `exec` on the file ([`access::for_exec_mapping`]).
+///
+/// | the mapping                                                  | enforce  | audit          | ask      |
+/// |--------------------------------------------------------------|----------|----------------|----------|
+/// | not executable (`prot` without `PROT_EXEC`), or anonymous    | allow    | allow          | allow    |
+/// | of a file opened for exec (`execve` mapping its program and interpreter, decided at their open) | allow | allow | allow |
+/// | of a memfd or System V shared memory (the kernel's internal shmem mount) | allow | allow | allow |
+/// | of any other file, `exec` granted on it                      | allow    | allow          | allow    |
+/// | of any other file, not granted                               | `EACCES` | allow + report | park     |
+///
+/// `prot` is what the mapping gets, `PROT_EXEC` added by the personality
+/// `READ_IMPLIES_EXEC` included. Memory that holds no file's bytes
+/// (anonymous, a memfd) is where an agent's own generated code lives (JITs,
+/// `libffi` closures): it is no object of anyone's, so it stays as `mmap`
+/// gives it; running a memfd with `execveat` is decided at its open, as any
+/// exec is. The mapping is made after the hook and outside the `mmap` lock,
+/// so parking restarts `mmap` whole.
+#[inline(always)]
+pub fn mmap_file<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    let file: *const u8 = ctx.arg(0);
+    let prot: u64 = ctx.arg(2);
+    if file.is_null() || prot & PROT_EXEC == 0 {
+        // The answer of earlier programs, before any map is read: most
+        // mappings of every process end here.
+        return Err(ctx.arg(4));
+    }
+    let agent = agent::<HOOK>(ctx)?;
+    let access = Access::opened(HOOK, file, access::for_exec_mapping);
+    if undecided_mapping(&access) {
+        return Ok(0);
+    }
+    Ok(decide(&agent, access))
+}
+
+/// `security_file_mprotect(struct vm_area_struct *vma, unsigned long
+/// reqprot, unsigned long prot)`: a mapping's protection changes. Making a
+/// file's mapping executable needs what mapping it executable would
+/// ([`mmap_file`]), so `mmap(PROT_READ)` then `mprotect(PROT_EXEC)` is the
+/// same access.
+///
+/// | the change                                                   | enforce  | audit          | ask                        |
+/// |--------------------------------------------------------------|----------|----------------|----------------------------|
+/// | not to executable, or of anonymous memory                    | allow    | allow          | allow                      |
+/// | of a file opened for exec, a memfd or shared memory          | allow    | allow          | allow                      |
+/// | of any other file, `exec` granted on it                      | allow    | allow          | allow                      |
+/// | of any other file, not granted                               | `EACCES` | allow + report | `EACCES` (not restartable) |
+///
+/// The hook runs under the `mmap` lock, part way through a range of
+/// mappings that `mprotect` may already have changed: it is decided at
+/// once, never parked.
+#[inline(always)]
+pub fn file_mprotect<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    let prot: u64 = ctx.arg(2);
+    if prot & PROT_EXEC == 0 {
+        return Err(ctx.arg(3));
+    }
+    let agent = agent::<HOOK>(ctx)?;
+    let vma: *const u8 = ctx.arg(0);
+    let file = kernel::loaded().and_then(|()| {
+        kernel::read::<*const u8>(vma, kernel::off().vm_area_struct_vm_file).map_err(Failure::from)
+    });
+    let access = match file {
+        Ok(file) if file.is_null() => return Ok(0),
+        Ok(file) => Access::opened(HOOK, file, access::for_exec_mapping),
+        Err(failure) => Err(failure),
+    };
+    if undecided_mapping(&access) {
+        return Ok(0);
+    }
+    Ok(decide::decide_unrestartable(&agent, access))
+}
+
+/// `PROT_EXEC` of `mmap(2)` and `mprotect(2)`.
+const PROT_EXEC: u64 = 0x4;
+
+/// Whether an executable mapping is of a file that is not decided here: one
+/// opened for exec (decided at its open), or one on the kernel's internal
+/// shmem mount (a memfd, System V shared memory).
+#[inline(always)]
+fn undecided_mapping(access: &Result<Access, Failure>) -> bool {
+    match access {
+        Ok(access) => access.ops == 0 || kernel::is_internal_shm(kernel::off(), access.dev),
+        Err(_) => false,
+    }
+}
+
 /// `security_d_instantiate(struct dentry *dentry, struct inode *inode)`:
 /// the kernel binds a name to its inode, as a new object is made (and as an
 /// existing one is looked up). Decides nothing (the hook returns nothing):

@@ -481,6 +481,7 @@ fn file_activity(hook: &str, operation: &[&str]) -> (u64, &'static str) {
         "sb_mount" | "move_mount" => (12, "Mount"),
         "sb_umount" => (13, "Unmount"),
         "file_receive" => (14, "Open"),
+        "mmap_file" | "file_mprotect" => (99, "Other"),
         "file_ioctl" | "file_ioctl_compat" | "path_notify" => (99, "Other"),
         _ => {
             let has = |op| operation.contains(&op);

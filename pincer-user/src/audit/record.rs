@@ -44,6 +44,13 @@ pub enum Record<'a> {
         /// How many were withdrawn.
         grants: usize,
     },
+    /// The integrity check found that what the kernel holds is not what
+    /// pincer wrote, or that the programs do not decide (each problem one
+    /// sentence); or, with no problem, that it holds again after that.
+    Integrity {
+        /// What differs.
+        problems: &'a [String],
+    },
     /// A harness labelled a file through the control socket (`map`), or
     /// declared what it was derived from (`derive`).
     Label {

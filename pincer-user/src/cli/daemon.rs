@@ -1,12 +1,12 @@
 //! `pincer status`, `agents`, `grants`, `revoke` and `log`: asking the
 //! daemon.
 
-use std::{collections::VecDeque, io::BufReader, path::Path};
+use std::{collections::VecDeque, io::BufReader, path::Path, process::ExitCode};
 
 use super::{ask, print_json, print_list, requests::done, unexpected};
 use crate::{
     audit::{self, AuditError},
-    control::{ControlRequest, ControlResponse, DaemonStatus},
+    control::{ControlRequest, ControlResponse, DaemonStatus, Integrity},
     escape::for_terminal,
 };
 
@@ -17,12 +17,26 @@ fn status_of(socket: &Path) -> anyhow::Result<DaemonStatus> {
     }
 }
 
-/// Shows the daemon's state.
-pub(super) fn status(socket: &Path, json: bool) -> anyhow::Result<()> {
+/// Shows the daemon's state; exit status 1 when its last integrity check
+/// found a problem (what the kernel holds is not what it wrote, or the
+/// programs do not decide), 0 otherwise.
+pub(super) fn status(socket: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let status = status_of(socket)?;
+    let healthy = status.integrity.as_ref().is_none_or(Integrity::healthy);
     if json {
-        return print_json(&status);
+        print_json(&status)?;
+    } else {
+        print_status(status);
     }
+    Ok(if healthy {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("pincer: the kernel does not enforce what the daemon was told (see integrity)");
+        ExitCode::FAILURE
+    })
+}
+
+fn print_status(status: DaemonStatus) {
     let or_dash = |value: Option<String>| value.unwrap_or_else(|| "-".to_owned());
     let rows = [
         ("pid", status.pid.to_string()),
@@ -45,7 +59,38 @@ pub(super) fn status(socket: &Path, json: bool) -> anyhow::Result<()> {
         let line: Vec<String> = counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
         println!("{:<18} {}", "counters", line.join(" "));
     }
-    Ok(())
+    let Some(integrity) = status.integrity else {
+        println!("{:<18} not checked yet", "integrity");
+        return;
+    };
+    let verdict = if integrity.healthy() {
+        "ok".to_owned()
+    } else {
+        format!("{} PROBLEMS", integrity.problems.len())
+    };
+    println!(
+        "{:<18} {verdict} ({} programs attached; checked at {})",
+        "integrity",
+        integrity.programs,
+        humantime::format_rfc3339_seconds(
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(integrity.checked)
+        )
+    );
+    for agent in &integrity.agents {
+        println!(
+            "  {} (cgroup {}): {} grants written, {} held, digest {} / {}, canary {}",
+            for_terminal(&agent.agent),
+            agent.cgroup,
+            agent.grants,
+            agent.live,
+            agent.digest,
+            agent.live_digest,
+            agent.canary.as_deref().unwrap_or("-"),
+        );
+    }
+    for problem in &integrity.problems {
+        println!("  PROBLEM: {}", for_terminal(problem));
+    }
 }
 
 /// Lists the confined agent cgroups.

@@ -93,7 +93,9 @@ enum Command {
     /// /sys/fs/bpf/pincer and agents are cgroups matching the configured
     /// patterns (see the README's "Host-wide daemon").
     Daemon(crate::daemon::DaemonOptions),
-    /// Show the daemon's state: pins, agents, pending requests, counters.
+    /// Show the daemon's state: pins, agents, pending requests, counters,
+    /// and its last integrity check (exit status 1 when that found the
+    /// kernel holding something else than the daemon wrote).
     Status {
         /// Print JSON.
         #[arg(long)]
@@ -145,7 +147,10 @@ enum Command {
     #[command(subcommand)]
     Approvals(approvals::ApprovalsCommand),
     /// Check whether this machine can enforce, and say what is missing.
-    Doctor,
+    Doctor {
+        #[command(flatten)]
+        socket: Socket,
+    },
     /// Work with mission files.
     #[command(subcommand)]
     Mission(mission::MissionCommand),
@@ -220,7 +225,10 @@ pub fn main() -> ExitCode {
             socket,
         } => report(requests::approve(&socket.socket, id, session, ttl)),
         Command::Deny { id, reason, socket } => report(requests::deny(&socket.socket, id, reason)),
-        Command::Status { json, socket } => report(daemon::status(&socket.socket, json)),
+        Command::Status { json, socket } => match daemon::status(&socket.socket, json) {
+            Ok(code) => code,
+            Err(error) => report(Err(error)),
+        },
         Command::Agents { json, socket } => report(daemon::agents(&socket.socket, json)),
         Command::Grants {
             agent,
@@ -234,7 +242,7 @@ pub fn main() -> ExitCode {
         } => report(daemon::revoke(&socket.socket, agent, path)),
         Command::Log { lines, socket } => report(daemon::log(&socket.socket, lines)),
         Command::Approvals(command) => report(approvals::main(command)),
-        Command::Doctor => doctor::main(),
+        Command::Doctor { socket } => doctor::main(&socket.socket),
         Command::Mission(command) => report(mission::main(command)),
         Command::Audit(command) => audit::main(command),
         Command::Recommend(args) => recommend::main(args),

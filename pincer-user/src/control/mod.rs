@@ -289,6 +289,52 @@ pub struct DaemonStatus {
     pub last_reload_error: Option<String>,
     /// The kernel's counters by name, when they could be read.
     pub counters: Option<BTreeMap<String, u64>>,
+    /// The last integrity check: what the kernel holds against what the
+    /// daemon wrote (`None` before the first).
+    #[serde(default)]
+    pub integrity: Option<Integrity>,
+}
+
+/// What the kernel holds, checked against what pincer wrote, and whether
+/// the programs decide ([`crate::twin::integrity`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Integrity {
+    /// When the check ran, in seconds since the Unix epoch.
+    pub checked: u64,
+    /// The programs attached and running.
+    pub programs: usize,
+    /// What differs, one sentence each; empty when all holds.
+    pub problems: Vec<String>,
+    /// Each confined cgroup's tally.
+    pub agents: Vec<AgentIntegrity>,
+}
+
+impl Integrity {
+    /// Whether what the kernel holds is what pincer wrote.
+    pub fn healthy(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// One confined cgroup in an [`Integrity`] check.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentIntegrity {
+    /// The agent's name.
+    pub agent: String,
+    /// The kernel's cgroup id.
+    pub cgroup: u64,
+    /// Grants pincer wrote for its slot (inode, name and prefix grants).
+    pub grants: usize,
+    /// Grants the kernel holds for its slot.
+    pub live: usize,
+    /// A digest of the inode and name grants pincer wrote (16 hex digits).
+    pub digest: String,
+    /// The same digest over what the kernel holds.
+    pub live_digest: String,
+    /// What the canary met: `refused` (`EPERM`), `reported` (audit mode:
+    /// allowed and reported), `not armed` (an agent decided from its first
+    /// `exec`, before it), or what went wrong; `None` when none ran.
+    pub canary: Option<String>,
 }
 
 /// One confined cgroup, as `pincer agents` lists it.

@@ -17,7 +17,7 @@ use crate::{
     control::{ConfinedAgent, GrantSource, ListedGrant},
     events,
     mission::{Mission, RunGrant},
-    twin::Confinement,
+    twin::{Confinement, refusals},
     voters,
 };
 
@@ -240,6 +240,15 @@ impl Daemon {
                 policy_roots: mission.policy_roots(),
                 own_roots: mission.own_roots(),
                 assets: mission.assets(),
+                // A registered run's command learns why in its private
+                // directory; the daemon's standard error is its journal.
+                tell: refusals::Tell {
+                    stderr: false,
+                    dir: run
+                        .iter()
+                        .find(|grant| grant.what == RunGrant::PRIVATE_TMP)
+                        .map(|grant| grant.path.clone()),
+                },
             },
         )?;
         let confined = Confined {

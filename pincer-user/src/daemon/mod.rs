@@ -324,6 +324,8 @@ struct Daemon {
     /// Held cgroups not decided at the first scan that saw them, since
     /// then.
     held_since: HashMap<u64, std::time::Instant>,
+    /// The last integrity check.
+    integrity: Option<crate::control::Integrity>,
 }
 
 fn serve(
@@ -391,6 +393,7 @@ fn serve(
         watched: Vec::new(),
         unwatched: std::collections::HashSet::new(),
         held_since: HashMap::new(),
+        integrity: None,
     };
 
     let result = runtime.block_on(async {
@@ -449,6 +452,13 @@ fn serve(
         // a whole period before the next rather than catching up at once:
         // the control socket and the events get their turn in between.
         scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The first check once the first scan's agents run: a canary per
+        // agent proves the programs decide for it.
+        let mut check = tokio::time::interval_at(
+            tokio::time::Instant::now() + std::time::Duration::from_secs(1),
+            daemon.config.daemon.check_every,
+        );
+        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 step = daemon.service.step() => {
@@ -464,6 +474,7 @@ fn serve(
                     }
                 }
                 _ = scan.tick() => daemon.scan(&[])?,
+                _ = check.tick() => daemon.check_integrity()?,
                 () = pod_change(pod_changes.as_deref()) => daemon.scan(&[])?,
                 Some(command) = command_queue.recv() => daemon.command(command)?,
                 _ = hangup.recv() => {

@@ -298,6 +298,37 @@ impl Daemon {
         })
     }
 
+    /// Checks what the kernel holds against what the daemon wrote, with a
+    /// canary in every confined cgroup ([`crate::twin::integrity`]); a
+    /// problem is logged, counted in the metrics, audited when the set of
+    /// problems changes, and shown by `pincer status` (which then fails).
+    pub(super) fn check_integrity(&mut self) -> Result<(), DaemonError> {
+        let root = &self.config.daemon.cgroup_root;
+        let dirs: HashMap<u64, std::path::PathBuf> = self
+            .confined
+            .iter()
+            .map(|(id, confined)| (*id, root.join(&confined.listed.cgroup)))
+            .collect();
+        let integrity = self.service.twin().check_integrity(&dirs)?;
+        self.metrics
+            .set_integrity_problems(integrity.problems.len() as i64);
+        let before = self.integrity.as_ref().map(|i| i.problems.as_slice());
+        if before.unwrap_or_default() != integrity.problems.as_slice() {
+            for problem in &integrity.problems {
+                tracing::error!(%problem, "integrity check");
+            }
+            if integrity.healthy() {
+                tracing::info!("integrity check: the kernel holds what was written again");
+            }
+            self.service.twin().audit(&Record::Integrity {
+                problems: &integrity.problems,
+            })?;
+        }
+        self.integrity = Some(integrity);
+        self.publish();
+        Ok(())
+    }
+
     /// Updates what the control socket and the metrics show.
     pub(super) fn publish(&mut self) {
         let twin = self.service.twin();
@@ -336,6 +367,7 @@ impl Daemon {
                     .map(|(name, value)| (name.to_owned(), value))
                     .collect()
             }),
+            integrity: self.integrity.clone(),
         };
         let mut agents: Vec<ConfinedAgent> =
             self.confined.values().map(|c| c.listed.clone()).collect();

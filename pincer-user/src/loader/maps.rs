@@ -123,6 +123,17 @@ impl Held {
     }
 }
 
+/// What the maps hold for one slot ([`Kernel::slot_grants`]).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SlotGrants {
+    /// Its inode grants.
+    pub inode: Vec<(GrantKey, GrantValue)>,
+    /// Its name grants.
+    pub names: Vec<(NameGrantKey, GrantValue)>,
+    /// How many prefix grants it has.
+    pub prefixes: usize,
+}
+
 /// The kernel side of the twin: maps and tasks.
 pub trait Kernel {
     /// Writes a mission's resolved grants.
@@ -185,6 +196,13 @@ pub trait Kernel {
     /// Replaces the cgroups below which new ones are held: cgroup id → one
     /// of `pincer_common::watch`.
     fn set_watched(&mut self, watched: &[(u64, u32)]) -> Result<(), LoadError>;
+    /// What the maps hold for one slot: its inode and name grants, and how
+    /// many prefix grants (what [`crate::twin`]'s integrity check compares
+    /// with what it wrote).
+    fn slot_grants(&mut self, slot: u32) -> Result<SlotGrants, LoadError>;
+    /// The programs this enforcer attached, each with whether a live link
+    /// still runs it.
+    fn attached(&mut self) -> Result<Vec<(&'static str, bool)>, LoadError>;
     /// Takes hold of a stopped task whose answer waits ([`Held::take`]).
     fn hold(&mut self, pid: u32, tid: u32) -> Held;
     /// Continues a held task; `false` when it is gone.
@@ -402,6 +420,38 @@ impl Kernel for Enforcer {
 
     fn agents(&mut self) -> Result<Vec<(u64, Agent)>, LoadError> {
         self.entries(names::AGENTS)
+    }
+
+    fn slot_grants(&mut self, slot: u32) -> Result<SlotGrants, LoadError> {
+        let mut inode: Vec<(GrantKey, GrantValue)> = self.entries(names::GRANTS)?;
+        inode.retain(|(key, _)| key.slot == slot);
+        let mut named: Vec<(NameGrantKey, GrantValue)> = self.entries(names::NAME_GRANTS)?;
+        named.retain(|(key, _)| key.slot == slot);
+        let prefixes = self
+            .prefix_trie()?
+            .keys()
+            .filter_map(Result::ok)
+            .filter(|key| u32::from_ne_bytes(key.data().slot) == slot)
+            .count();
+        Ok(SlotGrants {
+            inode,
+            names: named,
+            prefixes,
+        })
+    }
+
+    fn attached(&mut self) -> Result<Vec<(&'static str, bool)>, LoadError> {
+        // Every link of the host, by the program it runs: a program whose
+        // link was detached (or never made) has none.
+        let running: HashSet<u32> = aya::programs::loaded_links()
+            .filter_map(Result::ok)
+            .map(|link| link.program_id())
+            .collect();
+        Ok(self
+            .programs
+            .iter()
+            .map(|&(hook, id)| (hook, running.contains(&id)))
+            .collect())
     }
 
     fn remove_slot(&mut self, slot: u32) -> Result<(), LoadError> {

@@ -47,7 +47,7 @@ use pincer_common::{
 };
 use sha2::Digest;
 
-pub use self::maps::{Held, Kernel};
+pub use self::maps::{Held, Kernel, SlotGrants};
 use crate::{btf, doctor, paths};
 
 /// The program (and tracepoint) that holds new cgroups below watched ones
@@ -189,6 +189,9 @@ pub struct Enforcer {
     links: Vec<(&'static str, LsmLinkId)>,
     /// The attached [`HOLD_PROGRAM`]'s link, until it is pinned.
     hold_link: Option<RawTracePointLinkId>,
+    /// Every program attached, by hook, with the kernel's id of the
+    /// program: what [`Kernel::attached`] looks for among the live links.
+    programs: Vec<(&'static str, u32)>,
 }
 
 impl Enforcer {
@@ -271,12 +274,17 @@ impl Enforcer {
         tracing::debug!(elapsed = ?started.elapsed(), "programs verified");
         // Attaching takes the kernel's trampoline locks one hook at a time.
         let mut links = Vec::with_capacity(programs.len());
+        let mut ids = Vec::with_capacity(programs.len() + 1);
         for (hook, program) in &mut programs {
             let hook = *hook;
             let link = program
                 .attach()
                 .map_err(|source| LoadError::Program { hook, source })?;
             links.push((hook, link));
+            let info = program
+                .info()
+                .map_err(|source| LoadError::Program { hook, source })?;
+            ids.push((hook, info.id()));
         }
         drop(programs);
         let hold = hold_program(&mut ebpf)?;
@@ -287,6 +295,11 @@ impl Enforcer {
                 hook: HOLD_PROGRAM,
                 source,
             })?;
+        let hold_id = hold.info().map_err(|source| LoadError::Program {
+            hook: HOLD_PROGRAM,
+            source,
+        })?;
+        ids.push((HOLD_PROGRAM, hold_id.id()));
         tracing::debug!(elapsed = ?started.elapsed(), "programs loaded and attached");
         let names: Vec<String> = ebpf.maps().map(|(name, _)| name.to_owned()).collect();
         let maps = names
@@ -298,6 +311,7 @@ impl Enforcer {
             ebpf: Some(ebpf),
             links,
             hold_link: Some(hold_link),
+            programs: ids,
         })
     }
 
@@ -398,6 +412,17 @@ impl Enforcer {
             let path = links_dir.join(name);
             PinnedLink::from_pin(&path).map_err(|e| pins(&path, format!("no link: {e}")))?;
         }
+        // The programs the pinned links run (optional hooks where this
+        // kernel has them): what the integrity check looks for.
+        let programs = hook::ALL
+            .iter()
+            .map(|hook| hook.name)
+            .chain([HOLD_PROGRAM])
+            .filter_map(|name| {
+                let link = FdLink::from(PinnedLink::from_pin(links_dir.join(name)).ok()?);
+                Some((name, link.info().ok()?.program_id()))
+            })
+            .collect();
         let maps_dir = dir.join("maps");
         let entries =
             fs::read_dir(&maps_dir).map_err(|e| pins(&maps_dir, format!("cannot list: {e}")))?;
@@ -443,6 +468,7 @@ impl Enforcer {
             ebpf: None,
             links: Vec::new(),
             hold_link: None,
+            programs,
         })
     }
 

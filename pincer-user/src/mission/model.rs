@@ -327,9 +327,12 @@ impl RunGrant {
             path: dir.to_owned(),
             ops: pincer_common::ops::ALL & !pincer_common::ops::EXEC,
             extent: Extent::Tree,
-            what: "private temporary directory",
+            what: Self::PRIVATE_TMP,
         }
     }
+
+    /// What a run's private temporary directory is ([`RunGrant::private_tmp`]).
+    pub const PRIVATE_TMP: &'static str = "private temporary directory";
 
     /// The terminal `pincer run` was started on, which the command shares:
     /// it may open it again by name (`tty`, programs that reopen their

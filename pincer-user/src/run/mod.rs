@@ -39,7 +39,7 @@ use crate::{
     mission::{Mission, MissionError, Mode},
     paths,
     toml_file::FileError,
-    twin::{self, Confinement, Service, TwinError},
+    twin::{self, Confinement, Service, TwinError, refusals},
     voters::{self, prompt::PromptBoard},
     watchdog::Watched,
 };
@@ -107,9 +107,40 @@ pub struct RunOptions {
     /// them at the end.
     #[arg(long, env = "PINCER_LINGER", value_name = "DURATION", default_value = "60s", value_parser = parse_linger)]
     pub linger: std::time::Duration,
+    /// What the command is told of its refusals: `stderr` prints one line
+    /// per refused object on standard error (at most once a minute each,
+    /// ten lines in ten seconds) and lists the last hundred in
+    /// `$TMPDIR/pincer-refusals`; `file` only lists them (for a full-screen
+    /// program that a line on its terminal would disturb); `off` neither.
+    #[arg(long, value_enum, default_value_t = TellMode::Stderr)]
+    pub tell: TellMode,
     /// The command to confine and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
+}
+
+/// What `pincer run --tell` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TellMode {
+    /// A line on standard error per refused object, and the list.
+    Stderr,
+    /// Only the list in the private temporary directory.
+    File,
+    /// Nothing.
+    Off,
+}
+
+impl TellMode {
+    /// What the twin is to tell, with the run's private directory.
+    fn tell(self, tmp: Option<&Path>) -> refusals::Tell {
+        refusals::Tell {
+            stderr: self == TellMode::Stderr,
+            dir: match self {
+                TellMode::Off => None,
+                _ => tmp.map(Path::to_owned),
+            },
+        }
+    }
 }
 
 /// Errors of `pincer run` (the command's own failures are its exit status),
@@ -316,6 +347,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
                     .chain(own.tmp().map(Path::to_owned))
                     .collect(),
                 assets: mission.assets(),
+                tell: options.tell.tell(own.tmp()),
             },
         )
     });
@@ -572,6 +604,10 @@ fn spawn_in(
 
 /// The longest `--linger`: idle programs are for the next run of a
 /// session, not for days.
+/// How often a run checks what the kernel holds
+/// ([`crate::twin::integrity`]); the first check comes this long after the
+/// command starts, so that a short command pays nothing for it.
+const CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 const MAX_LINGER: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 /// Parses `--linger`: a duration such as `60s` or `10m`, at most a day.
@@ -626,8 +662,25 @@ async fn supervise(
     if let Some(pid) = pid {
         service.twin().set_root(cgroup.id(), pid.as_raw() as u32);
     }
+    // What the kernel holds is checked as the daemon checks it; a problem
+    // is said on standard error and audited (once until it changes).
+    let mut check =
+        tokio::time::interval_at(tokio::time::Instant::now() + CHECK_EVERY, CHECK_EVERY);
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let dirs = std::collections::HashMap::from([(cgroup.id(), cgroup.path().to_owned())]);
+    let mut problems: Vec<String> = Vec::new();
     loop {
         tokio::select! {
+            _ = check.tick() => {
+                let integrity = service.twin().check_integrity(&dirs)?;
+                if integrity.problems != problems {
+                    for problem in &integrity.problems {
+                        eprintln!("pincer: integrity: {problem}");
+                    }
+                    service.twin().audit(&Record::Integrity { problems: &integrity.problems })?;
+                    problems = integrity.problems;
+                }
+            }
             status = child.wait() => {
                 let status = status.map_err(RunError::Supervise)?;
                 // Its last decisions are in the ring buffer already.

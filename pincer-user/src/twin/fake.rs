@@ -9,7 +9,7 @@ use pincer_common::{
 
 use crate::{
     labels::policy::KernelRules,
-    loader::{Held, Kernel, LoadError},
+    loader::{Held, Kernel, LoadError, SlotGrants},
     mission::{PrefixKey, ResolvedGrants},
 };
 
@@ -38,6 +38,8 @@ pub(super) struct FakeKernel {
     pub taints: HashMap<u64, Taint>,
     pub revoked: HashMap<u32, u32>,
     pub watched: HashMap<u64, u32>,
+    /// The programs "attached", each with whether a link runs it.
+    pub programs: Vec<(&'static str, bool)>,
 }
 
 impl Kernel for FakeKernel {
@@ -182,6 +184,32 @@ impl Kernel for FakeKernel {
 
     fn taint(&mut self, cgroup: u64) -> Result<Option<Taint>, LoadError> {
         Ok(self.taints.get(&cgroup).copied())
+    }
+
+    fn slot_grants(&mut self, slot: u32) -> Result<SlotGrants, LoadError> {
+        Ok(SlotGrants {
+            inode: self
+                .grants
+                .iter()
+                .filter(|(k, _)| k.slot == slot)
+                .map(|(k, v)| (*k, *v))
+                .collect(),
+            names: self
+                .name_grants
+                .iter()
+                .filter(|(k, _)| k.slot == slot)
+                .map(|(k, v)| (*k, *v))
+                .collect(),
+            prefixes: self
+                .prefix_grants
+                .keys()
+                .filter(|k| k.slot() == slot)
+                .count(),
+        })
+    }
+
+    fn attached(&mut self) -> Result<Vec<(&'static str, bool)>, LoadError> {
+        Ok(self.programs.clone())
     }
 
     fn hold(&mut self, pid: u32, tid: u32) -> Held {

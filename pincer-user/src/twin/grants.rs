@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use crate::{
     control::{GrantSource, ListedGrant},
     events,
+    loader::SlotGrants,
     mission::ResolvedGrants,
     vote::Extent,
 };
@@ -129,6 +130,52 @@ impl Grants {
             }
         }
         value
+    }
+
+    /// Every grant of `slot` as the kernel should hold it: the mission's
+    /// and the live votes', one value per key (what the integrity check
+    /// compares with the maps).
+    /// Prefix grants are the mission's alone and not kept here: `prefixes`
+    /// is zero.
+    pub fn expected(&self, slot: u32) -> SlotGrants {
+        let mut inode: Vec<GrantKey> = self
+            .mission
+            .keys()
+            .copied()
+            .chain(self.votes.iter().filter_map(|g| match &g.target {
+                Target::Inode(key) => Some(*key),
+                Target::Name(_) => None,
+            }))
+            .filter(|key| key.slot == slot)
+            .collect();
+        inode.sort_unstable_by_key(|k| (k.dev, k.ino));
+        inode.dedup();
+        let mut names: Vec<NameGrantKey> = self
+            .mission_names
+            .keys()
+            .copied()
+            .chain(self.votes.iter().filter_map(|g| match &g.target {
+                Target::Name(key) => Some(**key),
+                Target::Inode(_) => None,
+            }))
+            .filter(|key| key.slot == slot)
+            .collect();
+        names.sort_unstable_by_key(|k| (k.parent_dev, k.parent_ino, k.name));
+        names.dedup();
+        let empty = GrantValue::default();
+        SlotGrants {
+            inode: inode
+                .into_iter()
+                .map(|k| (k, self.inode_value(&k)))
+                .filter(|(_, v)| *v != empty)
+                .collect(),
+            names: names
+                .into_iter()
+                .map(|k| (k, self.name_value(&k)))
+                .filter(|(_, v)| *v != empty)
+                .collect(),
+            prefixes: 0,
+        }
     }
 
     /// The kernel value of a name target.

@@ -25,7 +25,9 @@ mod discovery;
 mod fake;
 mod grants;
 mod inspect;
+pub mod integrity;
 mod journal;
+pub mod refusals;
 mod service;
 #[cfg(test)]
 mod tests;
@@ -205,6 +207,8 @@ pub struct Confinement {
     pub own_roots: Vec<PathBuf>,
     /// The mission's asset nodes, when it has any.
     pub assets: Option<Assets>,
+    /// What the agent is told of its refusals ([`refusals`]).
+    pub tell: refusals::Tell,
 }
 
 /// What the twin keeps per agent cgroup.
@@ -227,6 +231,12 @@ struct AgentState {
     assets: Option<Assets>,
     /// The objects only the owner changes, which discovery never admits.
     policy_set: PolicySet,
+    /// Where its refusals are told, when its confinement asks for it.
+    refusals: Option<refusals::Refusals>,
+    /// Its entry in the kernel's agent map, as written.
+    entry: Agent,
+    /// How many prefix grants its mission wrote.
+    prefixes: usize,
 }
 
 /// The twin's state over a kernel.
@@ -249,6 +259,8 @@ pub struct Twin<K> {
     /// Every rule the programs hold: the policy sets of every agent
     /// confined, whose entry numbers the kernel reports.
     policy: PolicySet,
+    /// The integrity check's canaries whose report has not been judged.
+    canaries: integrity::Canaries,
 }
 
 impl<K: Kernel> Twin<K> {
@@ -281,6 +293,7 @@ impl<K: Kernel> Twin<K> {
             metrics: None,
             held_reported: false,
             policy: PolicySet::with_defaults(&[]),
+            canaries: integrity::Canaries::default(),
         };
         Ok((twin, receiver))
     }
@@ -321,6 +334,7 @@ impl<K: Kernel> Twin<K> {
             policy_roots,
             own_roots,
             assets,
+            tell,
         } = confinement;
         // Discovery votes on what no grant covers, so that is parked even
         // when the mission refuses it: then only the mission's rules vote
@@ -385,6 +399,7 @@ impl<K: Kernel> Twin<K> {
             return Err(error.into());
         }
         self.grants.add_mission(&grants);
+        let prefixes = grants.prefixes.len();
         // A slot chosen by the caller (`FIRST_SLOT`) is used from now on.
         self.next_slot = self.next_slot.max(slot + 1);
         let sources = grants
@@ -411,6 +426,9 @@ impl<K: Kernel> Twin<K> {
                 taint,
                 assets,
                 policy_set,
+                refusals: refusals::Refusals::new(&tell),
+                entry,
+                prefixes,
             },
         );
         match before {
@@ -667,6 +685,11 @@ impl<K: Kernel> Twin<K> {
             tracing::warn!(len = bytes.len(), "dropped a short event record");
             return Ok(Handled::Audited);
         };
+        if self.canaries.reported(event.tgid) {
+            // The integrity check's own probe: proof that the programs
+            // decide, not the agent's doing.
+            return Ok(Handled::Audited);
+        }
         if event.verdict == verdict::PARKED {
             self.on_parked(event)
         } else if event.verdict == verdict::HELD {
@@ -683,7 +706,34 @@ impl<K: Kernel> Twin<K> {
                 decision.name_policy(self.policy_reason(&event, &decision.path));
             }
             self.audit(&Record::Decision(&decision))?;
+            if decision.verdict == "deny" {
+                self.tell_refusal(
+                    event.cgroup_id,
+                    &refusals::Refusal {
+                        operation: &decision.operation,
+                        path: &decision.path,
+                        hook: decision.hook,
+                        reason: &decision.reason,
+                    },
+                );
+            }
             Ok(Handled::Audited)
+        }
+    }
+
+    /// Tells the agent of `cgroup` of a refusal, when its confinement asks
+    /// for it.
+    fn tell_refusal(&mut self, cgroup: u64, refusal: &refusals::Refusal<'_>) {
+        if let Some(told) = self
+            .agents
+            .get_mut(&cgroup)
+            .and_then(|agent| agent.refusals.as_mut())
+        {
+            told.refused(
+                refusal,
+                std::time::Instant::now(),
+                std::time::SystemTime::now(),
+            );
         }
     }
 
@@ -1017,6 +1067,18 @@ impl<K: Kernel> Twin<K> {
             votes: &outcome.ballots,
             stages,
         }))?;
+        if outcome.allow.is_none() {
+            let operation: Vec<&str> = waiting.request.operation.iter().map(|o| &**o).collect();
+            self.tell_refusal(
+                waiting.event.cgroup_id,
+                &refusals::Refusal {
+                    operation: &operation,
+                    path: &waiting.request.path,
+                    hook: &waiting.request.hook,
+                    reason: &outcome.reason,
+                },
+            );
+        }
         if let Some(grant) = granted {
             self.release_covered(&grant, &waiting.request)?;
         }

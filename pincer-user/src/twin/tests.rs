@@ -2,7 +2,7 @@
 //! comes in as ring-buffer bytes, is sanitized and voted on, the verdict is
 //! written into the (fake) maps, the task continued, the verdict audited.
 
-use std::{path::Path, sync::Arc, time::Duration};
+use std::{collections::HashMap, path::Path, sync::Arc, time::Duration};
 
 use pincer_common::{AccessEvent, GrantKey, GrantValue, event_flags, hook, ops, verdict};
 use tokio::sync::mpsc;
@@ -188,6 +188,7 @@ fn confinement(slot: u32, voters: Vec<Arc<dyn Voter>>) -> Confinement {
         policy_roots: Vec::new(),
         own_roots: Vec::new(),
         assets: None,
+        tell: super::refusals::Tell::default(),
     }
 }
 
@@ -590,6 +591,54 @@ async fn kernel_decisions_are_audited_as_decisions() {
         "{records:?}"
     );
     assert!(h.kernel().resumed.is_empty());
+}
+
+#[tokio::test]
+async fn refusals_are_told_in_the_list_kernel_denials_and_votes_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(Some(&audit), "test").unwrap();
+    let (twin, results) = Twin::new(FakeKernel::default(), log).unwrap();
+    let mut h = Harness {
+        twin,
+        results,
+        audit,
+        _dir: tempfile::tempdir().unwrap(),
+    };
+    let mut told = confinement(SLOT, vec![mission_rule(RuleVerdict::Deny)]);
+    told.tell = super::refusals::Tell {
+        stderr: false,
+        dir: Some(dir.path().to_owned()),
+    };
+    h.twin.confine(CGROUP, told).unwrap();
+    let mut denied = parked(41, SECRET, ops::READ, &["key"]);
+    denied.verdict = verdict::DENIED;
+    h.twin.handle_record(bytes(&denied)).unwrap();
+    // Allowed in audit mode: nothing refused, nothing told.
+    let mut audited = parked(41, SECRET, ops::WRITE, &["key"]);
+    audited.verdict = verdict::AUDITED;
+    h.twin.handle_record(bytes(&audited)).unwrap();
+    // The mission's rule answers at once, while the record is handled.
+    let handled = h
+        .twin
+        .handle_record(bytes(&parked(42, SECRET, ops::WRITE, &["key", "secret"])))
+        .unwrap();
+    assert_eq!(handled, Handled::Answered);
+    let list = std::fs::read_to_string(dir.path().join(super::refusals::FILE_NAME)).unwrap();
+    let lines: Vec<Vec<&str>> = list
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').collect())
+        .collect();
+    assert_eq!(lines.len(), 2, "{list}");
+    assert_eq!(lines[0][1..4], ["read", "…/key", "file_open"], "{list}");
+    assert!(lines[0][4].starts_with("no grant covers read"), "{list}");
+    assert_eq!(
+        lines[1][1..4],
+        ["write", "…/secret/key", "file_open"],
+        "{list}"
+    );
+    assert!(lines[1][4].contains("the rule on the secret"), "{list}");
 }
 
 #[test]
@@ -1028,4 +1077,72 @@ async fn an_inspected_change_that_is_not_the_agents_goes_to_the_owner_in_ask_mod
             .why
             .contains("of a policy object (git: `.git/config` at ")
     );
+}
+
+#[test]
+fn the_integrity_check_names_what_the_kernel_lost_or_changed() {
+    let mut h = Harness::new(vec![]);
+    h.kernel().programs = vec![("file_open", true), ("inode_create", true)];
+    let none = HashMap::new();
+    let healthy = h.twin.check_integrity(&none).unwrap();
+    assert!(healthy.healthy(), "{:?}", healthy.problems);
+    assert_eq!(healthy.programs, 2);
+    assert_eq!(healthy.agents.len(), 1);
+    let agent = &healthy.agents[0];
+    assert_eq!((agent.grants, agent.live), (1, 1));
+    assert_eq!(agent.digest, agent.live_digest);
+    assert_eq!(agent.canary, None);
+
+    // A vote grant is part of what the kernel must hold.
+    h.twin.grants.add_vote(super::grants::VoteGrant {
+        target: super::grants::Target::Inode(key(SLOT, SECRET)),
+        path: "/p/secret".into(),
+        ops: ops::READ,
+        tree: false,
+        expires: None,
+    });
+    let lacking = h.twin.check_integrity(&none).unwrap();
+    assert_eq!(lacking.problems.len(), 1, "{:?}", lacking.problems);
+    assert!(
+        lacking.problems[0].contains("the kernel holds 1 grants")
+            && lacking.problems[0].contains("pincer wrote 2"),
+        "{:?}",
+        lacking.problems
+    );
+    h.kernel().grants.insert(
+        key(SLOT, SECRET),
+        GrantValue {
+            file_ops: ops::READ,
+            tree_ops: 0,
+        },
+    );
+    assert!(h.twin.check_integrity(&none).unwrap().healthy());
+
+    // Same count, another value: the digest tells.
+    h.kernel().grants.insert(
+        key(SLOT, SECRET),
+        GrantValue {
+            file_ops: ops::READ | ops::WRITE,
+            tree_ops: 0,
+        },
+    );
+    let changed = h.twin.check_integrity(&none).unwrap();
+    assert_eq!(changed.agents[0].grants, changed.agents[0].live);
+    assert_ne!(changed.agents[0].digest, changed.agents[0].live_digest);
+    assert_eq!(changed.problems.len(), 1, "{:?}", changed.problems);
+
+    // The agent's entry gone, and a program detached.
+    h.kernel().agents.clear();
+    h.kernel().programs[1].1 = false;
+    let broken = h.twin.check_integrity(&none).unwrap();
+    let all = broken.problems.join("\n");
+    assert!(
+        all.contains("program inode_create is not attached"),
+        "{all}"
+    );
+    assert!(
+        all.contains("agent `fix-tests` (cgroup 7000) is not in the kernel's agent map"),
+        "{all}"
+    );
+    assert_eq!(broken.programs, 1);
 }

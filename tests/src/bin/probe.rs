@@ -27,6 +27,11 @@
 //! exec PATH                  fork, execve(PATH sleep 0), wait
 //! exec-memfd PATH            copy PATH into a memfd, fork, execveat(AT_EMPTY_PATH)
 //! execveat DIR NAME          fork, execveat(open(DIR, O_PATH), NAME)
+//! mmap-exec PATH             open(O_RDONLY), mmap(PROT_READ|PROT_EXEC, MAP_PRIVATE) of its
+//!                            first page: what the dynamic loader does to a program or library
+//! mmap-read PATH             open(O_RDONLY), mmap(PROT_READ, MAP_PRIVATE) of its first page
+//! mprotect-exec PATH         mmap-read, then mprotect(PROT_READ|PROT_EXEC)
+//! memfd-mmap-exec            a memfd of one page, mmap(PROT_READ|PROT_EXEC, MAP_SHARED)
 //! uring-open PATH            io_uring openat(O_RDONLY)
 //! recv-fd SOCKET             connect, receive one descriptor, read it
 //! flood SOCKET N SECONDS     connect to SOCKET up to N times, hold what connected for SECONDS
@@ -253,6 +258,10 @@ fn run(op: &[OsString]) -> Option<Outcome> {
         b"exec" => exec(&arg(1)),
         b"exec-memfd" => exec_memfd(&arg(1)),
         b"execveat" => execveat(&arg(1), &arg(2)),
+        b"mmap-exec" => map_file(&arg(1), libc::PROT_READ | libc::PROT_EXEC, 0),
+        b"mmap-read" => map_file(&arg(1), libc::PROT_READ, 0),
+        b"mprotect-exec" => map_file(&arg(1), libc::PROT_READ, libc::PROT_READ | libc::PROT_EXEC),
+        b"memfd-mmap-exec" => memfd_map_exec(),
         b"uring-open" => uring_open(&arg(1)),
         b"recv-fd" => recv_fd(&arg(1)),
         b"flood" => flood(&arg(1), num(2) as usize, num(3) as u64),
@@ -688,6 +697,51 @@ fn exec_memfd(path: &OsStr) -> Outcome {
             libc::AT_EMPTY_PATH,
         )
     })
+}
+
+/// Maps the first page of `path` with `prot`, then, when `then` is not
+/// zero, changes the mapping to `then`; unmaps it again.
+fn map_file(path: &OsStr, prot: i32, then: i32) -> Outcome {
+    let fd = open(path, libc::O_RDONLY)?;
+    let result = map_fd(fd, prot, libc::MAP_PRIVATE, then);
+    close(fd);
+    result
+}
+
+fn map_fd(fd: i32, prot: i32, flags: i32, then: i32) -> Outcome {
+    const PAGE: usize = 4096;
+    // SAFETY: a fresh mapping of an open descriptor, unmapped below.
+    let addr = unsafe { libc::mmap(std::ptr::null_mut(), PAGE, prot, flags, fd, 0) };
+    if addr == libc::MAP_FAILED {
+        return Err(errno());
+    }
+    // SAFETY: the mapping just made, of PAGE bytes.
+    let changed = then == 0 || unsafe { libc::mprotect(addr, PAGE, then) } == 0;
+    let result = if changed {
+        Ok(if then == 0 { "mapped" } else { "protected" }.to_owned())
+    } else {
+        Err(errno())
+    };
+    // SAFETY: as above.
+    unsafe { libc::munmap(addr, PAGE) };
+    result
+}
+
+fn memfd_map_exec() -> Outcome {
+    let name = c(OsStr::new("probe-code"));
+    // SAFETY: a valid name; no flags.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), 0) };
+    if fd < 0 {
+        return Err(errno());
+    }
+    // SAFETY: fd was just created.
+    let result = if unsafe { libc::ftruncate(fd, 4096) } == 0 {
+        map_fd(fd, libc::PROT_READ | libc::PROT_EXEC, libc::MAP_SHARED, 0)
+    } else {
+        Err(errno())
+    };
+    close(fd);
+    result
 }
 
 fn execveat(dir: &OsStr, name: &OsStr) -> Outcome {

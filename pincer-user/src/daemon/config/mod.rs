@@ -15,6 +15,8 @@
 //! log_format = "text"                      # "text" (the default) or "json"
 //! cgroup_root = "/sys/fs/cgroup"           # the cgroup v2 mount (the default)
 //! scan_every = "1s"                        # how often new cgroups are looked for (the default)
+//! check_every = "30s"                      # how often the kernel's maps and programs are checked
+//!                                          # against the configuration (the default)
 //! ring_bytes = 262144                      # event ring buffer size (the default)
 //!
 //! [[agent]]
@@ -60,7 +62,8 @@
 //! - `metrics` is an IP address and port (`"127.0.0.1:9464"`,
 //!   `"[::1]:9464"`), not a host name.
 //! - `scan_every` is a duration written like `"500ms"`, `"1s"` or `"1m"`,
-//!   from 100ms to 1h.
+//!   from 100ms to 1h; `check_every` likewise, from 1s to 1h (see
+//!   [`crate::twin::integrity`]).
 //! - `ring_bytes` is a power of two of at least 4096 (and at most 2^31).
 //!
 //! `[labels]` (optional): `policy`, patterns every agent's policy set gets
@@ -176,6 +179,10 @@ pub const MIN_SCAN_EVERY: Duration = Duration::from_millis(100);
 /// Longest `daemon.scan_every`: an agent runs unconfined until its cgroup
 /// is found, so an hour is already far too long for anything but tests.
 pub const MAX_SCAN_EVERY: Duration = Duration::from_secs(3600);
+/// How often the integrity check runs when `daemon.check_every` is not set.
+pub const DEFAULT_CHECK_EVERY: Duration = Duration::from_secs(30);
+/// Shortest `daemon.check_every`: each check forks a canary per agent.
+pub const MIN_CHECK_EVERY: Duration = Duration::from_secs(1);
 /// Smallest `daemon.ring_bytes`: one page.
 pub const MIN_RING_BYTES: u32 = 4096;
 
@@ -269,6 +276,8 @@ pub struct DaemonConfig {
     pub cgroup_root: PathBuf,
     /// How often new cgroups are looked for.
     pub scan_every: Duration,
+    /// How often what the kernel holds is checked.
+    pub check_every: Duration,
     /// Size of the event ring buffer in bytes.
     pub ring_bytes: u32,
 }
@@ -287,6 +296,7 @@ impl Default for DaemonConfig {
             log_format: LogFormat::default(),
             cgroup_root: PathBuf::from(DEFAULT_CGROUP_ROOT),
             scan_every: DEFAULT_SCAN_EVERY,
+            check_every: DEFAULT_CHECK_EVERY,
             ring_bytes: pincer_common::EVENTS_BYTES,
         }
     }
@@ -463,6 +473,10 @@ impl Config {
             setting(
                 "scan_every",
                 &toml_string(&humantime::format_duration(daemon.scan_every).to_string()),
+            ),
+            setting(
+                "check_every",
+                &toml_string(&humantime::format_duration(daemon.check_every).to_string()),
             ),
             setting("ring_bytes", &daemon.ring_bytes.to_string()),
         ];
@@ -790,6 +804,7 @@ fn parse_daemon(doc: &Document<'_>, table: &Field<'_>) -> Result<DaemonConfig, T
         log_format,
         cgroup_root,
         scan_every,
+        check_every,
         ring_bytes,
     ] = doc.fields(
         table,
@@ -805,6 +820,7 @@ fn parse_daemon(doc: &Document<'_>, table: &Field<'_>) -> Result<DaemonConfig, T
             "log_format",
             "cgroup_root",
             "scan_every",
+            "check_every",
             "ring_bytes",
         ],
     )?;
@@ -870,7 +886,10 @@ fn parse_daemon(doc: &Document<'_>, table: &Field<'_>) -> Result<DaemonConfig, T
         config.cgroup_root = absolute_path(doc, &field)?;
     }
     if let Some(field) = scan_every {
-        config.scan_every = parse_scan_every(doc, &field)?;
+        config.scan_every = parse_every(doc, &field, MIN_SCAN_EVERY..=MAX_SCAN_EVERY)?;
+    }
+    if let Some(field) = check_every {
+        config.check_every = parse_every(doc, &field, MIN_CHECK_EVERY..=MAX_SCAN_EVERY)?;
     }
     if let Some(field) = ring_bytes {
         let n = doc.integer(&field)?;
@@ -890,7 +909,11 @@ fn parse_daemon(doc: &Document<'_>, table: &Field<'_>) -> Result<DaemonConfig, T
     Ok(config)
 }
 
-fn parse_scan_every(doc: &Document<'_>, field: &Field<'_>) -> Result<Duration, TomlError> {
+fn parse_every(
+    doc: &Document<'_>,
+    field: &Field<'_>,
+    range: std::ops::RangeInclusive<Duration>,
+) -> Result<Duration, TomlError> {
     let text = doc.string(field)?;
     let duration = humantime::parse_duration(text).map_err(|cause| {
         doc.error(
@@ -906,13 +929,13 @@ fn parse_scan_every(doc: &Document<'_>, field: &Field<'_>) -> Result<Duration, T
             },
         )
     })?;
-    if !(MIN_SCAN_EVERY..=MAX_SCAN_EVERY).contains(&duration) {
+    if !range.contains(&duration) {
         return Err(doc.error(
             field,
             format!(
                 "must be from {} to {} (not {})",
-                humantime::format_duration(MIN_SCAN_EVERY),
-                humantime::format_duration(MAX_SCAN_EVERY),
+                humantime::format_duration(*range.start()),
+                humantime::format_duration(*range.end()),
                 humantime::format_duration(duration)
             ),
         ));
@@ -1162,6 +1185,7 @@ mod tests {
                 log_format: LogFormat::Json,
                 cgroup_root: PathBuf::from("/mnt/cgroup2"),
                 scan_every: Duration::from_millis(250),
+                check_every: Duration::from_secs(5),
                 ring_bytes: 1 << 20,
             }
         );
@@ -1187,12 +1211,12 @@ mod tests {
             Path::new("/etc/pincer/missions/claude.toml")
         );
         assert_eq!(claude.mode, Some(Mode::Ask));
-        assert_eq!((claude.number, claude.line), (1, 19));
+        assert_eq!((claude.number, claude.line), (1, 20));
         assert_eq!(codex.name, "codex_2.0-beta");
         // Relative to the configuration's directory.
         assert_eq!(codex.mission, Path::new("/etc/pincer/missions/codex.toml"));
         assert_eq!(codex.mode, None);
-        assert_eq!((codex.number, codex.line), (2, 25));
+        assert_eq!((codex.number, codex.line), (2, 26));
     }
 
     #[test]
@@ -1222,7 +1246,7 @@ mod tests {
                 field("daemon.sokcet"),
                 "unknown field `sokcet`, expected one of `socket`, `pin_dir`, `on_stop`, \
                  `audit`, `audit_key`, `siem`, `siem_format`, `metrics`, `log_format`, \
-                 `cgroup_root`, `scan_every`, `ring_bytes`"
+                 `cgroup_root`, `scan_every`, `check_every`, `ring_bytes`"
                     .to_owned()
             )
         );
@@ -1256,7 +1280,7 @@ mod tests {
             format!(
                 "{}:2:1: daemon.bogus: unknown field `bogus`, expected one of `socket`, \
                  `pin_dir`, `on_stop`, `audit`, `audit_key`, `siem`, `siem_format`, \
-                 `metrics`, `log_format`, `cgroup_root`, `scan_every`, `ring_bytes`",
+                 `metrics`, `log_format`, `cgroup_root`, `scan_every`, `check_every`, `ring_bytes`",
                 path.display()
             )
         );
@@ -1976,6 +2000,7 @@ audit = "/var/log/pincer/audit.jsonl"
 log_format = "text"
 cgroup_root = "/sys/fs/cgroup"
 scan_every = "1s"
+check_every = "30s"
 ring_bytes = 262144
 
 # No [[agent]]: only `pincer run` registrations are served.
