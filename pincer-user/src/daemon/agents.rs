@@ -224,6 +224,10 @@ impl Daemon {
             })?;
         let mode = config.mode.unwrap_or(mission.on_unknown);
         let written = grants.inode.len() + grants.names.len() + grants.prefixes.len();
+        let private_tmp = run
+            .iter()
+            .find(|grant| grant.what == RunGrant::PRIVATE_TMP)
+            .map(|grant| grant.path.clone());
         twin.confine(
             id,
             Confinement {
@@ -238,16 +242,19 @@ impl Daemon {
                 policy: mission.vote.policy.clone(),
                 policy_set: self.config.policy_set(mission),
                 policy_roots: mission.policy_roots(),
-                own_roots: mission.own_roots(),
+                // A registered run's private temporary directory is its
+                // command's own place, as in a run of its own.
+                own_roots: mission
+                    .own_roots()
+                    .into_iter()
+                    .chain(private_tmp.clone())
+                    .collect(),
                 assets: mission.assets(),
                 // A registered run's command learns why in its private
                 // directory; the daemon's standard error is its journal.
                 tell: refusals::Tell {
                     stderr: false,
-                    dir: run
-                        .iter()
-                        .find(|grant| grant.what == RunGrant::PRIVATE_TMP)
-                        .map(|grant| grant.path.clone()),
+                    dir: private_tmp,
                 },
             },
         )?;
