@@ -895,14 +895,23 @@ pub struct Agent {
     pub mode: u32,
     /// Bits of [`agent_flags`].
     pub flags: u32,
-    /// Explicit padding; always zero.
-    pub _pad: u32,
+    /// The level of the user namespace the agent's tasks start in (0 for
+    /// the initial one; [`NO_OWN_NAMESPACES`] for none). A user namespace
+    /// deeper than this is one the agent made, a sandbox of its own: a
+    /// capability checked against it is allowed, mounts in a mount
+    /// namespace it owns are allowed, and a tmpfs mounted there holds only
+    /// what the agent put in it.
+    pub userns_home: u32,
     /// The capabilities the agent's tasks may use, bit `n` for capability
     /// `n` ([`caps`]): [`caps::DEFAULT`] and what the mission adds, never
     /// one of [`caps::NEVER`]. Every other capability check fails with
     /// `EPERM`, whatever credentials the task holds.
     pub capabilities: u64,
 }
+
+/// [`Agent::userns_home`] of an agent that has no namespaces of its own:
+/// no user namespace is deeper than this.
+pub const NO_OWN_NAMESPACES: u32 = u32::MAX;
 
 /// Key of an inode grant: an object by identity, for one mission slot.
 #[repr(C)]
@@ -1234,6 +1243,23 @@ pub struct KernelOffsets {
     /// `vm_area_struct.vm_file`: the file a mapping maps, null for
     /// anonymous memory.
     pub vm_area_struct_vm_file: u32,
+    /// `user_namespace.level`: 0 for the initial user namespace, one more
+    /// for each namespace below it.
+    pub user_namespace_level: u32,
+    /// `super_block.s_user_ns`: the user namespace a filesystem was
+    /// mounted in.
+    pub super_block_s_user_ns: u32,
+    /// `task_struct.nsproxy`.
+    pub task_struct_nsproxy: u32,
+    /// `nsproxy.mnt_ns`.
+    pub nsproxy_mnt_ns: u32,
+    /// `mnt_namespace.user_ns`: the user namespace that owns a mount
+    /// namespace.
+    pub mnt_namespace_user_ns: u32,
+    /// The device (kernel encoding) of the procfs the loader sees at
+    /// `/proc`, whose objects the baseline grants: another procfs (a
+    /// sandbox's own `/proc`) is decided as this one.
+    pub proc_dev: u32,
 }
 
 impl KernelOffsets {
@@ -1281,6 +1307,12 @@ impl KernelOffsets {
             task_struct_mm: 0,
             mm_struct_exe_file: 0,
             vm_area_struct_vm_file: 0,
+            user_namespace_level: 0,
+            super_block_s_user_ns: 0,
+            task_struct_nsproxy: 0,
+            nsproxy_mnt_ns: 0,
+            mnt_namespace_user_ns: 0,
+            proc_dev: 0,
         }
     }
 }
@@ -1497,6 +1529,10 @@ pub mod fs_magic {
     /// `PID_FS_MAGIC`: since 6.9, a pidfd is a file of pidfs, and
     /// `pidfd_open` opens it.
     pub const PIDFS: u32 = 0x5049_4446;
+    /// `TMPFS_MAGIC`.
+    pub const TMPFS: u32 = 0x0102_1994;
+    /// `RAMFS_MAGIC`.
+    pub const RAMFS: u32 = 0x8584_58f6;
 }
 
 /// `CLONE_INTO_CGROUP`: `clone3` places the child in another cgroup.
@@ -1516,7 +1552,7 @@ const _: () = {
     assert!(core::mem::size_of::<CachedGrant>() == 16);
     assert!(core::mem::size_of::<NameGrantKey>() == 24 + NAME_LEN);
     assert!(core::mem::size_of::<AccessEvent>() == 136 + COMPONENT_LEN * MAX_COMPONENTS);
-    assert!(core::mem::size_of::<KernelOffsets>() == 164);
+    assert!(core::mem::size_of::<KernelOffsets>() == 188);
     assert!(core::mem::size_of::<ObjectKey>() == 16);
     assert!(core::mem::size_of::<Label>() == 24 + 8 * MAX_ORIGINS);
     assert!(core::mem::size_of::<PolicyNameKey>() == POLICY_NAME_LEN);

@@ -29,8 +29,8 @@
 
 use pincer_common::{
     Agent, CHANGE_OPS, CachedGrant, EACCES, ERESTARTNOINTR, GrantKey, Label, MAX_PREFIX_LEN,
-    MAX_TREE_DEPTH, PrefixName, agent_flags, counter, event_flags, hook, label_flags, mode, ops,
-    policy_entry, policy_rule, verdict,
+    MAX_TREE_DEPTH, NO_OWN_NAMESPACES, PrefixName, agent_flags, counter, event_flags, hook,
+    label_flags, mode, ops, policy_entry, policy_rule, verdict,
 };
 
 use aya_ebpf::{cty::c_void, helpers::bpf_loop, macros::map, maps::PerCpuArray};
@@ -403,6 +403,20 @@ extern "C" fn check_step(_index: u64, ctx: *mut c_void) -> i64 {
         checked.granted = access.ops;
         return 1;
     }
+    // A tmpfs the agent mounted in a sandbox of its own began empty: what
+    // is in it is the agent's, as in a memfd. Running it stays undecided
+    // here, as for a memfd.
+    if access.ops & ops::EXEC == 0
+        && checked.agent.userns_home != NO_OWN_NAMESPACES
+        && kernel::on_own_tmpfs(
+            kernel::off(),
+            object_inode(access),
+            checked.agent.userns_home,
+        )
+    {
+        checked.granted = access.ops;
+        return 1;
+    }
     if also & access.ops == access.ops {
         checked.granted = also;
         return 1;
@@ -468,6 +482,20 @@ extern "C" fn check_step(_index: u64, ctx: *mut c_void) -> i64 {
         }
     }
     1
+}
+
+/// The inode of the object, or for a creation of its directory (null when
+/// it cannot be read).
+#[inline(always)]
+fn object_inode(access: &Access) -> *const u8 {
+    if !access.inode.is_null() || access.dentry.is_null() {
+        return access.inode;
+    }
+    let off = kernel::off();
+    match kernel::parent(off, access.dentry) {
+        Ok(Some(dir)) => kernel::dentry_inode(off, dir).unwrap_or(core::ptr::null()),
+        _ => core::ptr::null(),
+    }
 }
 
 /// The callback that decides the entry whose number its context holds

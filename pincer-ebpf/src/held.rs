@@ -36,8 +36,8 @@ use aya_ebpf::{
     programs::{LsmContext, RawTracePointContext},
 };
 use pincer_common::{
-    Agent, EACCES, ERESTARTNOINTR, Pending, agent_flags, counter, event_flags, fmode, hook, mode,
-    verdict, watch,
+    Agent, EACCES, ERESTARTNOINTR, NO_OWN_NAMESPACES, Pending, agent_flags, counter, event_flags,
+    fmode, hook, mode, verdict, watch,
 };
 
 use crate::{
@@ -85,7 +85,7 @@ fn hold(cgroup: *const u8) -> Result<bool, ReadFailed> {
                 slot: 0,
                 mode: mode::HELD,
                 flags: 0,
-                _pad: 0,
+                userns_home: NO_OWN_NAMESPACES,
                 capabilities: 0,
             };
             return AGENTS

@@ -2,7 +2,7 @@
 //! kernel's BTF (Rust BPF has no CO-RE field relocation).
 
 use aya_ebpf::helpers::bpf_probe_read_kernel;
-use pincer_common::KernelOffsets;
+use pincer_common::{KernelOffsets, fs_magic};
 
 /// Set by the loader before the programs are loaded; all zero means it never
 /// was, and every agent access is then refused.
@@ -90,6 +90,47 @@ pub fn fs_magic(off: &KernelOffsets, inode: *const u8) -> Result<u32, ReadFailed
     let sb: *const u8 = read(inode, off.inode_i_sb)?;
     // `s_magic` is an `unsigned long`; every magic number fits its low half.
     read(sb, off.super_block_s_magic)
+}
+
+/// Whether the user namespace `ns` is one the agent made: deeper than the
+/// one its tasks start in (`home`, [`pincer_common::Agent::userns_home`]).
+/// The initial namespace never is; an unreadable one is not.
+#[inline(always)]
+pub fn own_userns(off: &KernelOffsets, ns: *const u8, home: u32) -> bool {
+    // `level` is an `int`, never negative.
+    match read::<u32>(ns, off.user_namespace_level) {
+        Ok(level) => level > 0 && level <= 32 && level > home,
+        Err(ReadFailed) => false,
+    }
+}
+
+/// Whether the current task's mount namespace is owned by a user namespace
+/// the agent made ([`own_userns`]): mounts there change the view of the
+/// agent's own sandbox, nobody else's.
+#[inline(always)]
+pub fn own_mount_namespace(off: &KernelOffsets, home: u32) -> bool {
+    let task = unsafe { aya_ebpf::helpers::bpf_get_current_task() } as *const u8;
+    let owner = read::<*const u8>(task, off.task_struct_nsproxy)
+        .and_then(|nsproxy| read::<*const u8>(nsproxy, off.nsproxy_mnt_ns))
+        .and_then(|mnt_ns| read::<*const u8>(mnt_ns, off.mnt_namespace_user_ns));
+    owner.is_ok_and(|owner| own_userns(off, owner, home))
+}
+
+/// Whether an inode is on a tmpfs (or ramfs) mounted in a user namespace
+/// the agent made: a filesystem that began empty in its own sandbox, so
+/// everything in it is what the agent put there.
+#[inline(always)]
+pub fn on_own_tmpfs(off: &KernelOffsets, inode: *const u8, home: u32) -> bool {
+    let Ok(sb) = read::<*const u8>(inode, off.inode_i_sb) else {
+        return false;
+    };
+    let Ok(magic) = read::<u32>(sb, off.super_block_s_magic) else {
+        return false;
+    };
+    if magic != fs_magic::TMPFS && magic != fs_magic::RAMFS {
+        return false;
+    }
+    read::<*const u8>(sb, off.super_block_s_user_ns).is_ok_and(|ns| own_userns(off, ns, home))
 }
 
 /// The parent of a dentry, or `None` at the root of its filesystem.

@@ -22,7 +22,8 @@
 //! and writing one changes the kernel (`/proc/sys/kernel/modprobe`,
 //! `core_pattern`, `sysrq-trigger`), which no grant allows. Entries below
 //! `/proc/<pid>/net` have no process of their own: they belong to the
-//! process of the nearest `/proc/<pid>` above them.
+//! process of the nearest `/proc/<pid>` above them. Every procfs mounted
+//! (a sandbox's `/proc`) is decided as the one at `/proc`.
 
 use aya_ebpf::helpers::bpf_get_current_cgroup_id;
 use pincer_common::{event_flags, file_type, fs_magic, ops};
@@ -55,11 +56,20 @@ pub enum Rule {
 /// a link: `/proc/self`, `/proc/mounts` and the like name only paths every
 /// process has).
 #[inline(always)]
-pub fn rule(access: &Access, proc_global: u32) -> Result<Rule, ReadFailed> {
+pub fn rule(access: &mut Access, proc_global: u32) -> Result<Rule, ReadFailed> {
     let off = kernel::off();
     let inode = access.inode;
     let magic = kernel::fs_magic(off, inode)?;
     if magic == PROC_MAGIC {
+        // Every procfs shows the same kernel objects (a sandbox's own
+        // `/proc` only lists fewer processes): its global entries are
+        // decided as those of the `/proc` the grants were resolved in.
+        // Their inode numbers are the same in every instance, but for the
+        // sysctl files below `/proc/sys`, numbered as they are first seen,
+        // which the baseline grants for reading as a tree.
+        if off.proc_dev != 0 {
+            access.dev = u64::from(off.proc_dev);
+        }
         return proc_rule(access, proc_global);
     }
     // A pidfd is a handle on a process, not a file: what it does to the

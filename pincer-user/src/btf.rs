@@ -176,6 +176,14 @@ fn offsets(btf: &Resolver<'_>) -> Result<KernelOffsets, BtfError> {
         task_struct_mm: btf.offset("task_struct", "mm")?,
         mm_struct_exe_file: btf.offset("mm_struct", "exe_file")?,
         vm_area_struct_vm_file: btf.offset("vm_area_struct", "vm_file")?,
+        user_namespace_level: btf.offset("user_namespace", "level")?,
+        super_block_s_user_ns: btf.offset("super_block", "s_user_ns")?,
+        task_struct_nsproxy: btf.offset("task_struct", "nsproxy")?,
+        nsproxy_mnt_ns: btf.offset("nsproxy", "mnt_ns")?,
+        mnt_namespace_user_ns: btf.offset("mnt_namespace", "user_ns")?,
+        proc_dev: std::fs::metadata("/proc").map_or(0, |m| {
+            pincer_common::kernel_dev(std::os::unix::fs::MetadataExt::dev(&m)) as u32
+        }),
     })
 }
 
@@ -329,6 +337,10 @@ mod tests {
             off.task_struct_mm,
             off.mm_struct_exe_file,
             off.vm_area_struct_vm_file,
+            off.super_block_s_user_ns,
+            off.task_struct_nsproxy,
+            off.nsproxy_mnt_ns,
+            off.mnt_namespace_user_ns,
             off.dentry_d_parent,
             off.dentry_d_inode,
         ] {

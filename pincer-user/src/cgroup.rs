@@ -411,6 +411,15 @@ impl Drop for AgentCgroup {
     }
 }
 
+/// The processes in the cgroup at `dir` now (none when it cannot be read).
+pub fn processes_in(dir: &Path) -> Vec<u32> {
+    fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.trim().parse().ok())
+        .collect()
+}
+
 /// Whether a cgroup v2 path (as `/proc/<pid>/cgroup` shows it) is an agent
 /// cgroup: `/pincer` or anything below it.
 ///

@@ -442,8 +442,10 @@ fn guard_reason(event: &AccessEvent) -> String {
             "reading the /proc entries of pincer's processes".to_owned()
         }
         hook::BPF => "the bpf system call".to_owned(),
-        hook::SB_MOUNT | hook::MOVE_MOUNT => "mounting".to_owned(),
-        hook::SB_UMOUNT => "unmounting".to_owned(),
+        hook::SB_MOUNT | hook::MOVE_MOUNT => {
+            "mounting outside a sandbox of the agent's own".to_owned()
+        }
+        hook::SB_UMOUNT => "unmounting outside a sandbox of the agent's own".to_owned(),
         hook::TASK_ALLOC => "starting a process in another cgroup".to_owned(),
         hook::KERNEL_LOAD_DATA | hook::KERNEL_READ_FILE => {
             format!("loading {} into the kernel", kernel_data(event.ino))

@@ -155,9 +155,83 @@ pub fn parents(pid: u32, root: Option<u32>) -> Vec<ProcessFacts> {
     chain
 }
 
+/// `NS_GET_PARENT` (`_IO(0xb7, 0x2)`): a descriptor of a namespace's parent.
+const NS_GET_PARENT: libc::c_ulong = 0xb702;
+
+/// How deep user namespaces nest (the kernel's limit is 32).
+const MAX_USERNS_LEVEL: u32 = 32;
+
+/// The level of the user namespace process `pid` (`None`: this process)
+/// runs in: 0 for the initial one, one more for each namespace below it,
+/// counted by asking the kernel for parents (`NS_GET_PARENT`) until there
+/// is none this process may see. `None` when the namespace cannot be read
+/// (the process is gone).
+pub fn userns_level(pid: Option<u32>) -> Option<u32> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let path = match pid {
+        Some(pid) => format!("/proc/{pid}/ns/user"),
+        None => "/proc/self/ns/user".to_owned(),
+    };
+    let mut ns: OwnedFd = fs::File::open(path).ok()?.into();
+    for level in 0..=MAX_USERNS_LEVEL {
+        // SAFETY: an ioctl with no argument on a descriptor we own; a
+        // non-negative result is a new descriptor, owned from here on.
+        let parent = unsafe { libc::ioctl(ns.as_raw_fd(), NS_GET_PARENT) };
+        if parent < 0 {
+            return Some(level);
+        }
+        ns = unsafe { OwnedFd::from_raw_fd(parent) };
+    }
+    Some(MAX_USERNS_LEVEL)
+}
+
+/// The home of an agent whose cgroup holds `processes` now
+/// ([`pincer_common::Agent::userns_home`]): the deepest user namespace of
+/// this process and of those, so that a namespace someone else made for
+/// them (a container's) is never counted as the agent's own. When this
+/// process's own level cannot be read, the agent gets no namespaces of its
+/// own.
+pub fn userns_home(processes: &[u32]) -> u32 {
+    let Some(own) = userns_level(None) else {
+        return pincer_common::NO_OWN_NAMESPACES;
+    };
+    processes
+        .iter()
+        .filter_map(|&pid| userns_level(Some(pid)))
+        .fold(own, u32::max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_namespaces_are_counted_from_the_initial_one() {
+        let own = userns_level(None).unwrap();
+        let mut child = std::process::Command::new("unshare")
+            .args(["--user", "--", "sleep", "60"])
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mine = fs::read_link("/proc/self/ns/user").unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while fs::read_link(format!("/proc/{pid}/ns/user")).ok() == Some(mine.clone())
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let level = userns_level(Some(pid));
+        let home = userns_home(&[pid]);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(level, Some(own + 1));
+        // A process already in a deeper namespace sets the home; this
+        // process's own namespace is the least.
+        assert_eq!(home, own + 1);
+        assert_eq!(userns_home(&[]), own);
+        assert_eq!(userns_home(&[pid]), own, "gone, so not counted");
+        assert_eq!(userns_level(Some(pid)), None);
+    }
 
     #[test]
     fn an_executable_path_is_read_once_per_process_and_file() {

@@ -259,10 +259,9 @@ pub fn continue_parked(enforcer: &mut Enforcer, window: Duration, until_empty: b
 }
 
 fn procs(cgroup: &Path) -> Vec<i32> {
-    fs::read_to_string(cgroup.join("cgroup.procs"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
+    crate::cgroup::processes_in(cgroup)
+        .into_iter()
+        .filter_map(|pid| i32::try_from(pid).ok())
         .collect()
 }
 

@@ -1178,6 +1178,101 @@ fn a_capability_outside_the_set_is_refused_unless_the_mission_adds_it() {
 }
 
 #[test]
+fn an_agents_own_sandbox_mounts_but_reaches_nothing_more() {
+    let s = Scratch::new("bp-sandbox");
+    fs::create_dir(s.path("project/scratch")).unwrap();
+    s.project_mission(READ_WRITE);
+    // A process outside every agent cgroup, in a user namespace of its own.
+    let mut other = Reaped(
+        Command::new(probe_bin())
+            .args(["sandbox", ",", "sleep", "300"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let other_ns = format!("/proc/{}/ns/user", other.0.id());
+    assert!(wait_for(Duration::from_secs(30), || {
+        fs::read_link(&other_ns).ok() != fs::read_link("/proc/self/ns/user").ok()
+    }));
+    let enter_other = format!("setns-user {}", other.0.id());
+    let secret_read = format!("ok read {}", SECRET.len());
+    // The agent's own user and mount namespaces (as bubblewrap makes them):
+    // it mounts there, and every object is still decided by its grants.
+    s.assert_probe_lines(&[
+        ("sandbox", "ok sandboxed"),
+        ("read @project/src/main.rs", "ok read 13"),
+        ("bind-mount @secret/key @project/src/main.rs", "ok mounted"),
+        // The project's name now shows the secret, which is still the secret.
+        ("read @project/src/main.rs", "err 13"),
+        ("open-tree-clone @secret", "ok cloned"),
+        // A tmpfs of its own holds what the agent puts there.
+        ("mount-tmpfs @project/scratch", "ok mounted"),
+        ("create-write @project/scratch/notes hello", "ok wrote 5"),
+        ("mkdir @project/scratch/dir", "ok made"),
+        ("read @project/scratch/notes", "ok read 5"),
+        // Running it is still `exec`, which the mission does not grant.
+        ("mmap-exec @project/scratch/notes", "err 13"),
+        // Its sandbox gives it no capability against the initial
+        // namespace, nor a way into a namespace someone else made: the
+        // kernel refuses both before pincer is asked.
+        ("raw-socket", "err 1"),
+        (&enter_other, "err 13"),
+    ]);
+    assert_eq!(
+        s.denial_hooks(),
+        ["file_open", "mmap_file"],
+        "{:#?}",
+        s.decisions()
+    );
+    assert!(
+        pincer_tests::text(&s.denials()[0]["path"]).ends_with("/secret/key"),
+        "{:#?}",
+        s.denials()
+    );
+    assert!(s.path("project/src/main.rs").exists());
+    s.assert_absent("project/scratch/notes");
+    s.assert_secret_unchanged();
+    // Outside its sandbox the agent (root, whose credentials hold every
+    // capability) still mounts nothing, and pincer keeps the other
+    // namespace from it: its `/proc/<pid>/ns` needs the ptrace check.
+    fs::remove_file(s.audit_path()).unwrap();
+    s.assert_probe_lines(&[
+        ("mount-tmpfs @project/scratch", "err 1"),
+        (&enter_other, "err 13"),
+    ]);
+    // The mount is refused at `sb_mount`, which the kernel asks before
+    // it checks the capability.
+    assert_eq!(s.denial_hooks(), ["sb_mount", "ptrace_access_check"]);
+    assert!(
+        s.deny_reasons("sb_mount")[0].contains("mounting outside a sandbox of the agent's own"),
+        "{:?}",
+        s.deny_reasons("sb_mount")
+    );
+    // The control: outside every agent cgroup the same steps reach the
+    // secret, run what the tmpfs holds and enter the other namespace.
+    assert_eq!(
+        s.probe_outside(&[
+            "sandbox",
+            "bind-mount @secret/key @project/src/main.rs",
+            "read @project/src/main.rs",
+            "mount-tmpfs @project/scratch",
+            "create-write @project/scratch/notes hello",
+            "mmap-exec @project/scratch/notes",
+        ]),
+        [
+            "ok sandboxed",
+            "ok mounted",
+            &secret_read,
+            "ok mounted",
+            "ok wrote 5",
+            "ok mapped",
+        ]
+    );
+    assert_eq!(s.probe_outside(&[&enter_other]), ["ok entered"]);
+    let _ = other.0.kill();
+}
+
+#[test]
 fn the_new_mount_api_is_refused() {
     let s = Scratch::with_project_grant("bp-mount-api", EVERY_OPERATION);
     // A mount the agent's owner made, which the agent must not turn

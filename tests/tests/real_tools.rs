@@ -373,6 +373,11 @@ fn the_loader_runs_only_what_may_run() {
 }
 
 #[test]
+fn bubblewrap_sandboxes_a_command() {
+    task("bubblewrap_sandboxes_a_command");
+}
+
+#[test]
 fn sed_in_place() {
     task("sed_in_place");
 }

@@ -48,7 +48,8 @@ const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
 
 /// Installed on top of the `minbase` variant (which already has dpkg, apt,
 /// bash, coreutils, mount, ...): the tools agents run. `libc6-dev` because
-/// gcc alone cannot link a program.
+/// gcc alone cannot link a program; bubblewrap and socat because agents'
+/// own sandboxes are made of them (Claude Code's on Linux).
 const PACKAGES: &[&str] = &[
     "git",
     "python3",
@@ -66,6 +67,8 @@ const PACKAGES: &[&str] = &[
     "npm",
     "python3-pytest",
     "black",
+    "bubblewrap",
+    "socat",
 ];
 
 /// Agent command-line programs installed into the root's `/usr/local` from

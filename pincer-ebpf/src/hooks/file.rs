@@ -493,7 +493,7 @@ fn read_object<const HOOK: u32>(agent: &Agent, dentry: *const u8, proc_global: u
 #[inline(always)]
 fn decide_existing(agent: &Agent, access: Result<Access, Failure>, proc_global: u32) -> i32 {
     let (access, also, forced) = match access {
-        Ok(access) => match objects::rule(&access, proc_global) {
+        Ok(mut access) => match objects::rule(&mut access, proc_global) {
             Ok(Rule::Grants) => (Ok(access), 0, 0),
             Ok(Rule::Also(ops)) => (Ok(access), ops, 0),
             Ok(Rule::Refused(why)) => (Ok(access), 0, why),

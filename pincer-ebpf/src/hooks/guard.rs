@@ -1,7 +1,8 @@
 //! Self-protection: what an agent may never do, whatever its grants, because
 //! it would switch pincer off, step outside its cgroup or reach into the
-//! kernel: signal or trace pincer, `bpf`, mount, start a process elsewhere,
-//! use a capability outside its set, have the kernel load code. A refusal is
+//! kernel: signal or trace pincer, `bpf`, mount outside a sandbox of its
+//! own, start a process elsewhere, use a capability outside its set (but in
+//! a user namespace it made), have the kernel load code. A refusal is
 //! the kernel's own answer to a forbidden action, `EPERM`, and is reported
 //! (`event_flags::GUARD`); in audit mode it is allowed and reported, like
 //! everything else. Nothing here parks.
@@ -84,12 +85,7 @@ pub fn ptrace_access_check<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32
 }
 
 /// `security_bpf(cmd, attr, size[, ...])`: agents cannot use `bpf(2)` at
-/// all (pincer's maps and programs are behind it). `security_sb_mount(dev_name,
-/// path, type, flags, data)`, `security_move_mount(from_path, to_path)` (the
-/// new mount API's attach step) and `security_sb_umount(mnt, flags)`: agents
-/// cannot mount, bind mount, remount or unmount (a mount could hide or alias
-/// what grants name, bind mounts in a new mount namespace included; an
-/// unmount could uncover what a mount hides).
+/// all (pincer's maps and programs are behind it).
 ///
 /// | the call | enforce | audit          | ask     |
 /// |----------|---------|----------------|---------|
@@ -100,6 +96,35 @@ pub fn ptrace_access_check<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32
 #[inline(always)]
 pub fn refused<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
     let agent = agent::<HOOK>(ctx)?;
+    Ok(refuse(&agent, HOOK, 0))
+}
+
+/// `security_sb_mount(dev_name, path, type, flags, data)`,
+/// `security_move_mount(from_path, to_path)` (the new mount API's attach
+/// step) and `security_sb_umount(mnt, flags)`: agents mount, bind mount,
+/// remount and unmount only in a mount namespace of a sandbox of their own
+/// (owned by a user namespace they made, see [`capable`]).
+///
+/// | the task's mount namespace                        | enforce | audit          | ask     |
+/// |---------------------------------------------------|---------|----------------|---------|
+/// | owned by a user namespace the agent made          | allow   | allow          | allow   |
+/// | any other (the host's, a container's), unreadable | `EPERM` | allow + report | `EPERM` |
+///
+/// A mount there changes only the agent's own view, and reaches nothing
+/// more: grants name objects by (device, inode) and tree grants follow a
+/// file's own parents, never mount points, so a bind mount of a secret is
+/// still the secret, and a new proc is decided as `/proc` is
+/// ([`crate::objects`]). The kernel keeps the rest: such a namespace's
+/// mounts propagate to no one else's, and the mounts it was copied with
+/// are locked to it (they cannot be unmounted to uncover what they hide).
+/// Anywhere else a mount could hide or alias what grants name for other
+/// processes, and an unmount could uncover what a mount hides.
+#[inline(always)]
+pub fn mount<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
+    let agent = agent::<HOOK>(ctx)?;
+    if kernel::loaded().is_ok() && kernel::own_mount_namespace(kernel::off(), agent.userns_home) {
+        return Ok(0);
+    }
     Ok(refuse(&agent, HOOK, 0))
 }
 
@@ -125,13 +150,26 @@ pub fn task_alloc<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
 /// `security_capable(const struct cred *cred, struct user_namespace *ns, int cap, unsigned int opts)`:
 /// agents use only the capabilities of their set (`Agent::capabilities`:
 /// the default set and what the mission adds, see `pincer_common::caps`),
-/// in every user namespace, whatever their credentials hold.
+/// whatever their credentials hold, but in a user namespace they made
+/// themselves (a sandbox: bubblewrap's, `unshare -r`'s), where the kernel
+/// gives its maker every capability.
 ///
-/// | the capability                     | enforce | audit          | ask     |
-/// |------------------------------------|---------|----------------|---------|
-/// | in the agent's set                 | allow   | allow          | allow   |
-/// | any other                          | `EPERM` | allow + report | `EPERM` |
-/// | any other, asked `CAP_OPT_NOAUDIT` | `EPERM` | allow          | `EPERM` |
+/// | the capability                                       | enforce | audit          | ask     |
+/// |------------------------------------------------------|---------|----------------|---------|
+/// | in the agent's set                                   | allow   | allow          | allow   |
+/// | any, checked against a user namespace the agent made | allow   | allow          | allow   |
+/// | any other                                            | `EPERM` | allow + report | `EPERM` |
+/// | any other, asked `CAP_OPT_NOAUDIT`                   | `EPERM` | allow          | `EPERM` |
+///
+/// A user namespace the agent made is one deeper than the one its tasks
+/// start in (`Agent::userns_home`). A capability there acts only on what
+/// that namespace owns: its own mounts, hostname, network and processes;
+/// every object it reaches is still decided by the file hooks, and every
+/// check against the initial namespace (or the one the agent starts in)
+/// is decided as above. The agent cannot enter a namespace someone else
+/// made below its home: `/proc/<pid>/ns` and `setns` through a pidfd need
+/// the ptrace check ([`ptrace_access_check`]), and a namespace file bound
+/// elsewhere is opened only with a grant.
 ///
 /// The kernel asks with `CAP_OPT_NOAUDIT` to pick a path, not because the
 /// task attempted something (whether `kallsyms` shows addresses, whether a
@@ -147,6 +185,10 @@ pub fn capable<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
     let cap: u64 = ctx.arg(2);
     let cap = cap as u32;
     if cap < 64 && agent.capabilities & (1u64 << cap) != 0 {
+        return Ok(0);
+    }
+    let ns: *const u8 = ctx.arg(1);
+    if kernel::loaded().is_ok() && kernel::own_userns(kernel::off(), ns, agent.userns_home) {
         return Ok(0);
     }
     let opts: u64 = ctx.arg(3);

@@ -13,10 +13,11 @@ use pincer_common::Agent;
 
 use super::{Daemon, DaemonError, config::AgentConfig};
 use crate::{
-    cgroup::PINCER_DIR,
+    cgroup::{self, PINCER_DIR},
     control::{ConfinedAgent, GrantSource, ListedGrant},
     events,
     mission::{Mission, RunGrant},
+    procfs,
     twin::{Confinement, refusals},
     voters,
 };
@@ -237,6 +238,11 @@ impl Daemon {
                 report_allowed: false,
                 from_exec: config.from_exec,
                 capabilities: mission.capabilities,
+                // Processes already in the cgroup (a container's) start
+                // in the namespace they are in.
+                userns_home: procfs::userns_home(&cgroup::processes_in(
+                    &self.config.daemon.cgroup_root.join(relative),
+                )),
                 grants,
                 voters: voters::for_mission(&mission.vote, &self.board)?,
                 policy: mission.vote.policy.clone(),

@@ -309,20 +309,16 @@ impl Daemon {
             .iter()
             .map(|(id, confined)| (*id, root.join(&confined.listed.cgroup)))
             .collect();
-        let integrity = self.service.twin().check_integrity(&dirs)?;
+        let (integrity, changed) = self.service.twin().check_integrity(&dirs)?;
         self.metrics
             .set_integrity_problems(integrity.problems.len() as i64);
-        let before = self.integrity.as_ref().map(|i| i.problems.as_slice());
-        if before.unwrap_or_default() != integrity.problems.as_slice() {
+        if changed {
             for problem in &integrity.problems {
                 tracing::error!(%problem, "integrity check");
             }
             if integrity.healthy() {
                 tracing::info!("integrity check: the kernel holds what was written again");
             }
-            self.service.twin().audit(&Record::Integrity {
-                problems: &integrity.problems,
-            })?;
         }
         self.integrity = Some(integrity);
         self.publish();

@@ -123,7 +123,7 @@ impl Held {
     }
 }
 
-/// What the maps hold for one slot ([`Kernel::slot_grants`]).
+/// What the maps hold for one slot ([`Kernel::grants_by_slot`]).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct SlotGrants {
     /// Its inode grants.
@@ -196,10 +196,10 @@ pub trait Kernel {
     /// Replaces the cgroups below which new ones are held: cgroup id → one
     /// of `pincer_common::watch`.
     fn set_watched(&mut self, watched: &[(u64, u32)]) -> Result<(), LoadError>;
-    /// What the maps hold for one slot: its inode and name grants, and how
-    /// many prefix grants (what [`crate::twin`]'s integrity check compares
-    /// with what it wrote).
-    fn slot_grants(&mut self, slot: u32) -> Result<SlotGrants, LoadError>;
+    /// What the maps hold, by slot: each slot's inode and name grants, and
+    /// how many prefix grants (what [`crate::twin`]'s integrity check
+    /// compares with what it wrote). Each map is read once.
+    fn grants_by_slot(&mut self) -> Result<std::collections::HashMap<u32, SlotGrants>, LoadError>;
     /// The programs this enforcer attached, each with whether a live link
     /// still runs it.
     fn attached(&mut self) -> Result<Vec<(&'static str, bool)>, LoadError>;
@@ -422,22 +422,21 @@ impl Kernel for Enforcer {
         self.entries(names::AGENTS)
     }
 
-    fn slot_grants(&mut self, slot: u32) -> Result<SlotGrants, LoadError> {
-        let mut inode: Vec<(GrantKey, GrantValue)> = self.entries(names::GRANTS)?;
-        inode.retain(|(key, _)| key.slot == slot);
-        let mut named: Vec<(NameGrantKey, GrantValue)> = self.entries(names::NAME_GRANTS)?;
-        named.retain(|(key, _)| key.slot == slot);
-        let prefixes = self
-            .prefix_trie()?
-            .keys()
-            .filter_map(Result::ok)
-            .filter(|key| u32::from_ne_bytes(key.data().slot) == slot)
-            .count();
-        Ok(SlotGrants {
-            inode,
-            names: named,
-            prefixes,
-        })
+    fn grants_by_slot(&mut self) -> Result<std::collections::HashMap<u32, SlotGrants>, LoadError> {
+        let mut slots: std::collections::HashMap<u32, SlotGrants> = Default::default();
+        let inode: Vec<(GrantKey, GrantValue)> = self.entries(names::GRANTS)?;
+        for (key, value) in inode {
+            slots.entry(key.slot).or_default().inode.push((key, value));
+        }
+        let named: Vec<(NameGrantKey, GrantValue)> = self.entries(names::NAME_GRANTS)?;
+        for (key, value) in named {
+            slots.entry(key.slot).or_default().names.push((key, value));
+        }
+        for key in self.prefix_trie()?.keys().filter_map(Result::ok) {
+            let slot = u32::from_ne_bytes(key.data().slot);
+            slots.entry(slot).or_default().prefixes += 1;
+        }
+        Ok(slots)
     }
 
     fn attached(&mut self) -> Result<Vec<(&'static str, bool)>, LoadError> {

@@ -37,7 +37,7 @@ use crate::{
         runs::{Pool, RunPrograms},
     },
     mission::{Mission, MissionError, Mode},
-    paths,
+    paths, procfs,
     toml_file::FileError,
     twin::{self, Confinement, Service, TwinError, refusals},
     voters::{self, prompt::PromptBoard},
@@ -334,6 +334,8 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
                 // The run's command is the agent from its first instruction.
                 from_exec: false,
                 capabilities: mission.capabilities,
+                // The command starts where this process runs.
+                userns_home: procfs::userns_home(&[]),
                 grants,
                 voters,
                 policy: mission.vote.policy.clone(),
@@ -668,17 +670,14 @@ async fn supervise(
         tokio::time::interval_at(tokio::time::Instant::now() + CHECK_EVERY, CHECK_EVERY);
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let dirs = std::collections::HashMap::from([(cgroup.id(), cgroup.path().to_owned())]);
-    let mut problems: Vec<String> = Vec::new();
     loop {
         tokio::select! {
             _ = check.tick() => {
-                let integrity = service.twin().check_integrity(&dirs)?;
-                if integrity.problems != problems {
+                let (integrity, changed) = service.twin().check_integrity(&dirs)?;
+                if changed {
                     for problem in &integrity.problems {
                         eprintln!("pincer: integrity: {problem}");
                     }
-                    service.twin().audit(&Record::Integrity { problems: &integrity.problems })?;
-                    problems = integrity.problems;
                 }
             }
             status = child.wait() => {

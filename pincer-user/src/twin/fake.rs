@@ -186,26 +186,26 @@ impl Kernel for FakeKernel {
         Ok(self.taints.get(&cgroup).copied())
     }
 
-    fn slot_grants(&mut self, slot: u32) -> Result<SlotGrants, LoadError> {
-        Ok(SlotGrants {
-            inode: self
-                .grants
-                .iter()
-                .filter(|(k, _)| k.slot == slot)
-                .map(|(k, v)| (*k, *v))
-                .collect(),
-            names: self
-                .name_grants
-                .iter()
-                .filter(|(k, _)| k.slot == slot)
-                .map(|(k, v)| (*k, *v))
-                .collect(),
-            prefixes: self
-                .prefix_grants
-                .keys()
-                .filter(|k| k.slot() == slot)
-                .count(),
-        })
+    fn grants_by_slot(&mut self) -> Result<HashMap<u32, SlotGrants>, LoadError> {
+        let mut slots: HashMap<u32, SlotGrants> = HashMap::new();
+        for (key, value) in &self.grants {
+            slots
+                .entry(key.slot)
+                .or_default()
+                .inode
+                .push((*key, *value));
+        }
+        for (key, value) in &self.name_grants {
+            slots
+                .entry(key.slot)
+                .or_default()
+                .names
+                .push((*key, *value));
+        }
+        for key in self.prefix_grants.keys() {
+            slots.entry(key.slot()).or_default().prefixes += 1;
+        }
+        Ok(slots)
     }
 
     fn attached(&mut self) -> Result<Vec<(&'static str, bool)>, LoadError> {

@@ -41,7 +41,7 @@ use nix::{
 use pincer_common::{Agent, GrantKey, GrantValue, NameGrantKey, agent_flags};
 use sha2::{Digest, Sha256};
 
-use super::{Twin, TwinError};
+use super::{Record, Twin, TwinError};
 use crate::{
     control::{AgentIntegrity, Integrity},
     loader::Kernel,
@@ -90,6 +90,8 @@ pub struct Canaries {
     cursor: usize,
     /// What each cgroup's last canary met, as shown.
     last: HashMap<u64, String>,
+    /// The problems the last check found.
+    problems: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -216,12 +218,26 @@ unsafe fn canary_child(procs: i32) -> ! {
 impl<K: Kernel> Twin<K> {
     /// Checks what the kernel holds against what this twin wrote, and runs
     /// a canary in each confined cgroup whose directory `dirs` gives
-    /// (see the module documentation). Every problem is named; the caller
-    /// reports them (status, metric, audit).
+    /// (see the module documentation). Every problem is named. When the
+    /// set of problems is not the last check's, it is audited (an
+    /// `integrity` record) and the answer's second half is `true`: the
+    /// caller shows it (status, log, metric).
     pub fn check_integrity(
         &mut self,
         dirs: &HashMap<u64, PathBuf>,
-    ) -> Result<Integrity, TwinError> {
+    ) -> Result<(Integrity, bool), TwinError> {
+        let integrity = self.integrity_now(dirs)?;
+        let changed = integrity.problems != self.canaries.problems;
+        if changed {
+            self.audit(&Record::Integrity {
+                problems: &integrity.problems,
+            })?;
+            self.canaries.problems.clone_from(&integrity.problems);
+        }
+        Ok((integrity, changed))
+    }
+
+    fn integrity_now(&mut self, dirs: &HashMap<u64, PathBuf>) -> Result<Integrity, TwinError> {
         let mut problems = Vec::new();
         let attached = self.kernel.attached()?;
         for (hook, _) in attached.iter().filter(|(_, running)| !running) {
@@ -250,6 +266,7 @@ impl<K: Kernel> Twin<K> {
                 .collect()
         };
         self.canaries.last.retain(|c, _| dirs.contains_key(c));
+        let mut held_by_slot = self.kernel.grants_by_slot()?;
         let mut agents = Vec::with_capacity(cgroups.len());
         for cgroup in cgroups {
             let agent = &self.agents[&cgroup];
@@ -276,7 +293,7 @@ impl<K: Kernel> Twin<K> {
             let expected = self.grants.expected(slot);
             let written = expected.inode.len() + expected.names.len() + agent.prefixes;
             let digest_written = digest(&expected.inode, &expected.names);
-            let held = self.kernel.slot_grants(slot)?;
+            let held = held_by_slot.remove(&slot).unwrap_or_default();
             let holds = held.inode.len() + held.names.len() + held.prefixes;
             let digest_held = digest(&held.inode, &held.names);
             if holds != written || digest_held != digest_written {
@@ -294,7 +311,11 @@ impl<K: Kernel> Twin<K> {
                 Some(_) if !armed => Some("not armed".to_owned()),
                 Some(dir) => Some(match canary(dir) {
                     Ok((pid, outcome)) => {
-                        self.canaries.watch(pid, cgroup);
+                        // Only a canary that made its call has a report to
+                        // wait for.
+                        if matches!(outcome, Outcome::Refused | Outcome::Allowed) {
+                            self.canaries.watch(pid, cgroup);
+                        }
                         match (outcome, mode) {
                             (Outcome::Refused, _) => "refused".to_owned(),
                             (Outcome::Allowed, Mode::Audit) => "reported".to_owned(),
@@ -413,7 +434,7 @@ mod tests {
             slot: 3,
             mode: 1,
             flags: agent_flags::FROM_EXEC | agent_flags::REPORT_ALLOWED,
-            _pad: 0,
+            userns_home: 0,
             capabilities: 5,
         };
         let mut live = written;

@@ -190,6 +190,10 @@ pub struct Confinement {
     /// The capabilities its tasks may use (the mission's
     /// [`Mission::capabilities`](crate::mission::Mission::capabilities)).
     pub capabilities: u64,
+    /// The level of the user namespace its tasks start in
+    /// ([`Agent::userns_home`], [`crate::procfs::userns_level`]): the
+    /// namespaces below it are the agent's own sandboxes.
+    pub userns_home: u32,
     /// The mission's grants.
     pub grants: ResolvedGrants,
     /// Who votes on its parked requests.
@@ -327,6 +331,7 @@ impl<K: Kernel> Twin<K> {
             report_allowed,
             from_exec,
             capabilities,
+            userns_home,
             grants,
             mut voters,
             mut policy,
@@ -390,7 +395,7 @@ impl<K: Kernel> Twin<K> {
             } else {
                 agent_flags::ACTIONS
             } | if from_exec { agent_flags::FROM_EXEC } else { 0 },
-            _pad: 0,
+            userns_home,
             // Never more than an agent may be given, whoever built the set.
             capabilities: capabilities & !caps::NEVER,
         };

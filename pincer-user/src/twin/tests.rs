@@ -168,6 +168,7 @@ fn confinement(slot: u32, voters: Vec<Arc<dyn Voter>>) -> Confinement {
         report_allowed: false,
         from_exec: false,
         capabilities: pincer_common::caps::DEFAULT,
+        userns_home: 0,
         grants: ResolvedGrants {
             inode: vec![(
                 key(slot, GRANTED),
@@ -552,7 +553,7 @@ async fn a_new_twin_takes_over_after_the_slots_in_use() {
         slot: 7,
         mode: pincer_common::mode::ENFORCE,
         flags: 0,
-        _pad: 0,
+        userns_home: 0,
         capabilities: 0,
     };
     kernel.agents.insert(99, previous);
@@ -1084,8 +1085,9 @@ fn the_integrity_check_names_what_the_kernel_lost_or_changed() {
     let mut h = Harness::new(vec![]);
     h.kernel().programs = vec![("file_open", true), ("inode_create", true)];
     let none = HashMap::new();
-    let healthy = h.twin.check_integrity(&none).unwrap();
+    let (healthy, changed) = h.twin.check_integrity(&none).unwrap();
     assert!(healthy.healthy(), "{:?}", healthy.problems);
+    assert!(!changed, "no problem before, none now");
     assert_eq!(healthy.programs, 2);
     assert_eq!(healthy.agents.len(), 1);
     let agent = &healthy.agents[0];
@@ -1101,8 +1103,12 @@ fn the_integrity_check_names_what_the_kernel_lost_or_changed() {
         tree: false,
         expires: None,
     });
-    let lacking = h.twin.check_integrity(&none).unwrap();
+    let (lacking, changed) = h.twin.check_integrity(&none).unwrap();
+    assert!(changed);
     assert_eq!(lacking.problems.len(), 1, "{:?}", lacking.problems);
+    // The same problem again is not news: shown, not audited again.
+    let (again, changed) = h.twin.check_integrity(&none).unwrap();
+    assert_eq!((again.problems, changed), (lacking.problems.clone(), false));
     assert!(
         lacking.problems[0].contains("the kernel holds 1 grants")
             && lacking.problems[0].contains("pincer wrote 2"),
@@ -1116,7 +1122,8 @@ fn the_integrity_check_names_what_the_kernel_lost_or_changed() {
             tree_ops: 0,
         },
     );
-    assert!(h.twin.check_integrity(&none).unwrap().healthy());
+    let (healed, changed) = h.twin.check_integrity(&none).unwrap();
+    assert!(healed.healthy() && changed);
 
     // Same count, another value: the digest tells.
     h.kernel().grants.insert(
@@ -1126,7 +1133,7 @@ fn the_integrity_check_names_what_the_kernel_lost_or_changed() {
             tree_ops: 0,
         },
     );
-    let changed = h.twin.check_integrity(&none).unwrap();
+    let (changed, _) = h.twin.check_integrity(&none).unwrap();
     assert_eq!(changed.agents[0].grants, changed.agents[0].live);
     assert_ne!(changed.agents[0].digest, changed.agents[0].live_digest);
     assert_eq!(changed.problems.len(), 1, "{:?}", changed.problems);
@@ -1134,7 +1141,7 @@ fn the_integrity_check_names_what_the_kernel_lost_or_changed() {
     // The agent's entry gone, and a program detached.
     h.kernel().agents.clear();
     h.kernel().programs[1].1 = false;
-    let broken = h.twin.check_integrity(&none).unwrap();
+    let (broken, _) = h.twin.check_integrity(&none).unwrap();
     let all = broken.problems.join("\n");
     assert!(
         all.contains("program inode_create is not attached"),

@@ -292,6 +292,9 @@ fn run(op: &[OsString]) -> Option<Outcome> {
             done(r as i32, "listed")
         }
         b"bind-mount" => bind_mount(&arg(1), &arg(2)),
+        b"sandbox" => sandbox(),
+        b"mount-tmpfs" => mount_tmpfs(&arg(1)),
+        b"setns-user" => setns_user(pid(&arg(1))),
         b"finit-module" => finit_module(&arg(1)),
         b"init-module" => init_module(&arg(1)),
         b"kexec-unload" => {
@@ -920,6 +923,63 @@ fn bind_mount(src: &OsStr, dst: &OsStr) -> Outcome {
         },
         "mounted",
     )
+}
+
+/// Makes a sandbox as bubblewrap does, unprivileged: a new user namespace
+/// (mapping only the caller's own ids, as any user may) and a new mount
+/// namespace it owns, whose mounts stay in it.
+fn sandbox() -> Outcome {
+    // SAFETY: plain system calls on this single-threaded process.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } < 0 {
+        return Err(errno());
+    }
+    for (file, map) in [
+        ("/proc/self/setgroups", "deny".to_owned()),
+        ("/proc/self/uid_map", format!("0 {uid} 1")),
+        ("/proc/self/gid_map", format!("0 {gid} 1")),
+    ] {
+        write(OsStr::new(file), libc::O_WRONLY, OsStr::new(&map))?;
+    }
+    let root = c(OsStr::new("/"));
+    done(
+        unsafe {
+            libc::mount(
+                std::ptr::null(),
+                root.as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            )
+        },
+        "sandboxed",
+    )
+}
+
+fn mount_tmpfs(dir: &OsStr) -> Outcome {
+    let (tmpfs, dir) = (c(OsStr::new("tmpfs")), c(dir));
+    // SAFETY: mount with valid names.
+    done(
+        unsafe {
+            libc::mount(
+                tmpfs.as_ptr(),
+                dir.as_ptr(),
+                tmpfs.as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        },
+        "mounted",
+    )
+}
+
+/// Enters the user namespace of process `pid`.
+fn setns_user(pid: i32) -> Outcome {
+    let fd = open(OsStr::new(&format!("/proc/{pid}/ns/user")), libc::O_RDONLY)?;
+    // SAFETY: setns on a descriptor we opened.
+    let entered = unsafe { libc::setns(fd, libc::CLONE_NEWUSER) };
+    close(fd);
+    done(entered, "entered")
 }
 
 fn bind_port(port: u16) -> Outcome {
