@@ -137,6 +137,9 @@ pub mod hook;
 pub const EPERM: i32 = 1;
 /// Errno of an access the grants do not cover.
 pub const EACCES: i32 = 13;
+/// Errno of the open that made a placeholder ([`names::PLACEHOLDERS`]):
+/// the name exists now, and no descriptor that writes it is given.
+pub const EEXIST: i32 = 17;
 
 /// Bits of [`AccessEvent::flags`].
 pub mod event_flags {
@@ -273,8 +276,11 @@ pub mod counter {
     /// map full, a kernel read failed): they run unconfined until the
     /// daemon's scan finds them.
     pub const HOLD_FAILED: u32 = 22;
+    /// Placeholders made by a sandbox of an agent's own at a policy name
+    /// (an empty file or directory it may not fill).
+    pub const PLACEHOLDERS: u32 = 23;
     /// Number of counters.
-    pub const COUNT: u32 = 23;
+    pub const COUNT: u32 = 24;
 
     /// Names for metrics and `pincer` output, by index.
     pub const NAMES: [&str; COUNT as usize] = [
@@ -301,6 +307,7 @@ pub mod counter {
         "revoked",
         "held",
         "hold_failed",
+        "placeholders",
     ];
 }
 
@@ -367,6 +374,13 @@ pub mod names {
     /// Thread id → [`crate::Making`]: the object a thread is creating, to
     /// be labelled when the kernel binds its name to it.
     pub const MAKING: &str = "PINCER_MAKING";
+    /// Thread id → the dentry of a placeholder file it is making: a sandbox
+    /// of the agent's own made an empty file at a policy name, and the open
+    /// that made it is refused with `EEXIST` rather than given a descriptor
+    /// that writes it. Not least recently used: an entry is never evicted
+    /// before its open, and a placeholder that cannot be recorded is not
+    /// made.
+    pub const PLACEHOLDERS: &str = "PINCER_PLACEHLD";
     /// Agent cgroup id → [`crate::Taint`]: the level its reads brought it
     /// to, and the read that did.
     pub const TAINTS: &str = "PINCER_TAINTS";
@@ -847,6 +861,9 @@ pub const MAX_PREFIX_LEN: usize = 63;
 pub const MAX_LABELS: u32 = 1 << 20;
 /// Creations in flight at once, over all agents.
 pub const MAX_MAKING: u32 = 4096;
+/// Placeholder files in flight at once, over all agents
+/// ([`names::PLACEHOLDERS`]).
+pub const MAX_PLACEHOLDERS: u32 = 1024;
 /// Keys of each policy trie: every rule's bytes, with room for what
 /// missions and configurations add.
 pub const MAX_POLICY_KEYS: u32 = 4096;
@@ -1590,6 +1607,7 @@ const _: () = {
         names::POLICY_SUFFIXES,
         names::VACATED,
         names::MAKING,
+        names::PLACEHOLDERS,
         names::TAINTS,
         names::ACTIONS,
         names::REVOKED,

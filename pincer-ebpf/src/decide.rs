@@ -33,13 +33,20 @@ use pincer_common::{
     label_flags, mode, ops, policy_entry, policy_rule, verdict,
 };
 
-use aya_ebpf::{cty::c_void, helpers::bpf_loop, macros::map, maps::PerCpuArray};
+use aya_ebpf::{
+    cty::c_void,
+    helpers::{bpf_get_current_pid_tgid, bpf_loop},
+    macros::map,
+    maps::PerCpuArray,
+};
 
 use crate::{
     access::Access,
     kernel::{self, Failure, ReadFailed},
     labels,
-    maps::{GRANT_CACHE, GRANTS, NAME_GRANTS, PREFIX_SCRATCH, PREFIXES, count, epoch},
+    maps::{
+        GRANT_CACHE, GRANTS, NAME_GRANTS, PLACEHOLDERS, PREFIX_SCRATCH, PREFIXES, count, epoch,
+    },
     park,
     policy::{self, Place},
     report,
@@ -105,6 +112,11 @@ pub struct Checked {
     /// The event flag of the reason an ungranted access cannot be parked
     /// (zero when it can be).
     no_park: u32,
+    /// Non-zero when the new name may be a placeholder ([`placeholder`]):
+    /// a directory, or a file made with no execute or set-id bit.
+    may_hold: u32,
+    /// Non-zero when the access makes a placeholder.
+    placeholder: u32,
     /// The hook's verdict, as [`decide_step`] leaves it.
     ret: i32,
     /// Non-zero when the access was identified; when not, `access` is
@@ -127,6 +139,7 @@ pub struct Rules {
     also: u32,
     forced: u32,
     no_park: u32,
+    may_hold: u32,
 }
 
 /// This CPU's entry `which` of [`CHECKS`].
@@ -177,6 +190,8 @@ fn prepare(
     checked.also = rules.also;
     checked.forced = rules.forced;
     checked.no_park = rules.no_park;
+    checked.may_hold = rules.may_hold;
+    checked.placeholder = 0;
     checked.ret = -EACCES;
     Some(checked)
 }
@@ -252,6 +267,18 @@ pub fn decide(agent: &Agent, access: Result<Access, Failure>) -> i32 {
     decide_entry(FIRST, agent, access, Rules::default())
 }
 
+/// Decides the making of a new name, which a sandbox of the agent's own
+/// may make as a placeholder at a policy name when `may_hold`
+/// ([`placeholder`]).
+#[inline(always)]
+pub fn decide_new(agent: &Agent, access: Result<Access, Failure>, may_hold: bool) -> i32 {
+    let rules = Rules {
+        may_hold: u32::from(may_hold),
+        ..Rules::default()
+    };
+    decide_entry(FIRST, agent, access, rules)
+}
+
 /// Decides an access by a rule beside the grants (see [`crate::objects`]):
 /// `also` is given besides them, and a non-zero `forced` refuses whatever
 /// they give, for the reason of that event flag.
@@ -264,6 +291,7 @@ pub fn decide_with(agent: &Agent, access: Result<Access, Failure>, also: u32, fo
         also,
         forced,
         no_park: forced,
+        may_hold: 0,
     };
     decide_entry(FIRST, agent, access, rules)
 }
@@ -465,6 +493,11 @@ extern "C" fn check_step(_index: u64, ctx: *mut c_void) -> i64 {
             if found.barrier && policy::result(&mut checked.place).is_err() {
                 checked.place = Place::NONE;
             }
+            if checked.may_hold != 0 && found.barrier && !revoked && placeholder(checked, &found) {
+                count(counter::PLACEHOLDERS);
+                checked.placeholder = 1;
+                checked.granted |= checked.access.ops & !reserved;
+            }
             checked.vacated = u32::from(found.vacated);
             // Only the name end of a rename can be inspected: the twin
             // reads what is moved in before it answers.
@@ -482,6 +515,49 @@ extern "C" fn check_step(_index: u64, ctx: *mut c_void) -> i64 {
         }
     }
     1
+}
+
+/// Whether a new name refused only by its policy place may be made as a
+/// **placeholder**: bubblewrap, as agents' own sandboxes use it, makes an
+/// empty file or directory at each name it binds something over, and the
+/// names an agent's sandbox protects that way are policy names
+/// (`.claude/settings.json`, `.git`).
+///
+/// It may when the grants would give the creation but for the policy place
+/// (never outside the mission), the name is made from a mount namespace of
+/// the agent's own sandbox ([`kernel::own_mount_namespace`]), it is a
+/// directory or a file with no execute or set-id bit (`may_hold`), and it
+/// is not a name that sends a tool elsewhere made as a file (an empty
+/// `.git` file breaks git). A placeholder file's open is refused with
+/// `EEXIST` (`hooks::file::file_open`), so no descriptor that writes it is
+/// ever given: it stays empty. Either kind is labelled a policy object
+/// (a directory a policy tree), not the agent's own: only the owner changes
+/// or removes it, and in a placeholder directory the agent makes nothing
+/// but placeholders, whatever the names (a `.git` it made so holds no
+/// `HEAD` of its own).
+#[inline(always)]
+fn placeholder(checked: &Checked, found: &Found) -> bool {
+    let access = &checked.access;
+    let file = access.hook == hook::INODE_CREATE;
+    if access.exists
+        || !(file || access.hook == hook::INODE_MKDIR)
+        || found.granted & access.ops == access.ops
+        || (found.granted | found.masked) & access.ops != access.ops
+        || checked.agent.userns_home == NO_OWN_NAMESPACES
+        || (file && checked.place.bits & policy_rule::REDIRECT != 0)
+        || !kernel::own_mount_namespace(kernel::off(), checked.agent.userns_home)
+    {
+        return false;
+    }
+    if !file {
+        return true;
+    }
+    // Recorded before it is made: a file whose open could not be refused
+    // is not made at all.
+    let tid = bpf_get_current_pid_tgid() as u32;
+    PLACEHOLDERS
+        .insert(&tid, &(access.dentry as u64), 0)
+        .is_ok()
 }
 
 /// The inode of the object, or for a creation of its directory (null when
@@ -679,12 +755,21 @@ fn label_allowed(checked: &Checked) -> Result<(), ()> {
         return Ok(());
     }
     // What an agent makes in a policy place (the owner allowed it) or where
-    // a person's directory was is not its own.
-    labels::allowed(
-        &checked.access,
-        &checked.label,
-        checked.barrier != 0 || checked.vacated != 0,
-    )
+    // a person's directory was is not its own; a placeholder is a policy
+    // object by its label too, and below a placeholder directory
+    // everything is policy, work names included.
+    let made = if checked.placeholder != 0 {
+        if checked.access.hook == hook::INODE_MKDIR {
+            label_flags::POLICY | label_flags::TREE
+        } else {
+            label_flags::POLICY
+        }
+    } else if checked.barrier != 0 || checked.vacated != 0 {
+        0
+    } else {
+        label_flags::AGENT_MADE
+    };
+    labels::allowed(&checked.access, &checked.label, made)
 }
 
 /// Lowers the agent's level when an allowed access read tainted content
@@ -712,6 +797,9 @@ struct Found {
     barrier: bool,
     /// The access makes a directory where a person's was moved away from.
     vacated: bool,
+    /// Change operations tree grants above the policy place would have
+    /// given.
+    masked: u32,
 }
 
 impl Found {
@@ -720,6 +808,7 @@ impl Found {
         granted: 0,
         barrier: false,
         vacated: false,
+        masked: 0,
     };
 }
 
@@ -838,6 +927,7 @@ fn walk_grants(slot: u32, access: &Access, search: u32) -> Result<Found, ReadFai
             granted,
             barrier,
             vacated: false,
+            masked: 0,
         });
     }
 
@@ -853,6 +943,7 @@ fn walk_grants(slot: u32, access: &Access, search: u32) -> Result<Found, ReadFai
         needed,
         state: WALKING,
         mask_from,
+        masked: 0,
     };
     let ran = unsafe {
         bpf_loop(
@@ -869,6 +960,7 @@ fn walk_grants(slot: u32, access: &Access, search: u32) -> Result<Found, ReadFai
                 granted: walk.granted,
                 barrier,
                 vacated: false,
+                masked: walk.masked,
             });
         }
         READ_FAILED => return Err(ReadFailed),
@@ -879,6 +971,7 @@ fn walk_grants(slot: u32, access: &Access, search: u32) -> Result<Found, ReadFai
         granted: name_granted(slot, access, walk.granted)?,
         barrier,
         vacated: false,
+        masked: walk.masked,
     })
 }
 
@@ -923,6 +1016,9 @@ struct TreeWalk {
     /// object's policy place; step 1 looks at the object's parent); zero
     /// when it has none.
     mask_from: u32,
+    /// The change operations tree grants gave from `mask_from` up, which
+    /// the policy place took away.
+    masked: u32,
 }
 
 /// One step of the tree walk: looks up a tree grant on the parent of
@@ -965,6 +1061,7 @@ extern "C" fn tree_step(index: u64, _ctx: *mut c_void) -> i64 {
             0
         };
         walk.granted |= grant.tree_ops & !masked;
+        walk.masked |= grant.tree_ops & masked;
         if walk.granted & walk.needed == walk.needed {
             walk.state = COVERED;
             return 1;

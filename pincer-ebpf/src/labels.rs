@@ -7,6 +7,7 @@
 //! |--------------------------------------------------|----------------------------------------------------|
 //! | makes an object (file, directory, link, fifo)    | its own: evidence, made by that agent              |
 //! | makes one in a policy place (the owner allowed)  | evidence, not its own: its place decides           |
+//! | makes a placeholder there from a sandbox of its own (`decide::placeholder`) | a policy object (a directory: a policy tree) |
 //! | writes an existing regular file                  | evidence, changed by that agent; its own only if it made it (a policy object keeps its label) |
 //! | renames or links an object into a policy place (the owner allowed) | evidence, not its own            |
 //!
@@ -278,15 +279,16 @@ pub fn is_agent_made(label: &Label) -> bool {
 }
 
 /// Labels after an agent's access was allowed: a creation is recorded for
-/// its binding (the agent's own object, or, when it was allowed in a policy
-/// place (`barrier`), evidence that is not its own), and a write of an
+/// its binding, to be labelled with `made` (`AGENT_MADE` for the agent's
+/// own object; none for one allowed in a policy place, evidence that is
+/// not its own; `POLICY` for a placeholder), and a write of an
 /// existing regular file makes its content evidence the agent changed,
 /// without making the object the agent's: only what it made is its own, so
 /// the user's `CLAUDE.md` stays a policy object by its name once the owner
 /// let the agent write it. `Err` when the label could not be written: the
 /// access is then refused.
 #[inline(always)]
-pub fn allowed(access: &Access, own: &Label, barrier: bool) -> Result<(), ()> {
+pub fn allowed(access: &Access, own: &Label, made: u32) -> Result<(), ()> {
     let makes = matches!(
         access.hook,
         hook::INODE_CREATE | hook::INODE_MKDIR | hook::INODE_SYMLINK | hook::INODE_MKNOD
@@ -295,7 +297,7 @@ pub fn allowed(access: &Access, own: &Label, barrier: bool) -> Result<(), ()> {
         let tid = bpf_get_current_pid_tgid() as u32;
         let making = Making {
             dentry: access.dentry as u64,
-            flags: if barrier { 0 } else { label_flags::AGENT_MADE },
+            flags: made,
             _pad: 0,
         };
         // Least recently used entries go first: an insert does not fail

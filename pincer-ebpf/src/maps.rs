@@ -8,9 +8,10 @@ use aya_ebpf::{
 use pincer_common::{
     Action, Agent, COMPONENT_LEN, CachedGrant, EVENTS_BYTES, GrantKey, GrantValue, Label,
     MAX_ACTIONS, MAX_AGENTS, MAX_CACHED_GRANTS, MAX_COMPONENTS, MAX_GRANTS, MAX_GUARDED,
-    MAX_LABELS, MAX_MAKING, MAX_NAME_GRANTS, MAX_OWNED, MAX_PENDING, MAX_POLICY_KEYS, MAX_REVOKED,
-    MAX_VACATED, MAX_WATCHED, Making, NameGrantKey, ObjectKey, Pending, PolicyNameKey, PolicyRules,
-    PolicySuffixKey, PrefixName, Taint, Twin, VacatedKey, Verdict, counter,
+    MAX_LABELS, MAX_MAKING, MAX_NAME_GRANTS, MAX_OWNED, MAX_PENDING, MAX_PLACEHOLDERS,
+    MAX_POLICY_KEYS, MAX_REVOKED, MAX_VACATED, MAX_WATCHED, Making, NameGrantKey, ObjectKey,
+    Pending, PolicyNameKey, PolicyRules, PolicySuffixKey, PrefixName, Taint, Twin, VacatedKey,
+    Verdict, counter,
 };
 
 /// `BPF_F_NO_PREALLOC`: entries are allocated as they are inserted.
@@ -119,6 +120,13 @@ pub static VACATED: LruHashMap<VacatedKey, u32> = LruHashMap::with_max_entries(M
 /// thread makes another or the entry is evicted.
 #[map(name = "PINCER_MAKING")]
 pub static MAKING: LruHashMap<u32, Making> = LruHashMap::with_max_entries(MAX_MAKING, 0);
+
+/// Placeholder files being made, by thread id: the new dentry, whose open
+/// is refused with `EEXIST` (see `pincer_common::names::PLACEHOLDERS`). A
+/// plain hash map: an entry evicted before its open would hand out a
+/// descriptor that writes a policy object.
+#[map(name = "PINCER_PLACEHLD")]
+pub static PLACEHOLDERS: HashMap<u32, u64> = HashMap::with_max_entries(MAX_PLACEHOLDERS, 0);
 
 /// Agents' levels (see `pincer_common::Taint`), by cgroup id: written by
 /// the programs as agents read, removed by the twin when a run ends.

@@ -1272,6 +1272,87 @@ fn an_agents_own_sandbox_mounts_but_reaches_nothing_more() {
     let _ = other.0.kill();
 }
 
+/// bubblewrap, as agents' own sandboxes run it, makes an empty file or
+/// directory in the real tree at each name it binds something over, and
+/// the names they protect are policy names: a sandbox of the agent's own
+/// may leave such placeholders, empty, and nothing more.
+#[test]
+fn a_sandbox_of_its_own_leaves_only_empty_placeholders_at_policy_names() {
+    let s = Scratch::with_project_grant("bp-placeholder", EVERY_OPERATION);
+    fs::write(s.path("project/CLAUDE.md"), "be careful\n").unwrap();
+    s.assert_probe_lines(&[
+        ("sandbox", "ok sandboxed"),
+        // A placeholder file is made, and the open that made it refused:
+        // no descriptor writes it, and none can be had later.
+        ("create-write @project/.mcp.json {}", "err 17"),
+        ("read @project/.mcp.json", "ok read 0"),
+        ("write @project/.mcp.json {}", "err 13"),
+        ("unlink @project/.mcp.json", "err 13"),
+        ("mkdir @project/.claude", "ok made"),
+        ("create @project/.claude/settings.json", "err 17"),
+        ("mkdir @project/.claude/hooks", "ok made"),
+        // In a placeholder directory even git's work names are
+        // placeholders only: a `.git` it made is no repository of its own.
+        ("mkdir @project/.git", "ok made"),
+        ("create-write @project/.git/HEAD ref", "err 17"),
+        ("read @project/.git/HEAD", "ok read 0"),
+        ("mkdir @project/.git/hooks", "ok made"),
+        // No executable placeholder, no link, no change to what exists,
+        // nothing outside the mission.
+        ("create-exec @project/.git/hooks/pre-commit", "err 13"),
+        ("symlink @secret/key @project/.envrc", "err 13"),
+        ("write @project/CLAUDE.md obey", "err 13"),
+        ("mkdir @secret/.git", "err 13"),
+        // What is not a policy name is the agent's work, as before.
+        ("create-write @project/notes.txt hi", "ok wrote 2"),
+    ]);
+    assert_eq!(
+        s.denial_hooks(),
+        [
+            "file_open",
+            "inode_unlink",
+            "inode_create",
+            "inode_symlink",
+            "file_open",
+            "inode_mkdir"
+        ],
+        "{:#?}",
+        s.decisions()
+    );
+    for placeholder in [".mcp.json", ".claude/settings.json", ".git/HEAD"] {
+        let meta = fs::metadata(s.path(&format!("project/{placeholder}"))).unwrap();
+        assert!(meta.is_file() && meta.len() == 0, "{placeholder}: {meta:?}");
+    }
+    assert!(s.path("project/.claude/hooks").is_dir());
+    s.assert_absent("project/.git/hooks/pre-commit");
+    s.assert_absent("project/.envrc");
+    s.assert_absent("secret/.git");
+    assert_eq!(
+        fs::read_to_string(s.path("project/CLAUDE.md")).unwrap(),
+        "be careful\n"
+    );
+    // Outside its sandbox, in the same cgroup, a policy name is refused as
+    // before: nothing is made.
+    fs::remove_file(s.audit_path()).unwrap();
+    s.assert_probe_lines(&[
+        ("create @project/.npmrc", "err 13"),
+        ("mkdir @project/.vscode", "err 13"),
+        ("create-write @project/.git/HEAD ref", "err 13"),
+    ]);
+    s.assert_absent("project/.npmrc");
+    s.assert_absent("project/.vscode");
+    assert_eq!(
+        s.denial_hooks(),
+        ["inode_create", "inode_mkdir", "file_open"]
+    );
+    // The control: outside every agent cgroup, the sandbox writes what it
+    // makes.
+    assert_eq!(
+        s.probe_outside(&["sandbox", "create-write @project/.npmrc x"]),
+        ["ok sandboxed", "ok wrote 1"]
+    );
+}
+
 #[test]
 fn the_new_mount_api_is_refused() {
     let s = Scratch::with_project_grant("bp-mount-api", EVERY_OPERATION);

@@ -6,8 +6,9 @@
 //! The tables below are for a task in an agent cgroup whose access could be
 //! identified; [`super`] says what comes before and after.
 
+use aya_ebpf::helpers::bpf_get_current_pid_tgid;
 use aya_ebpf::programs::LsmContext;
-use pincer_common::{Agent, event_flags, file_type, ioctl, ops};
+use pincer_common::{Agent, EEXIST, event_flags, file_type, fmode, hook, ioctl, ops};
 
 use super::{agent, fixed_arg, guard};
 use crate::{
@@ -34,16 +35,44 @@ use crate::{
 /// interpreter) needs `exec` only, the kernel's read for exec being part of
 /// it; otherwise read and/or write as the open mode says. The open that has
 /// just created its file needs nothing more: `inode_create` decided the
-/// creation, and a new empty file holds nothing to protect.
+/// creation, and a new empty file holds nothing to protect. The open that
+/// made a placeholder (see `decide::placeholder`) is refused with `EEXIST`
+/// instead: the file exists, empty, and no descriptor writes it.
 #[inline(always)]
 pub fn file_open<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
     let agent = agent::<HOOK>(ctx)?;
     let file: *const u8 = ctx.arg(0);
+    if made_placeholder(file) {
+        return Ok(-EEXIST);
+    }
     Ok(decide_existing(
         &agent,
         Access::opened(HOOK, file, access::for_open),
         0,
     ))
+}
+
+/// Whether `file` is the open that made a placeholder file: it created
+/// its file, and its thread recorded that dentry as a placeholder. The
+/// thread's record is spent by any open that creates, so a stale one (a
+/// creation that failed after its hook) lives only until the next.
+#[inline(always)]
+fn made_placeholder(file: *const u8) -> bool {
+    if kernel::loaded().is_err() {
+        return false;
+    }
+    let off = kernel::off();
+    let created = kernel::read::<u32>(file, off.file_f_mode).is_ok_and(|m| m & fmode::CREATED != 0);
+    if !created {
+        return false;
+    }
+    let tid = bpf_get_current_pid_tgid() as u32;
+    let Some(&dentry) = (unsafe { maps::PLACEHOLDERS.get(&tid) }) else {
+        return false;
+    };
+    let _ = maps::PLACEHOLDERS.remove(&tid);
+    // An unreadable dentry is taken as the placeholder's: refused.
+    kernel::read::<u64>(file, off.file_f_path_dentry).map_or(true, |d| d == dentry)
 }
 
 /// The hooks that read what an object holds besides its data, needing
@@ -125,12 +154,25 @@ pub fn path_notify<const HOOK: u32>(ctx: &LsmContext) -> Result<i32, i32> {
 /// Files are created (and parked) here rather than in `file_open`, so
 /// `O_CREAT|O_EXCL` works once approved. What a link points to needs
 /// nothing: following it later is decided on the object it reaches.
+///
+/// A sandbox of the agent's own may make a directory, or a file with no
+/// execute or set-id bit in its mode, as an empty placeholder at a policy
+/// name its grants would otherwise cover (`decide::placeholder`).
 #[inline(always)]
 pub fn new_name<const HOOK: u32>(ctx: &LsmContext, ops: u32) -> Result<i32, i32> {
     let agent = agent::<HOOK>(ctx)?;
-    Ok(decide(
+    let may_hold = match HOOK {
+        hook::INODE_MKDIR => true,
+        hook::INODE_CREATE => {
+            let mode = fixed_arg::<2>(ctx) as u64;
+            mode & 0o7111 == 0
+        }
+        _ => false,
+    };
+    Ok(decide::decide_new(
         &agent,
         Access::new_name(HOOK, ops, ctx.arg(0), ctx.arg(1)),
+        may_hold,
     ))
 }
 

@@ -343,6 +343,7 @@ impl Enforcer {
         self.clear_policy_rules()?;
         self.clear::<VacatedKey, u32>(names::VACATED)?;
         self.clear::<u32, Making>(names::MAKING)?;
+        self.clear::<u32, u64>(names::PLACEHOLDERS)?;
         self.clear::<u64, Taint>(names::TAINTS)?;
         self.clear::<GrantKey, Action>(names::ACTIONS)?;
         // What a daemon watched is the next daemon's to write.

@@ -454,6 +454,7 @@ impl Enforcer {
             names::POLICY_SUFFIXES,
             names::VACATED,
             names::MAKING,
+            names::PLACEHOLDERS,
             names::TAINTS,
             names::ACTIONS,
             names::REVOKED,

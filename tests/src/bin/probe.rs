@@ -140,6 +140,24 @@ fn run(op: &[OsString]) -> Option<Outcome> {
             close(fd);
             "created".to_owned()
         }),
+        // As `create`, with execute bits in the mode.
+        b"create-exec" => {
+            let path = c(&arg(1));
+            // SAFETY: a valid NUL-terminated path and plain flags.
+            let fd = unsafe {
+                libc::open(
+                    path.as_ptr(),
+                    libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+                    0o755,
+                )
+            };
+            if fd < 0 {
+                Err(errno())
+            } else {
+                close(fd);
+                Ok("created".to_owned())
+            }
+        }
         b"create-write" => write(
             &arg(1),
             libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
