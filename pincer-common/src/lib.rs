@@ -440,6 +440,10 @@ pub mod label_flags {
     /// way in): it may be read, renamed and removed, never changed, so
     /// what lands is what was inspected.
     pub const SEALED: u32 = 1 << 4;
+    /// With [`POLICY`]: a placeholder a sandbox of the agent's own made
+    /// (empty, at a policy name). The agent whose label it is may remove
+    /// it while it is still empty, as bubblewrap's users tidy up after it.
+    pub const PLACEHOLDER: u32 = 1 << 5;
 }
 
 /// Bits of a policy rule ([`PolicyRules`]): what a name makes of an
@@ -1277,6 +1281,8 @@ pub struct KernelOffsets {
     /// `/proc`, whose objects the baseline grants: another procfs (a
     /// sandbox's own `/proc`) is decided as this one.
     pub proc_dev: u32,
+    /// `inode.i_size`: a placeholder is removed only while it is empty.
+    pub inode_i_size: u32,
 }
 
 impl KernelOffsets {
@@ -1330,6 +1336,7 @@ impl KernelOffsets {
             nsproxy_mnt_ns: 0,
             mnt_namespace_user_ns: 0,
             proc_dev: 0,
+            inode_i_size: 0,
         }
     }
 }
@@ -1569,7 +1576,7 @@ const _: () = {
     assert!(core::mem::size_of::<CachedGrant>() == 16);
     assert!(core::mem::size_of::<NameGrantKey>() == 24 + NAME_LEN);
     assert!(core::mem::size_of::<AccessEvent>() == 136 + COMPONENT_LEN * MAX_COMPONENTS);
-    assert!(core::mem::size_of::<KernelOffsets>() == 188);
+    assert!(core::mem::size_of::<KernelOffsets>() == 192);
     assert!(core::mem::size_of::<ObjectKey>() == 16);
     assert!(core::mem::size_of::<Label>() == 24 + 8 * MAX_ORIGINS);
     assert!(core::mem::size_of::<PolicyNameKey>() == POLICY_NAME_LEN);

@@ -35,7 +35,7 @@ use pincer_common::{
 
 use aya_ebpf::{
     cty::c_void,
-    helpers::{bpf_get_current_pid_tgid, bpf_loop},
+    helpers::{bpf_get_current_cgroup_id, bpf_get_current_pid_tgid, bpf_loop},
     macros::map,
     maps::PerCpuArray,
 };
@@ -497,6 +497,8 @@ extern "C" fn check_step(_index: u64, ctx: *mut c_void) -> i64 {
                 count(counter::PLACEHOLDERS);
                 checked.placeholder = 1;
                 checked.granted |= checked.access.ops & !reserved;
+            } else if found.barrier && !revoked && tidied(checked, &found) {
+                checked.granted |= ops::DELETE & !reserved;
             }
             checked.vacated = u32::from(found.vacated);
             // Only the name end of a rename can be inspected: the twin
@@ -555,9 +557,28 @@ fn placeholder(checked: &Checked, found: &Found) -> bool {
     // Recorded before it is made: a file whose open could not be refused
     // is not made at all.
     let tid = bpf_get_current_pid_tgid() as u32;
-    PLACEHOLDERS
-        .insert(&tid, &(access.dentry as u64), 0)
-        .is_ok()
+    PLACEHOLDERS.insert(tid, access.dentry as u64, 0).is_ok()
+}
+
+/// Whether the access removes a placeholder file ([`placeholder`]) its
+/// own agent made, still empty, where the grants would give the removal
+/// but for the policy place: bubblewrap's users tidy up the placeholders
+/// of a sandboxed command after it. (A placeholder directory is removed
+/// like any directory: only an empty one is.) One the owner has written
+/// since is the owner's.
+#[inline(always)]
+fn tidied(checked: &Checked, found: &Found) -> bool {
+    let access = &checked.access;
+    let label = &checked.label;
+    if access.hook != hook::INODE_UNLINK
+        || label.flags & label_flags::PLACEHOLDER == 0
+        || (found.granted | found.masked) & ops::DELETE == 0
+        || label.agent != unsafe { bpf_get_current_cgroup_id() }
+    {
+        return false;
+    }
+    // `i_size` is a `loff_t`.
+    kernel::read::<i64>(access.inode, kernel::off().inode_i_size).is_ok_and(|size| size == 0)
 }
 
 /// The inode of the object, or for a creation of its directory (null when
@@ -760,9 +781,9 @@ fn label_allowed(checked: &Checked) -> Result<(), ()> {
     // everything is policy, work names included.
     let made = if checked.placeholder != 0 {
         if checked.access.hook == hook::INODE_MKDIR {
-            label_flags::POLICY | label_flags::TREE
+            label_flags::POLICY | label_flags::PLACEHOLDER | label_flags::TREE
         } else {
-            label_flags::POLICY
+            label_flags::POLICY | label_flags::PLACEHOLDER
         }
     } else if checked.barrier != 0 || checked.vacated != 0 {
         0

@@ -9,6 +9,7 @@
 //! | `/proc/<pid>/...` of one of pincer's processes                | refused (guarded) | refused (guarded) |
 //! | `/proc/<pid>/...` of a process outside the agent's cgroup     | refused           | refused           |
 //! | `/proc/<pid>/...` of a process in the agent's cgroup          | allowed           | allowed           |
+//! | `/proc/sys/user/*`, written from a sandbox of the agent's own  | the grants        | allowed           |
 //! | any other `/proc` object (`/proc/sys`, `meminfo`, `kcore`, ...) | the grants      | refused           |
 //! | a pidfd (a file of pidfs, 6.9 and later: `pidfd_open`)        | allowed           | allowed           |
 //!
@@ -24,9 +25,17 @@
 //! `/proc/<pid>/net` have no process of their own: they belong to the
 //! process of the nearest `/proc/<pid>` above them. Every procfs mounted
 //! (a sandbox's `/proc`) is decided as the one at `/proc`.
+//!
+//! The one global write allowed: the limits in `/proc/sys/user` are the
+//! writer's own user namespace's (`max_user_namespaces` and the like), and
+//! a namespace below can never hold more than the one above it allows. A
+//! sandbox of the agent's own lowers them for itself (bubblewrap's
+//! `--disable-userns`); from a task in a mount namespace of the agent's
+//! own, which only a user namespace of its own can have made, they are the
+//! sandbox's.
 
 use aya_ebpf::helpers::bpf_get_current_cgroup_id;
-use pincer_common::{event_flags, file_type, fs_magic, ops};
+use pincer_common::{NO_OWN_NAMESPACES, event_flags, file_type, fs_magic, ops};
 
 use crate::{
     access::Access,
@@ -56,7 +65,7 @@ pub enum Rule {
 /// a link: `/proc/self`, `/proc/mounts` and the like name only paths every
 /// process has).
 #[inline(always)]
-pub fn rule(access: &mut Access, proc_global: u32) -> Result<Rule, ReadFailed> {
+pub fn rule(access: &mut Access, proc_global: u32, home: u32) -> Result<Rule, ReadFailed> {
     let off = kernel::off();
     let inode = access.inode;
     let magic = kernel::fs_magic(off, inode)?;
@@ -70,7 +79,7 @@ pub fn rule(access: &mut Access, proc_global: u32) -> Result<Rule, ReadFailed> {
         if off.proc_dev != 0 {
             access.dev = u64::from(off.proc_dev);
         }
-        return proc_rule(access, proc_global);
+        return proc_rule(access, proc_global, home);
     }
     // A pidfd is a handle on a process, not a file: what it does to the
     // process (a signal, a descriptor taken from it) is decided by the
@@ -91,9 +100,51 @@ pub fn rule(access: &mut Access, proc_global: u32) -> Result<Rule, ReadFailed> {
     Ok(Rule::Grants)
 }
 
+/// Whether a `/proc` object is a limit of the writer's own user namespace
+/// (`/proc/sys/user/<limit>`), written from a sandbox of the agent's own.
+#[inline(always)]
+fn own_limit(access: &Access, home: u32) -> Result<bool, ReadFailed> {
+    if home == NO_OWN_NAMESPACES || !kernel::own_mount_namespace(kernel::off(), home) {
+        return Ok(false);
+    }
+    let off = kernel::off();
+    let Some(user) = kernel::parent(off, access.dentry()?)? else {
+        return Ok(false);
+    };
+    let Some(sys) = kernel::parent(off, user)? else {
+        return Ok(false);
+    };
+    let Some(root) = kernel::parent(off, sys)? else {
+        return Ok(false);
+    };
+    Ok(kernel::parent(off, root)?.is_none() && named(user, b"user")? && named(sys, b"sys")?)
+}
+
+/// Whether a dentry's name is `name` (at most 7 bytes). Compared byte by
+/// byte: a slice comparison becomes a call of `memcmp`, which BPF has not.
+#[inline(always)]
+fn named<const N: usize>(dentry: *const u8, name: &[u8; N]) -> Result<bool, ReadFailed> {
+    let mut buf = [0u8; 8];
+    let ptr = kernel::name(kernel::off(), dentry)?;
+    let len = unsafe { aya_ebpf::helpers::bpf_probe_read_kernel_str_bytes(ptr, &mut buf) }
+        .map_err(|_| ReadFailed)?
+        .len();
+    if len != N {
+        return Ok(false);
+    }
+    let mut i = 0;
+    while i < N {
+        if buf[i] != name[i] {
+            return Ok(false);
+        }
+        i += 1;
+    }
+    Ok(true)
+}
+
 /// The rule for an object of a procfs.
 #[inline(always)]
-fn proc_rule(access: &Access, global: u32) -> Result<Rule, ReadFailed> {
+fn proc_rule(access: &Access, global: u32, home: u32) -> Result<Rule, ReadFailed> {
     let off = kernel::off();
     let mut pid = kernel::proc_pid_struct(off, access.inode)?;
     if pid.is_null() {
@@ -111,10 +162,12 @@ fn proc_rule(access: &Access, global: u32) -> Result<Rule, ReadFailed> {
         }
     }
     if pid.is_null() {
-        return Ok(if access.ops & ops::WRITE != 0 {
-            Rule::Refused(event_flags::KERNEL_SETTING)
-        } else {
+        return Ok(if access.ops & ops::WRITE == 0 {
             Rule::Also(global)
+        } else if own_limit(access, home)? {
+            Rule::Also(ops::READ | ops::WRITE)
+        } else {
+            Rule::Refused(event_flags::KERNEL_SETTING)
         });
     }
     let task = kernel::pid_task(off, pid)?;

@@ -184,6 +184,7 @@ fn offsets(btf: &Resolver<'_>) -> Result<KernelOffsets, BtfError> {
         proc_dev: std::fs::metadata("/proc").map_or(0, |m| {
             pincer_common::kernel_dev(std::os::unix::fs::MetadataExt::dev(&m)) as u32
         }),
+        inode_i_size: btf.offset("inode", "i_size")?,
     })
 }
 

@@ -1217,10 +1217,16 @@ fn an_agents_own_sandbox_mounts_but_reaches_nothing_more() {
         // kernel refuses both before pincer is asked.
         ("raw-socket", "err 1"),
         (&enter_other, "err 13"),
+        // The limits in `/proc/sys/user` it writes are its own namespace's
+        // (bubblewrap's `--disable-userns`): none below it now. Every
+        // other kernel setting stays refused.
+        ("write /proc/sys/user/max_user_namespaces 0", "ok wrote 1"),
+        ("sandbox", "err 28"),
+        ("write /proc/sys/kernel/hostname x", "err 13"),
     ]);
     assert_eq!(
         s.denial_hooks(),
-        ["file_open", "mmap_file"],
+        ["file_open", "mmap_file", "file_open"],
         "{:#?}",
         s.decisions()
     );
@@ -1239,6 +1245,10 @@ fn an_agents_own_sandbox_mounts_but_reaches_nothing_more() {
     s.assert_probe_lines(&[
         ("mount-tmpfs @project/scratch", "err 1"),
         (&enter_other, "err 13"),
+        // The initial namespace's limits: the kernel refuses the write
+        // before pincer is asked, as it takes a capability the agent does
+        // not have against that namespace.
+        ("write /proc/sys/user/max_user_namespaces 0", "err 13"),
     ]);
     // The mount is refused at `sb_mount`, which the kernel asks before
     // it checks the capability.
@@ -1280,6 +1290,17 @@ fn an_agents_own_sandbox_mounts_but_reaches_nothing_more() {
 fn a_sandbox_of_its_own_leaves_only_empty_placeholders_at_policy_names() {
     let s = Scratch::with_project_grant("bp-placeholder", EVERY_OPERATION);
     fs::write(s.path("project/CLAUDE.md"), "be careful\n").unwrap();
+    // The owner writes one placeholder while the agent runs: it is the
+    // owner's file from then on.
+    let settings = s.path("project/.claude/settings.json");
+    let owner = {
+        let settings = settings.clone();
+        thread::spawn(move || {
+            // The programs' first load in a guest takes a minute or more.
+            assert!(wait_for(Duration::from_secs(600), || settings.exists()));
+            fs::write(&settings, "{\"owner\": true}\n").unwrap();
+        })
+    };
     s.assert_probe_lines(&[
         ("sandbox", "ok sandboxed"),
         // A placeholder file is made, and the open that made it refused:
@@ -1287,7 +1308,6 @@ fn a_sandbox_of_its_own_leaves_only_empty_placeholders_at_policy_names() {
         ("create-write @project/.mcp.json {}", "err 17"),
         ("read @project/.mcp.json", "ok read 0"),
         ("write @project/.mcp.json {}", "err 13"),
-        ("unlink @project/.mcp.json", "err 13"),
         ("mkdir @project/.claude", "ok made"),
         ("create @project/.claude/settings.json", "err 17"),
         ("mkdir @project/.claude/hooks", "ok made"),
@@ -1305,25 +1325,36 @@ fn a_sandbox_of_its_own_leaves_only_empty_placeholders_at_policy_names() {
         ("mkdir @secret/.git", "err 13"),
         // What is not a policy name is the agent's work, as before.
         ("create-write @project/notes.txt hi", "ok wrote 2"),
+        ("sleep 2", "ok slept"),
+        // It tidies up its own empty placeholders, not what the owner
+        // wrote into one, nor the owner's own files.
+        ("unlink @project/.git/HEAD", "ok unlinked"),
+        ("unlink @project/.claude/settings.json", "err 13"),
+        ("unlink @project/CLAUDE.md", "err 13"),
     ]);
+    owner.join().unwrap();
     assert_eq!(
         s.denial_hooks(),
         [
             "file_open",
-            "inode_unlink",
             "inode_create",
             "inode_symlink",
             "file_open",
-            "inode_mkdir"
+            "inode_mkdir",
+            "inode_unlink",
+            "inode_unlink"
         ],
         "{:#?}",
         s.decisions()
     );
-    for placeholder in [".mcp.json", ".claude/settings.json", ".git/HEAD"] {
-        let meta = fs::metadata(s.path(&format!("project/{placeholder}"))).unwrap();
-        assert!(meta.is_file() && meta.len() == 0, "{placeholder}: {meta:?}");
-    }
+    let meta = fs::metadata(s.path("project/.mcp.json")).unwrap();
+    assert!(meta.is_file() && meta.len() == 0, "{meta:?}");
+    assert_eq!(
+        fs::read_to_string(&settings).unwrap(),
+        "{\"owner\": true}\n"
+    );
     assert!(s.path("project/.claude/hooks").is_dir());
+    s.assert_absent("project/.git/HEAD");
     s.assert_absent("project/.git/hooks/pre-commit");
     s.assert_absent("project/.envrc");
     s.assert_absent("secret/.git");
@@ -1332,18 +1363,20 @@ fn a_sandbox_of_its_own_leaves_only_empty_placeholders_at_policy_names() {
         "be careful\n"
     );
     // Outside its sandbox, in the same cgroup, a policy name is refused as
-    // before: nothing is made.
+    // before: nothing is made. A placeholder an earlier run made is not
+    // this run's to remove.
     fs::remove_file(s.audit_path()).unwrap();
     s.assert_probe_lines(&[
         ("create @project/.npmrc", "err 13"),
         ("mkdir @project/.vscode", "err 13"),
-        ("create-write @project/.git/HEAD ref", "err 13"),
+        ("create-write @project/.mcp.json x", "err 13"),
+        ("unlink @project/.mcp.json", "err 13"),
     ]);
     s.assert_absent("project/.npmrc");
     s.assert_absent("project/.vscode");
     assert_eq!(
         s.denial_hooks(),
-        ["inode_create", "inode_mkdir", "file_open"]
+        ["inode_create", "inode_mkdir", "file_open", "inode_unlink"]
     );
     // The control: outside every agent cgroup, the sandbox writes what it
     // makes.

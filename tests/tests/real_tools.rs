@@ -461,12 +461,19 @@ struct Model {
 
 impl Model {
     fn start(name: &str, port: u16) -> Model {
+        Model::scripted(name, port, None)
+    }
+
+    /// Like [`Model::start`], answering the first request that offers the
+    /// `Bash` tool with a call of it running `command`.
+    fn scripted(name: &str, port: u16, command: Option<&str>) -> Model {
         let dir = Path::new("/tmp").join(format!("model-{name}"));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         fs::write(dir.join("model.py"), include_str!("../agents/model.py")).unwrap();
         let server = Command::new("python3")
             .args(["model.py", &port.to_string()])
+            .args(command)
             .current_dir(&dir)
             .stdin(Stdio::null())
             .spawn()
@@ -479,6 +486,21 @@ impl Model {
             "the model endpoint starts"
         );
         Model { server, dir, port }
+    }
+
+    /// How many of its answers were a call of the `Bash` tool.
+    fn commands(&self) -> usize {
+        fs::read_to_string(self.dir.join("requests.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|l| l["command"] == true)
+            .count()
+    }
+
+    /// What it logged of each request.
+    fn log(&self) -> String {
+        fs::read_to_string(self.dir.join("requests.jsonl")).unwrap_or_default()
     }
 
     /// The requests it was sent (paths), in order.
@@ -508,6 +530,17 @@ fn agent_turn(
     script: &str,
     env: &[(&str, String)],
 ) -> (Output, Vec<String>) {
+    agent_turn_with(profile, home_setup, "", script, env)
+}
+
+/// [`agent_turn`], with the mission's TOML `more` besides the tree.
+fn agent_turn_with(
+    profile: &str,
+    home_setup: &str,
+    more: &str,
+    script: &str,
+    env: &[(&str, String)],
+) -> (Output, Vec<String>) {
     let home = Path::new("/home").join(format!("agent-{profile}"));
     // A fresh home but for `.local`, where the root has a program installed
     // for its user (aider).
@@ -530,7 +563,7 @@ fn agent_turn(
     fs::write(
         &mission,
         format!(
-            "[mission]\nname = \"{profile}\"\n\n[[grant]]\npath = \"{}\"\nops = [{TREE_OPS}]\nextent = \"tree\"\n",
+            "[mission]\nname = \"{profile}\"\n\n[[grant]]\npath = \"{}\"\nops = [{TREE_OPS}]\nextent = \"tree\"\n{more}",
             tree.display()
         ),
     )
@@ -596,6 +629,18 @@ fn tries(settings: &[&str], state: &str) -> String {
     script
 }
 
+/// Claude Code's environment for a turn against `model`.
+fn claude_env(model: &Model) -> [(&'static str, String); 3] {
+    [
+        (
+            "ANTHROPIC_BASE_URL",
+            format!("http://127.0.0.1:{}", model.port),
+        ),
+        ("ANTHROPIC_API_KEY", "sk-scripted".to_owned()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+    ]
+}
+
 #[test]
 fn claude_code_runs_a_turn_under_its_profile() {
     let model = Model::start("claude-code", 8765);
@@ -607,14 +652,7 @@ fn claude_code_runs_a_turn_under_its_profile() {
             "claude -p 'say hi'\n{}",
             tries(&settings, "~/.claude/projects")
         ),
-        &[
-            (
-                "ANTHROPIC_BASE_URL",
-                format!("http://127.0.0.1:{}", model.port),
-            ),
-            ("ANTHROPIC_API_KEY", "sk-scripted".to_owned()),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
-        ],
+        &claude_env(&model),
     );
     assert!(
         model
@@ -624,6 +662,75 @@ fn claude_code_runs_a_turn_under_its_profile() {
     );
     // Its own run meets no refusal: only the agent's writes to the settings.
     assert_turn(&out, &settings, &refusals, &[]);
+}
+
+/// Both agents' sandboxes keep a directory per user in `/tmp` (whatever
+/// `TMPDIR` says), which neither profile grants yet: the tests' missions
+/// grant it (the agent runs as root in the guest).
+const SANDBOX_DAEMON_DIR: &str = "[[grant]]\npath = \"/tmp/cc-daemon-0\"\nops = [\"read\", \"write\", \"create\", \"delete\", \"rename\", \"mkdir\", \"setattr\"]\nextent = \"tree\"\nmake = true\n\n[[grant]]\npath = \"/tmp/codex-daemon-0\"\nops = [\"read\", \"write\", \"create\", \"delete\", \"rename\", \"mkdir\", \"setattr\"]\nextent = \"tree\"\nmake = true\n";
+
+/// Claude Code's own sandbox (bubblewrap: user, mount, pid and network
+/// namespaces) works under pincer: the model has it run a command, which
+/// it runs sandboxed, with no fallback allowed; the command reads and
+/// writes the tree from a mount namespace of its own.
+#[test]
+fn claude_code_runs_a_command_in_its_own_sandbox_under_its_profile() {
+    let model = Model::scripted(
+        "claude-code-sandbox",
+        8768,
+        Some("readlink /proc/self/ns/mnt > sandbox-ns.txt && cat README.md"),
+    );
+    let settings = ["~/.claude/settings.json", "~/.claude/CLAUDE.md"];
+    let (out, refusals) = agent_turn_with(
+        "claude-code",
+        "mkdir -p ~/.claude && echo 'Be brief.' > ~/.claude/CLAUDE.md && \
+         echo '{\"sandbox\": {\"enabled\": true, \"failIfUnavailable\": true, \
+         \"autoAllowBashIfSandboxed\": true, \"allowUnsandboxedCommands\": false}}' \
+         > ~/.claude/settings.json",
+        SANDBOX_DAEMON_DIR,
+        &format!(
+            "claude -p 'run the command'\nreadlink /proc/self/ns/mnt > outside-ns.txt\n{}",
+            tries(&settings, "~/.claude/projects")
+        ),
+        &claude_env(&model),
+    );
+    assert_eq!(model.commands(), 1, "{}", model.log());
+    let tree = Path::new("/home/agent-claude-code/work/project");
+    let inside = fs::read_to_string(tree.join("sandbox-ns.txt")).unwrap_or_default();
+    let outside = fs::read_to_string(tree.join("outside-ns.txt")).unwrap();
+    assert!(inside.starts_with("mnt:["), "the command ran: {inside:?}");
+    assert_ne!(inside, outside, "in a mount namespace of its own");
+    // bubblewrap left empty placeholders in the tree for the names Claude
+    // Code protects, and Claude Code removed them after the command.
+    for name in [".bashrc", ".mcp.json", ".gitmodules"] {
+        assert!(!tree.join(name).exists(), "{name} left behind");
+    }
+    // Nothing the sandbox does is refused (no mount, capability, placeholder
+    // or removal of one). What is refused is Claude Code's making of
+    // places that are not its state: directories in ~/.claude whose use is
+    // not known (its other names there are what it obeys), other tools'
+    // places in the home, the person's own `.claude` in the project (the
+    // sandbox makes it as a placeholder instead), and its plugin store made
+    // again in the read-only plugins tree (the profile's grant names the
+    // store `pincer run` made, by identity: a directory made again in its
+    // place is not granted).
+    // Its sandbox's write of `user.max_user_namespaces` (bubblewrap's
+    // `--disable-userns`) is allowed: the limit is the sandbox's own.
+    assert_turn(
+        &out,
+        &settings,
+        &refusals,
+        &[
+            "inode_mkdir /home/agent-claude-code/.claude/seed-admin",
+            "inode_mkdir /home/agent-claude-code/.claude/dev-mods",
+            "inode_mkdir /home/agent-claude-code/.claude/ssh",
+            "inode_mkdir /home/agent-claude-code/.claude/.cc-writes",
+            "inode_mkdir /home/agent-claude-code/.cache",
+            "inode_mkdir /home/agent-claude-code/.config",
+            "inode_mkdir /home/agent-claude-code/work/project/.claude",
+            "inode_mkdir /home/agent-claude-code/.claude/plugins/store",
+        ],
+    );
 }
 
 #[test]
@@ -648,6 +755,51 @@ fn codex_runs_a_turn_under_its_profile() {
     assert!(model.requests().iter().any(|p| p == "/v1/responses"));
     // Its bundled skills would be instructions written by the agent's
     // cgroup: refused (the profile says so), and Codex goes on.
+    assert_turn(
+        &out,
+        &settings,
+        &refusals,
+        &["inode_mkdir /home/agent-codex/.codex/skills/.system"],
+    );
+}
+
+/// Codex's own sandbox (bubblewrap on Linux) works under pincer: the model
+/// has it run a command in `workspace-write` mode, which it runs
+/// sandboxed, from a mount namespace of its own.
+#[test]
+fn codex_runs_a_command_in_its_own_sandbox_under_its_profile() {
+    let model = Model::scripted(
+        "codex-sandbox",
+        8769,
+        Some("readlink /proc/self/ns/mnt > sandbox-ns.txt && cat README.md"),
+    );
+    let settings = ["~/.codex/config.toml", "~/.codex/AGENTS.md"];
+    let setup = format!(
+        "mkdir -p ~/.codex && echo 'Be brief.' > ~/.codex/AGENTS.md && cat > ~/.codex/config.toml <<'C'\n\
+         model = \"scripted\"\nmodel_provider = \"scripted\"\napproval_policy = \"never\"\n\
+         sandbox_mode = \"workspace-write\"\n[sandbox_workspace_write]\nexclude_slash_tmp = true\n\
+         exclude_tmpdir_env_var = true\n[model_providers.scripted]\nname = \"scripted\"\n\
+         base_url = \"http://127.0.0.1:{}/v1\"\nenv_key = \"SCRIPTED_KEY\"\nwire_api = \"responses\"\nC\n\
+         git init -q ~/work/project",
+        model.port
+    );
+    let (out, refusals) = agent_turn_with(
+        "codex",
+        &setup,
+        SANDBOX_DAEMON_DIR,
+        &format!(
+            "codex exec --skip-git-repo-check --sandbox workspace-write 'run the command'\n\
+             readlink /proc/self/ns/mnt > outside-ns.txt\n{}",
+            tries(&settings, "~/.codex/sessions")
+        ),
+        &[("SCRIPTED_KEY", "k".to_owned())],
+    );
+    assert_eq!(model.commands(), 1, "{}", model.log());
+    let tree = Path::new("/home/agent-codex/work/project");
+    let inside = fs::read_to_string(tree.join("sandbox-ns.txt")).unwrap_or_default();
+    let outside = fs::read_to_string(tree.join("outside-ns.txt")).unwrap();
+    assert!(inside.starts_with("mnt:["), "the command ran: {inside:?}");
+    assert_ne!(inside, outside, "in a mount namespace of its own");
     assert_turn(
         &out,
         &settings,

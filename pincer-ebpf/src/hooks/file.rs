@@ -67,10 +67,10 @@ fn made_placeholder(file: *const u8) -> bool {
         return false;
     }
     let tid = bpf_get_current_pid_tgid() as u32;
-    let Some(&dentry) = (unsafe { maps::PLACEHOLDERS.get(&tid) }) else {
+    let Some(&dentry) = (unsafe { maps::PLACEHOLDERS.get(tid) }) else {
         return false;
     };
-    let _ = maps::PLACEHOLDERS.remove(&tid);
+    let _ = maps::PLACEHOLDERS.remove(tid);
     // An unreadable dentry is taken as the placeholder's: refused.
     kernel::read::<u64>(file, off.file_f_path_dentry).map_or(true, |d| d == dentry)
 }
@@ -535,7 +535,7 @@ fn read_object<const HOOK: u32>(agent: &Agent, dentry: *const u8, proc_global: u
 #[inline(always)]
 fn decide_existing(agent: &Agent, access: Result<Access, Failure>, proc_global: u32) -> i32 {
     let (access, also, forced) = match access {
-        Ok(mut access) => match objects::rule(&mut access, proc_global) {
+        Ok(mut access) => match objects::rule(&mut access, proc_global, agent.userns_home) {
             Ok(Rule::Grants) => (Ok(access), 0, 0),
             Ok(Rule::Also(ops)) => (Ok(access), ops, 0),
             Ok(Rule::Refused(why)) => (Ok(access), 0, why),

@@ -249,6 +249,7 @@ fn show(path: &Path, json: bool) -> anyhow::Result<()> {
         (label_flags::POLICY, "policy"),
         (label_flags::TREE, "tree"),
         (label_flags::SOURCE, "source"),
+        (label_flags::PLACEHOLDER, "placeholder"),
     ]
     .iter()
     .filter(|(bit, _)| label.flags & bit != 0)
