@@ -117,6 +117,10 @@ pub struct Checked {
     may_hold: u32,
     /// Non-zero when the access makes a placeholder.
     placeholder: u32,
+    /// Non-zero when `forced` refuses a global `/proc` write, which a
+    /// limit of a sandbox of the agent's own lifts
+    /// ([`crate::objects::own_limit`]).
+    setting: u32,
     /// The hook's verdict, as [`decide_step`] leaves it.
     ret: i32,
     /// Non-zero when the access was identified; when not, `access` is
@@ -140,6 +144,7 @@ pub struct Rules {
     forced: u32,
     no_park: u32,
     may_hold: u32,
+    setting: u32,
 }
 
 /// This CPU's entry `which` of [`CHECKS`].
@@ -192,6 +197,7 @@ fn prepare(
     checked.no_park = rules.no_park;
     checked.may_hold = rules.may_hold;
     checked.placeholder = 0;
+    checked.setting = rules.setting;
     checked.ret = -EACCES;
     Some(checked)
 }
@@ -284,6 +290,20 @@ pub fn decide_new(agent: &Agent, access: Result<Access, Failure>, may_hold: bool
 /// they give, for the reason of that event flag.
 #[inline(always)]
 pub fn decide_with(agent: &Agent, access: Result<Access, Failure>, also: u32, forced: u32) -> i32 {
+    decide_ruled(agent, access, also, forced, false)
+}
+
+/// [`decide_with`], where `setting` says the refusal is of a global
+/// `/proc` write ([`crate::objects::Rule::Setting`]), which a limit of a
+/// sandbox of the agent's own lifts ([`check_step`]).
+#[inline(always)]
+pub fn decide_ruled(
+    agent: &Agent,
+    access: Result<Access, Failure>,
+    also: u32,
+    forced: u32,
+    setting: bool,
+) -> i32 {
     if forced == event_flags::GUARD && agent.mode != mode::AUDIT {
         count(counter::GUARDED);
     }
@@ -292,6 +312,7 @@ pub fn decide_with(agent: &Agent, access: Result<Access, Failure>, also: u32, fo
         forced,
         no_park: forced,
         may_hold: 0,
+        setting: u32::from(setting),
     };
     decide_entry(FIRST, agent, access, rules)
 }
@@ -414,6 +435,18 @@ extern "C" fn check_step(_index: u64, ctx: *mut c_void) -> i64 {
     let Some(checked) = entry(which) else {
         return 1;
     };
+    if checked.identified != 0
+        && checked.setting != 0
+        && matches!(
+            crate::objects::own_limit(&checked.access, checked.agent.userns_home),
+            Ok(true)
+        )
+    {
+        checked.forced = 0;
+        checked.no_park = 0;
+        checked.granted = checked.access.ops;
+        return 1;
+    }
     if checked.identified == 0 || checked.forced != 0 {
         return 1;
     }
@@ -551,7 +584,10 @@ fn placeholder(checked: &Checked, found: &Found) -> bool {
     {
         return false;
     }
-    if !file {
+    // Audit mode changes nothing a program sees: the open keeps its
+    // descriptor (the placeholder is still made as one, unreported, as
+    // enforce mode would allow it).
+    if !file || checked.agent.mode == mode::AUDIT {
         return true;
     }
     // Recorded before it is made: a file whose open could not be refused

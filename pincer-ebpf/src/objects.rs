@@ -58,6 +58,11 @@ pub enum Rule {
     Also(u32),
     /// Refused whatever the grants, for the reason of this event flag.
     Refused(u32),
+    /// A write of a global `/proc` object: refused as a kernel setting,
+    /// unless it is a limit of a sandbox of the agent's own ([`own_limit`],
+    /// looked at in `decide::check_step`, a callback the verifier checks
+    /// once, rather than in every hook that asks this rule).
+    Setting,
 }
 
 /// The rule for an access to an existing object; `proc_global` is what
@@ -65,7 +70,7 @@ pub enum Rule {
 /// a link: `/proc/self`, `/proc/mounts` and the like name only paths every
 /// process has).
 #[inline(always)]
-pub fn rule(access: &mut Access, proc_global: u32, home: u32) -> Result<Rule, ReadFailed> {
+pub fn rule(access: &mut Access, proc_global: u32) -> Result<Rule, ReadFailed> {
     let off = kernel::off();
     let inode = access.inode;
     let magic = kernel::fs_magic(off, inode)?;
@@ -79,7 +84,7 @@ pub fn rule(access: &mut Access, proc_global: u32, home: u32) -> Result<Rule, Re
         if off.proc_dev != 0 {
             access.dev = u64::from(off.proc_dev);
         }
-        return proc_rule(access, proc_global, home);
+        return proc_rule(access, proc_global);
     }
     // A pidfd is a handle on a process, not a file: what it does to the
     // process (a signal, a descriptor taken from it) is decided by the
@@ -103,7 +108,7 @@ pub fn rule(access: &mut Access, proc_global: u32, home: u32) -> Result<Rule, Re
 /// Whether a `/proc` object is a limit of the writer's own user namespace
 /// (`/proc/sys/user/<limit>`), written from a sandbox of the agent's own.
 #[inline(always)]
-fn own_limit(access: &Access, home: u32) -> Result<bool, ReadFailed> {
+pub fn own_limit(access: &Access, home: u32) -> Result<bool, ReadFailed> {
     if home == NO_OWN_NAMESPACES || !kernel::own_mount_namespace(kernel::off(), home) {
         return Ok(false);
     }
@@ -144,7 +149,7 @@ fn named<const N: usize>(dentry: *const u8, name: &[u8; N]) -> Result<bool, Read
 
 /// The rule for an object of a procfs.
 #[inline(always)]
-fn proc_rule(access: &Access, global: u32, home: u32) -> Result<Rule, ReadFailed> {
+fn proc_rule(access: &Access, global: u32) -> Result<Rule, ReadFailed> {
     let off = kernel::off();
     let mut pid = kernel::proc_pid_struct(off, access.inode)?;
     if pid.is_null() {
@@ -164,10 +169,8 @@ fn proc_rule(access: &Access, global: u32, home: u32) -> Result<Rule, ReadFailed
     if pid.is_null() {
         return Ok(if access.ops & ops::WRITE == 0 {
             Rule::Also(global)
-        } else if own_limit(access, home)? {
-            Rule::Also(ops::READ | ops::WRITE)
         } else {
-            Rule::Refused(event_flags::KERNEL_SETTING)
+            Rule::Setting
         });
     }
     let task = kernel::pid_task(off, pid)?;

@@ -1378,6 +1378,13 @@ fn a_sandbox_of_its_own_leaves_only_empty_placeholders_at_policy_names() {
         s.denial_hooks(),
         ["inode_create", "inode_mkdir", "file_open", "inode_unlink"]
     );
+    // Audit mode changes nothing the program sees: the open keeps its
+    // descriptor.
+    let out = s.run_probe(
+        &["--mode", "audit"],
+        &["sandbox", "create-write @project/.prettierrc x"],
+    );
+    assert_eq!(stdout_lines(&out), ["ok sandboxed", "ok wrote 1"]);
     // The control: outside every agent cgroup, the sandbox writes what it
     // makes.
     assert_eq!(

@@ -534,16 +534,17 @@ fn read_object<const HOOK: u32>(agent: &Agent, dentry: *const u8, proc_global: u
 /// says of it, then the grants.
 #[inline(always)]
 fn decide_existing(agent: &Agent, access: Result<Access, Failure>, proc_global: u32) -> i32 {
-    let (access, also, forced) = match access {
-        Ok(mut access) => match objects::rule(&mut access, proc_global, agent.userns_home) {
-            Ok(Rule::Grants) => (Ok(access), 0, 0),
-            Ok(Rule::Also(ops)) => (Ok(access), ops, 0),
-            Ok(Rule::Refused(why)) => (Ok(access), 0, why),
-            Err(_) => (Err(Failure::Read), 0, 0),
+    let (access, also, forced, setting) = match access {
+        Ok(mut access) => match objects::rule(&mut access, proc_global) {
+            Ok(Rule::Grants) => (Ok(access), 0, 0, false),
+            Ok(Rule::Also(ops)) => (Ok(access), ops, 0, false),
+            Ok(Rule::Refused(why)) => (Ok(access), 0, why, false),
+            Ok(Rule::Setting) => (Ok(access), 0, event_flags::KERNEL_SETTING, true),
+            Err(_) => (Err(Failure::Read), 0, 0, false),
         },
-        Err(failure) => (Err(failure), 0, 0),
+        Err(failure) => (Err(failure), 0, 0, false),
     };
-    decide::decide_with(agent, access, also, forced)
+    decide::decide_ruled(agent, access, also, forced, setting)
 }
 
 /// Decides an operation with two ends, the object and its new name, which
