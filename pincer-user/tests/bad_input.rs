@@ -363,6 +363,11 @@ fn cases() -> Vec<Case> {
             grant("path = \"~bob/src\"\nops = [\"read\"]\n"),
         ),
         Case::mission(
+            "grant-unknown-variable",
+            "path variable other than `{uid}`",
+            grant("path = \"/tmp/x-{user}\"\nops = [\"read\"]\n"),
+        ),
+        Case::mission(
             "grant-home-unset",
             "`~` path with `HOME` unset",
             grant("path = \"~/src\"\nops = [\"read\"]\n"),

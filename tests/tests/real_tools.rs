@@ -530,17 +530,6 @@ fn agent_turn(
     script: &str,
     env: &[(&str, String)],
 ) -> (Output, Vec<String>) {
-    agent_turn_with(profile, home_setup, "", script, env)
-}
-
-/// [`agent_turn`], with the mission's TOML `more` besides the tree.
-fn agent_turn_with(
-    profile: &str,
-    home_setup: &str,
-    more: &str,
-    script: &str,
-    env: &[(&str, String)],
-) -> (Output, Vec<String>) {
     let home = Path::new("/home").join(format!("agent-{profile}"));
     // A fresh home but for `.local`, where the root has a program installed
     // for its user (aider).
@@ -563,7 +552,7 @@ fn agent_turn_with(
     fs::write(
         &mission,
         format!(
-            "[mission]\nname = \"{profile}\"\n\n[[grant]]\npath = \"{}\"\nops = [{TREE_OPS}]\nextent = \"tree\"\n{more}",
+            "[mission]\nname = \"{profile}\"\n\n[[grant]]\npath = \"{}\"\nops = [{TREE_OPS}]\nextent = \"tree\"\n",
             tree.display()
         ),
     )
@@ -664,10 +653,20 @@ fn claude_code_runs_a_turn_under_its_profile() {
     assert_turn(&out, &settings, &refusals, &[]);
 }
 
-/// Both agents' sandboxes keep a directory per user in `/tmp` (whatever
-/// `TMPDIR` says), which neither profile grants yet: the tests' missions
-/// grant it (the agent runs as root in the guest).
-const SANDBOX_DAEMON_DIR: &str = "[[grant]]\npath = \"/tmp/cc-daemon-0\"\nops = [\"read\", \"write\", \"create\", \"delete\", \"rename\", \"mkdir\", \"setattr\"]\nextent = \"tree\"\nmake = true\n\n[[grant]]\npath = \"/tmp/codex-daemon-0\"\nops = [\"read\", \"write\", \"create\", \"delete\", \"rename\", \"mkdir\", \"setattr\"]\nextent = \"tree\"\nmake = true\n";
+/// The scripted model's command for the sandboxed turns: it records the
+/// mount namespace it runs in.
+const SANDBOXED_COMMAND: &str = "readlink /proc/self/ns/mnt > sandbox-ns.txt && cat README.md";
+
+/// After a sandboxed turn whose script ended with `readlink
+/// /proc/self/ns/mnt > outside-ns.txt` in `tree`: the model asked for one
+/// command, and it ran in a mount namespace other than the agent's.
+fn assert_ran_sandboxed(model: &Model, tree: &Path) {
+    assert_eq!(model.commands(), 1, "{}", model.log());
+    let inside = fs::read_to_string(tree.join("sandbox-ns.txt")).unwrap_or_default();
+    let outside = fs::read_to_string(tree.join("outside-ns.txt")).unwrap();
+    assert!(inside.starts_with("mnt:["), "the command ran: {inside:?}");
+    assert_ne!(inside, outside, "in a mount namespace of its own");
+}
 
 /// Claude Code's own sandbox (bubblewrap: user, mount, pid and network
 /// namespaces) works under pincer: the model has it run a command, which
@@ -675,31 +674,22 @@ const SANDBOX_DAEMON_DIR: &str = "[[grant]]\npath = \"/tmp/cc-daemon-0\"\nops = 
 /// writes the tree from a mount namespace of its own.
 #[test]
 fn claude_code_runs_a_command_in_its_own_sandbox_under_its_profile() {
-    let model = Model::scripted(
-        "claude-code-sandbox",
-        8768,
-        Some("readlink /proc/self/ns/mnt > sandbox-ns.txt && cat README.md"),
-    );
+    let model = Model::scripted("claude-code-sandbox", 8768, Some(SANDBOXED_COMMAND));
     let settings = ["~/.claude/settings.json", "~/.claude/CLAUDE.md"];
-    let (out, refusals) = agent_turn_with(
+    let (out, refusals) = agent_turn(
         "claude-code",
         "mkdir -p ~/.claude && echo 'Be brief.' > ~/.claude/CLAUDE.md && \
          echo '{\"sandbox\": {\"enabled\": true, \"failIfUnavailable\": true, \
          \"autoAllowBashIfSandboxed\": true, \"allowUnsandboxedCommands\": false}}' \
          > ~/.claude/settings.json",
-        SANDBOX_DAEMON_DIR,
         &format!(
             "claude -p 'run the command'\nreadlink /proc/self/ns/mnt > outside-ns.txt\n{}",
             tries(&settings, "~/.claude/projects")
         ),
         &claude_env(&model),
     );
-    assert_eq!(model.commands(), 1, "{}", model.log());
     let tree = Path::new("/home/agent-claude-code/work/project");
-    let inside = fs::read_to_string(tree.join("sandbox-ns.txt")).unwrap_or_default();
-    let outside = fs::read_to_string(tree.join("outside-ns.txt")).unwrap();
-    assert!(inside.starts_with("mnt:["), "the command ran: {inside:?}");
-    assert_ne!(inside, outside, "in a mount namespace of its own");
+    assert_ran_sandboxed(&model, tree);
     // bubblewrap left empty placeholders in the tree for the names Claude
     // Code protects, and Claude Code removed them after the command.
     for name in [".bashrc", ".mcp.json", ".gitmodules"] {
@@ -768,11 +758,7 @@ fn codex_runs_a_turn_under_its_profile() {
 /// sandboxed, from a mount namespace of its own.
 #[test]
 fn codex_runs_a_command_in_its_own_sandbox_under_its_profile() {
-    let model = Model::scripted(
-        "codex-sandbox",
-        8769,
-        Some("readlink /proc/self/ns/mnt > sandbox-ns.txt && cat README.md"),
-    );
+    let model = Model::scripted("codex-sandbox", 8769, Some(SANDBOXED_COMMAND));
     let settings = ["~/.codex/config.toml", "~/.codex/AGENTS.md"];
     let setup = format!(
         "mkdir -p ~/.codex && echo 'Be brief.' > ~/.codex/AGENTS.md && cat > ~/.codex/config.toml <<'C'\n\
@@ -783,10 +769,9 @@ fn codex_runs_a_command_in_its_own_sandbox_under_its_profile() {
          git init -q ~/work/project",
         model.port
     );
-    let (out, refusals) = agent_turn_with(
+    let (out, refusals) = agent_turn(
         "codex",
         &setup,
-        SANDBOX_DAEMON_DIR,
         &format!(
             "codex exec --skip-git-repo-check --sandbox workspace-write 'run the command'\n\
              readlink /proc/self/ns/mnt > outside-ns.txt\n{}",
@@ -794,12 +779,7 @@ fn codex_runs_a_command_in_its_own_sandbox_under_its_profile() {
         ),
         &[("SCRIPTED_KEY", "k".to_owned())],
     );
-    assert_eq!(model.commands(), 1, "{}", model.log());
-    let tree = Path::new("/home/agent-codex/work/project");
-    let inside = fs::read_to_string(tree.join("sandbox-ns.txt")).unwrap_or_default();
-    let outside = fs::read_to_string(tree.join("outside-ns.txt")).unwrap();
-    assert!(inside.starts_with("mnt:["), "the command ran: {inside:?}");
-    assert_ne!(inside, outside, "in a mount namespace of its own");
+    assert_ran_sandboxed(&model, Path::new("/home/agent-codex/work/project"));
     assert_turn(
         &out,
         &settings,

@@ -71,6 +71,6 @@ pub use model::{
     MissionError, Mode, Profile, RunGrant, SourceSpec, Tmp,
 };
 pub(crate) use parse::SOURCE_AUTHORITIES;
-pub use parse::asset_glob;
+pub use parse::{User, asset_glob};
 pub use profile::BUILT_IN as PROFILES;
 pub use resolve::{PrefixKey, Reason, ResolvedGrants, format_ops};

@@ -170,32 +170,61 @@ struct RawRule {
     reason: Option<Spanned<String>>,
 }
 
+/// Whose paths a mission names: a leading `~` is `home`, and `{uid}` is
+/// `uid`, written in decimal. `pincer run` and the daemon both parse for
+/// the user they run as ([`User::current`]): under `sudo` that is root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// `$HOME`; `None` makes a `~` an error.
+    pub home: Option<PathBuf>,
+    /// The numeric user id.
+    pub uid: u32,
+}
+
+impl User {
+    /// The user this process runs as: `$HOME` and the real user id.
+    pub fn current() -> User {
+        User {
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            uid: nix::unistd::getuid().as_raw(),
+        }
+    }
+}
+
 impl Mission {
-    /// Reads and parses a mission file; `~` expands to `$HOME`.
+    /// Reads and parses a mission file for [`User::current`].
     pub fn from_file(path: &Path) -> Result<Mission, MissionError> {
         toml_file::read_file(path, "mission file", |text| Self::parse(text, path))
     }
 
-    /// Parses a mission; `source` names the file in messages and `~`
-    /// expands to `$HOME`.
+    /// Parses a mission for [`User::current`]; `source` names the file in
+    /// messages.
     pub fn parse(text: &str, source: &Path) -> Result<Mission, MissionError> {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        Self::parse_with_home(text, source, home.as_deref())
+        Self::parse_for(text, source, &User::current())
     }
 
-    /// Parses a mission, expanding `~` to `home`: the caller decides whose
-    /// home that is (under `sudo`, `$HOME` may be root's). A `~` with no
-    /// home is an error.
+    /// Parses a mission, expanding `~` to `home` and `{uid}` to the current
+    /// user id: the caller decides whose home that is (under `sudo`,
+    /// `$HOME` may be root's). A `~` with no home is an error.
     pub fn parse_with_home(
         text: &str,
         source: &Path,
         home: Option<&Path>,
     ) -> Result<Mission, MissionError> {
-        Ok(parse(&Document::new(text, source), home)?)
+        let user = User {
+            home: home.map(Path::to_owned),
+            ..User::current()
+        };
+        Self::parse_for(text, source, &user)
+    }
+
+    /// Parses a mission whose paths are `user`'s.
+    pub fn parse_for(text: &str, source: &Path, user: &User) -> Result<Mission, MissionError> {
+        Ok(parse(&Document::new(text, source), user)?)
     }
 }
 
-fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> {
+fn parse(doc: &Document<'_>, user: &User) -> Result<Mission, TomlError> {
     let raw: RawFile = doc.deserialize().map_err(with_hint)?;
 
     let mission = doc.required(raw.mission.as_ref(), 0, "mission", "missing section")?;
@@ -204,7 +233,7 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
         return Err(doc.field_error(name.span().start, "mission.name", "must not be empty"));
     }
 
-    let grants = parse_grants(doc, &raw.grant, home)?;
+    let grants = parse_grants(doc, &raw.grant, user)?;
 
     let mut baseline = Baseline::default();
     let mut on_unknown = Mode::default();
@@ -226,12 +255,12 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
     }
 
     let vote = match &raw.vote {
-        Some(vote) => parse_vote(doc, vote, home)?,
+        Some(vote) => parse_vote(doc, vote, user)?,
         None => Voting::default(),
     };
 
     let policy = match &raw.labels {
-        Some(labels) => parse_policy(doc, labels.get_ref(), "labels", home)?,
+        Some(labels) => parse_policy(doc, labels.get_ref(), "labels", user)?,
         None => Vec::new(),
     };
 
@@ -239,16 +268,16 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
         .source
         .iter()
         .enumerate()
-        .map(|(index, source)| parse_source(doc, index + 1, source, home))
+        .map(|(index, source)| parse_source(doc, index + 1, source, user))
         .collect::<Result<Vec<_>, _>>()?;
     let actions = raw
         .action
         .iter()
         .enumerate()
-        .map(|(index, action)| parse_action(doc, index + 1, action, home))
+        .map(|(index, action)| parse_action(doc, index + 1, action, user))
         .collect::<Result<Vec<_>, _>>()?;
 
-    let assets = parse_assets(doc, &raw.asset, home)?;
+    let assets = parse_assets(doc, &raw.asset, user)?;
     // An asset identified from the start is a grant, unless others are
     // found in it: its first read then parks, so that what it holds is
     // observed as the agent reads it ([`crate::assets`]).
@@ -272,7 +301,7 @@ fn parse(doc: &Document<'_>, home: Option<&Path>) -> Result<Mission, TomlError> 
     let mut profiles = Vec::new();
     if let Some(list) = &mission.get_ref().profiles {
         for (index, name) in list.get_ref().iter().enumerate() {
-            let profile = super::profile::built_in(name.get_ref(), home).map_err(|error| {
+            let profile = super::profile::built_in(name.get_ref(), user).map_err(|error| {
                 doc.field_error(
                     name.span().start,
                     &format!("mission.profiles[{}]", index + 1),
@@ -316,11 +345,11 @@ fn parse_source(
     doc: &Document<'_>,
     number: usize,
     source: &Spanned<RawSource>,
-    home: Option<&Path>,
+    user: &User,
 ) -> Result<SourceSpec, TomlError> {
     let field = |name: &str| format!("source[{number}].{name}");
     let raw = source.get_ref();
-    let (path, expanded) = required_path(doc, &raw.path, source, &field("path"), home)?;
+    let (path, expanded) = required_path(doc, &raw.path, source, &field("path"), user)?;
     no_star(doc, path, &field("path"))?;
     let authority = match &raw.authority {
         Some(value) => choice(
@@ -346,11 +375,11 @@ fn parse_action(
     doc: &Document<'_>,
     number: usize,
     action: &Spanned<RawAction>,
-    home: Option<&Path>,
+    user: &User,
 ) -> Result<ActionSpec, TomlError> {
     let field = |name: &str| format!("action[{number}].{name}");
     let raw = action.get_ref();
-    let (path, expanded) = required_path(doc, &raw.path, action, &field("path"), home)?;
+    let (path, expanded) = required_path(doc, &raw.path, action, &field("path"), user)?;
     no_star(doc, path, &field("path"))?;
     let ops = match &raw.ops {
         Some(list) => parse_ops(doc, list, &field("ops"))?,
@@ -386,7 +415,7 @@ pub const MAX_ASSET_COUNT: u32 = 1024;
 fn parse_assets(
     doc: &Document<'_>,
     raw: &[Spanned<RawAsset>],
-    home: Option<&Path>,
+    user: &User,
 ) -> Result<Vec<AssetSpec>, TomlError> {
     let mut assets = Vec::with_capacity(raw.len());
     let mut ids: Vec<&str> = Vec::with_capacity(raw.len());
@@ -415,7 +444,7 @@ fn parse_assets(
             ));
         }
         ids.push(id);
-        assets.push(parse_asset(doc, number, asset, home)?);
+        assets.push(parse_asset(doc, number, asset, user)?);
     }
     // `found_in` names a node by id; resolved once every id is known.
     for (index, asset) in raw.iter().enumerate() {
@@ -479,7 +508,7 @@ fn parse_asset(
     doc: &Document<'_>,
     number: usize,
     asset: &Spanned<RawAsset>,
-    home: Option<&Path>,
+    user: &User,
 ) -> Result<AssetSpec, TomlError> {
     let field = |name: &str| format!("asset[{number}].{name}");
     let raw = asset.get_ref();
@@ -487,7 +516,7 @@ fn parse_asset(
     let path = match (&raw.path, &raw.found_in) {
         (Some(path), None) => {
             no_star(doc, path, &field("path"))?;
-            Some(absolute_path(doc, path, &field("path"), home)?)
+            Some(absolute_path(doc, path, &field("path"), user)?)
         }
         (None, Some(_)) => None,
         (Some(_), Some(found_in)) => {
@@ -509,7 +538,7 @@ fn parse_asset(
     let ops = parse_ops(doc, ops_list, &field("ops"))?;
     let extent = parse_extent(doc, raw.extent.as_ref(), &field("extent"))?;
     let constraints = match &raw.constraints {
-        Some(constraints) => parse_constraints(doc, number, constraints, home)?,
+        Some(constraints) => parse_constraints(doc, number, constraints, user)?,
         None => Constraints::default(),
     };
     if raw.found_in.is_some() && constraints.under.is_empty() {
@@ -568,7 +597,7 @@ fn parse_constraints(
     doc: &Document<'_>,
     number: usize,
     written: &Spanned<RawConstraints>,
-    home: Option<&Path>,
+    user: &User,
 ) -> Result<Constraints, TomlError> {
     let field = |name: &str| format!("asset[{number}].constraints.{name}");
     let raw = written.get_ref();
@@ -584,7 +613,7 @@ fn parse_constraints(
         for (index, dir) in list.get_ref().iter().enumerate() {
             let name = field(&format!("under[{}]", index + 1));
             no_star(doc, dir, &name)?;
-            let path = absolute_path(doc, dir, &name, home)?;
+            let path = absolute_path(doc, dir, &name, user)?;
             if path.parent().is_none() {
                 return Err(doc.field_error(
                     dir.span().start,
@@ -657,7 +686,7 @@ pub(crate) fn parse_policy(
     doc: &Document<'_>,
     labels: &RawLabels,
     table: &str,
-    home: Option<&Path>,
+    user: &User,
 ) -> Result<Vec<PolicyPattern>, TomlError> {
     let Some(list) = &labels.policy else {
         return Ok(Vec::new());
@@ -666,26 +695,27 @@ pub(crate) fn parse_policy(
         .iter()
         .enumerate()
         .map(|(index, text)| {
-            PolicyPattern::parse(text.get_ref(), home).map_err(|message| {
-                doc.field_error(
-                    text.span().start,
-                    &format!("{table}.policy[{}]", index + 1),
-                    message,
-                )
-            })
+            expand_uid(text.get_ref(), user.uid)
+                .and_then(|text| PolicyPattern::parse(&text, user.home.as_deref()))
+                .map_err(|message| {
+                    doc.field_error(
+                        text.span().start,
+                        &format!("{table}.policy[{}]", index + 1),
+                        message,
+                    )
+                })
         })
         .collect()
 }
 
 impl Profile {
-    /// Parses a profile; `source` names it in messages and `~` expands to
-    /// `home`.
-    pub fn parse(text: &str, source: &Path, home: Option<&Path>) -> Result<Profile, MissionError> {
-        Ok(parse_profile(&Document::new(text, source), home)?)
+    /// Parses a profile for `user`; `source` names it in messages.
+    pub fn parse(text: &str, source: &Path, user: &User) -> Result<Profile, MissionError> {
+        Ok(parse_profile(&Document::new(text, source), user)?)
     }
 }
 
-fn parse_profile(doc: &Document<'_>, home: Option<&Path>) -> Result<Profile, TomlError> {
+fn parse_profile(doc: &Document<'_>, user: &User) -> Result<Profile, TomlError> {
     let raw: RawProfileFile = doc.deserialize().map_err(with_hint)?;
     let profile = doc.required(raw.profile.as_ref(), 0, "profile", "missing section")?;
     let name = required(doc, &profile.get_ref().name, profile, "profile.name")?;
@@ -695,13 +725,13 @@ fn parse_profile(doc: &Document<'_>, home: Option<&Path>) -> Result<Profile, Tom
         profile,
         "profile.description",
     )?;
-    let grants = parse_grants(doc, &raw.grant, home)?;
+    let grants = parse_grants(doc, &raw.grant, user)?;
     let mut env = Vec::new();
     for (key, value) in &raw.env {
         let field = format!("env.{key}");
         let written = value.get_ref();
         let expanded = if written.starts_with('~') {
-            absolute_path(doc, value, &field, home)?
+            absolute_path(doc, value, &field, user)?
                 .to_string_lossy()
                 .into_owned()
         } else {
@@ -811,12 +841,12 @@ fn choice<T: Copy>(
 fn parse_grants(
     doc: &Document<'_>,
     grants: &[Spanned<RawGrant>],
-    home: Option<&Path>,
+    user: &User,
 ) -> Result<Vec<GrantSpec>, TomlError> {
     grants
         .iter()
         .enumerate()
-        .map(|(index, grant)| parse_grant(doc, index + 1, grant, home))
+        .map(|(index, grant)| parse_grant(doc, index + 1, grant, user))
         .collect()
 }
 
@@ -824,12 +854,12 @@ fn parse_grant(
     doc: &Document<'_>,
     number: usize,
     grant: &Spanned<RawGrant>,
-    home: Option<&Path>,
+    user: &User,
 ) -> Result<GrantSpec, TomlError> {
     let field = |name: &str| format!("grant[{number}].{name}");
     let raw = grant.get_ref();
 
-    let (path, expanded) = required_path(doc, &raw.path, grant, &field("path"), home)?;
+    let (path, expanded) = required_path(doc, &raw.path, grant, &field("path"), user)?;
     let ops_list = required(doc, &raw.ops, grant, &field("ops"))?;
     let bits = parse_ops(doc, ops_list, &field("ops"))?;
     let extent = parse_extent(doc, raw.extent.as_ref(), &field("extent"))?;
@@ -924,27 +954,32 @@ fn required_path<'a, U>(
     value: &'a Option<Spanned<String>>,
     table: &Spanned<U>,
     field: &str,
-    home: Option<&Path>,
+    user: &User,
 ) -> Result<(&'a Spanned<String>, PathBuf), TomlError> {
     let written = required(doc, value, table, field)?;
-    Ok((written, absolute_path(doc, written, field, home)?))
+    Ok((written, absolute_path(doc, written, field, user)?))
 }
 
-/// A path written in the mission: absolute, or starting with `~` (`home`).
+/// A path written in the mission: absolute, or starting with `~`
+/// (`user.home`), with each `{uid}` the user's id.
 fn absolute_path(
     doc: &Document<'_>,
     path: &Spanned<String>,
     field: &str,
-    home: Option<&Path>,
+    user: &User,
 ) -> Result<PathBuf, TomlError> {
     let path_error = |message: String| doc.field_error(path.span().start, field, message);
     let written = path.get_ref();
     if written.contains('\0') {
         return Err(path_error("must not contain a NUL byte".to_owned()));
     }
-    let expanded = match written.strip_prefix('~') {
+    let with_uid = expand_uid(written, user.uid).map_err(path_error)?;
+    let expanded = match with_uid.strip_prefix('~') {
         Some(rest) if rest.is_empty() || rest.starts_with('/') => {
-            let home = home.ok_or_else(|| path_error("cannot expand ~: HOME is not set".into()))?;
+            let home = user
+                .home
+                .as_deref()
+                .ok_or_else(|| path_error("cannot expand ~: HOME is not set".into()))?;
             if !home.is_absolute() {
                 return Err(path_error(format!(
                     "cannot expand ~: HOME is not absolute ({:?})",
@@ -953,7 +988,7 @@ fn absolute_path(
             }
             home.join(rest.trim_start_matches('/'))
         }
-        _ => PathBuf::from(written),
+        _ => PathBuf::from(with_uid.as_ref()),
     };
     if !expanded.is_absolute() {
         // `~user` reads like a home directory, but only `~` is expanded.
@@ -965,6 +1000,43 @@ fn absolute_path(
         return Err(path_error(format!("must be absolute ({written:?}{hint})")));
     }
     Ok(expanded)
+}
+
+/// `text` with each `{uid}` replaced by `uid`. Other braces are kept as
+/// written, except a `{word}` of lowercase letters, digits and `_`: that
+/// reads like another variable (`{user}`, `{home}`), which would otherwise
+/// name a directory nobody has.
+pub(crate) fn expand_uid(text: &str, uid: u32) -> Result<std::borrow::Cow<'_, str>, String> {
+    if !text.contains('{') {
+        return Ok(text.into());
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let word_end = after
+            .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
+            .unwrap_or(after.len());
+        let (word, tail) = after.split_at(word_end);
+        match tail.strip_prefix('}') {
+            Some(tail) if word == "uid" => {
+                out.push_str(&uid.to_string());
+                rest = tail;
+            }
+            Some(_) if !word.is_empty() => {
+                return Err(format!(
+                    "unknown variable \"{{{word}}}\": only \"{{uid}}\" is expanded"
+                ));
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out.into())
 }
 
 /// A non-empty list of operation names, as bits of [`ops`].
@@ -1049,7 +1121,7 @@ const LIFETIMES: [(&str, LifetimeKind); 3] = [
     ("session", LifetimeKind::Session),
 ];
 
-fn parse_vote(doc: &Document<'_>, raw: &RawVote, home: Option<&Path>) -> Result<Voting, TomlError> {
+fn parse_vote(doc: &Document<'_>, raw: &RawVote, user: &User) -> Result<Voting, TomlError> {
     let mut voting = Voting::default();
 
     if let Some(list) = &raw.voters {
@@ -1127,7 +1199,7 @@ fn parse_vote(doc: &Document<'_>, raw: &RawVote, home: Option<&Path>) -> Result<
     voting.webhook = raw
         .webhook
         .as_ref()
-        .map(|webhook| parse_webhook(doc, webhook, home))
+        .map(|webhook| parse_webhook(doc, webhook, user))
         .transpose()?;
     if voting.webhook.is_none() {
         let webhook_voter = raw
@@ -1148,7 +1220,7 @@ fn parse_vote(doc: &Document<'_>, raw: &RawVote, home: Option<&Path>) -> Result<
         .rule
         .iter()
         .enumerate()
-        .map(|(index, rule)| parse_rule(doc, index + 1, rule, home))
+        .map(|(index, rule)| parse_rule(doc, index + 1, rule, user))
         .collect::<Result<Vec<_>, _>>()?;
 
     Ok(voting)
@@ -1157,7 +1229,7 @@ fn parse_vote(doc: &Document<'_>, raw: &RawVote, home: Option<&Path>) -> Result<
 fn parse_webhook(
     doc: &Document<'_>,
     webhook: &Spanned<RawWebhook>,
-    home: Option<&Path>,
+    user: &User,
 ) -> Result<WebhookConfig, TomlError> {
     let raw = webhook.get_ref();
 
@@ -1182,7 +1254,7 @@ fn parse_webhook(
         &raw.secret_file,
         webhook,
         "vote.webhook.secret_file",
-        home,
+        user,
     )?;
 
     let clock_skew = match &raw.clock_skew {
@@ -1205,12 +1277,12 @@ fn parse_rule(
     doc: &Document<'_>,
     number: usize,
     rule: &Spanned<RawRule>,
-    home: Option<&Path>,
+    user: &User,
 ) -> Result<Rule, TomlError> {
     let field = |name: &str| format!("vote.rule[{number}].{name}");
     let raw = rule.get_ref();
 
-    let (path, expanded) = required_path(doc, &raw.path, rule, &field("path"), home)?;
+    let (path, expanded) = required_path(doc, &raw.path, rule, &field("path"), user)?;
     // Rules compare paths without resolving them, so `..` would never match
     // the path of a request: a deny rule with it would protect nothing.
     if expanded
@@ -1701,6 +1773,62 @@ constraints = { under = ["/srv"] }
         assert_eq!(grant("/x/~/y").unwrap(), Path::new("/x/~/y"));
         // Lexically as written: no normalisation.
         assert_eq!(grant("/a/../b").unwrap(), Path::new("/a/../b"));
+    }
+
+    #[test]
+    fn expands_the_user_id() {
+        let user = User {
+            home: Some(PathBuf::from("/home/me")),
+            uid: 1000,
+        };
+        let at = |path: &str, table: &str| {
+            let text = format!(
+                "[mission]\nname = \"x\"\n[[{table}]]\npath = {path:?}\nops = [\"read\"]\n"
+            );
+            Mission::parse_for(&text, Path::new("m.toml"), &user)
+        };
+        let grant = |path: &str| at(path, "grant").map(|m| m.grants[0].path.clone());
+        assert_eq!(
+            grant("/tmp/cc-daemon-{uid}").unwrap(),
+            Path::new("/tmp/cc-daemon-1000")
+        );
+        assert_eq!(
+            grant("/run/user/{uid}/x-{uid}").unwrap(),
+            Path::new("/run/user/1000/x-1000")
+        );
+        assert_eq!(grant("~/{uid}").unwrap(), Path::new("/home/me/1000"));
+        // Braces that are not a variable are names like any other.
+        assert_eq!(grant("/srv/{a,b}").unwrap(), Path::new("/srv/{a,b}"));
+        assert_eq!(grant("/srv/{").unwrap(), Path::new("/srv/{"));
+        assert_eq!(grant("/srv/{}").unwrap(), Path::new("/srv/{}"));
+        assert_eq!(grant("/srv/{UID}").unwrap(), Path::new("/srv/{UID}"));
+        // The mission voter's rules and the policy set read it too.
+        let rule = "[mission]\nname = \"x\"\n[defaults]\non_unknown = \"ask\"\n[[vote.rule]]\npath = \"/tmp/a-{uid}\"\nverdict = \"deny\"\n";
+        let mission = Mission::parse_for(rule, Path::new("m.toml"), &user).unwrap();
+        assert_eq!(mission.vote.rules[0].path, Path::new("/tmp/a-1000"));
+        let labels = "[mission]\nname = \"x\"\n[labels]\npolicy = [\"/run/user/{uid}/k\"]\n";
+        let mission = Mission::parse_for(labels, Path::new("m.toml"), &user).unwrap();
+        assert_eq!(mission.policy[0].text(), "/run/user/1000/k");
+    }
+
+    #[test]
+    fn other_variables_are_errors() {
+        let text =
+            "[mission]\nname = \"x\"\n[[grant]]\npath = \"/tmp/x-{user}\"\nops = [\"read\"]\n";
+        assert_eq!(
+            invalid(text),
+            (
+                4,
+                8,
+                field("grant[1].path"),
+                "unknown variable \"{user}\": only \"{uid}\" is expanded".to_owned()
+            )
+        );
+        let text = "[mission]\nname = \"x\"\n[labels]\npolicy = [\"/home/{home}/k\"]\n";
+        assert_eq!(
+            invalid(text).3,
+            "unknown variable \"{home}\": only \"{uid}\" is expanded"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::model::{Mission, MissionError, Profile};
+use super::parse::User;
 
 /// The built-in profiles: name and text.
 pub const BUILT_IN: &[(&str, &str)] = &[
@@ -13,8 +14,8 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("codex", include_str!("profiles/codex.toml")),
 ];
 
-/// The built-in profile `name`, its `~` expanded to `home`.
-pub fn built_in(name: &str, home: Option<&Path>) -> Result<Profile, MissionError> {
+/// The built-in profile `name`, its paths `user`'s.
+pub fn built_in(name: &str, user: &User) -> Result<Profile, MissionError> {
     let Some((_, text)) = BUILT_IN.iter().find(|(known, _)| *known == name) else {
         return Err(MissionError::UnknownProfile {
             name: name.to_owned(),
@@ -25,7 +26,7 @@ pub fn built_in(name: &str, home: Option<&Path>) -> Result<Profile, MissionError
                 .join(", "),
         });
     };
-    Profile::parse(text, &source(name), home)
+    Profile::parse(text, &source(name), user)
 }
 
 /// How a built-in profile is named in messages.
@@ -35,14 +36,14 @@ fn source(name: &str) -> PathBuf {
 
 impl Mission {
     /// Adds the built-in profiles `names` (`pincer run --profile`), each
-    /// once; `~` expands to `$HOME`.
+    /// once, for [`User::current`].
     pub fn add_profiles(&mut self, names: &[String]) -> Result<(), MissionError> {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let user = User::current();
         for name in names {
             if self.profiles.iter().any(|p| &p.name == name) {
                 continue;
             }
-            self.profiles.push(built_in(name, home.as_deref())?);
+            self.profiles.push(built_in(name, &user)?);
         }
         Ok(())
     }
@@ -59,8 +60,9 @@ impl Mission {
     /// mission's and its profiles'), mode 0700, with their parents; returns
     /// those it made. `pincer run` does it before resolving, so that a tree
     /// grant can name a directory the task (or its program) fills. What it
-    /// makes belongs to the owner of the nearest directory that existed, so
-    /// that `sudo pincer run` makes the user's directories the user's.
+    /// makes as root belongs to the owner of the nearest directory that
+    /// existed, so that `sudo pincer run` makes the user's directories the
+    /// user's.
     pub fn make_dirs(&self) -> Result<Vec<PathBuf>, MissionError> {
         use std::os::unix::fs::{DirBuilderExt, MetadataExt};
         let grants = self
@@ -92,9 +94,13 @@ impl Mission {
                 .ancestors()
                 .take_while(|a| *a != existing)
                 .collect::<Vec<_>>();
-            for dir in made_here {
-                std::os::unix::fs::chown(dir, Some(owner.uid()), Some(owner.gid()))
-                    .map_err(make_error)?;
+            // Only root gives a directory away. Anyone else makes their
+            // own, as in a sticky `/tmp` owned by root.
+            if nix::unistd::geteuid().is_root() {
+                for dir in made_here {
+                    std::os::unix::fs::chown(dir, Some(owner.uid()), Some(owner.gid()))
+                        .map_err(make_error)?;
+                }
             }
             made.push(grant.path.clone());
         }
@@ -109,15 +115,22 @@ mod tests {
     #[test]
     fn every_built_in_profile_parses_and_is_named_after_itself() {
         let home = Path::new("/home/someone");
+        let user = User {
+            home: Some(home.to_owned()),
+            uid: 1234,
+        };
         for (name, _) in BUILT_IN {
-            let profile = built_in(name, Some(home)).unwrap();
+            let profile = built_in(name, &user).unwrap();
             assert_eq!(profile.name, *name);
             assert!(!profile.description.is_empty());
             assert!(!profile.grants.is_empty());
             for grant in &profile.grants {
-                // Only the home's own files, and the listing of /etc.
+                // Only the home's own files, the listing of /etc, and the
+                // user's own directory in /tmp.
+                let per_user = grant.path.parent() == Some(Path::new("/tmp"))
+                    && grant.path.to_str().unwrap().ends_with("-1234");
                 assert!(
-                    grant.path.starts_with(home) || grant.path == Path::new("/etc"),
+                    grant.path.starts_with(home) || grant.path == Path::new("/etc") || per_user,
                     "{name}: {}",
                     grant.path.display()
                 );
@@ -127,7 +140,7 @@ mod tests {
 
     #[test]
     fn an_unknown_profile_names_the_known_ones() {
-        let error = built_in("goose", None).unwrap_err();
+        let error = built_in("goose", &User::current()).unwrap_err();
         assert_eq!(
             error.to_string(),
             "unknown profile \"goose\" (known: aider, claude-code, codex)"

@@ -668,6 +668,7 @@ pub(super) fn links_on_path(path: &Path) -> io::Result<Vec<(PathBuf, fs::Metadat
         if links.len() == MAX_LINKS {
             return Err(io::Error::from_raw_os_error(libc::ELOOP));
         }
+        shared_link(&resolved, &candidate, &metadata)?;
         let target = fs::read_link(&candidate)?;
         links.push((candidate, metadata));
         if target.is_absolute() {
@@ -676,6 +677,34 @@ pub(super) fn links_on_path(path: &Path) -> io::Result<Vec<(PathBuf, fs::Metadat
         todo.extend(stacked(&target));
     }
     Ok(links)
+}
+
+/// Refuses to follow `link` in `dir` when another user could have put it
+/// there for the loader to follow: `dir` is sticky and world-writable (a
+/// shared `/tmp`) and the link is neither the directory owner's nor the
+/// loader's. The kernel's `fs.protected_symlinks` rule, kept whatever that
+/// setting is, so that a per-user name like `/tmp/cc-daemon-{uid}` taken
+/// first by another user never turns a grant onto that user's choice.
+fn shared_link(dir: &Path, link: &Path, metadata: &fs::Metadata) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let parent = fs::metadata(dir)?;
+    let shared = libc::S_ISVTX | libc::S_IWOTH;
+    let loader = nix::unistd::geteuid().as_raw();
+    if parent.mode() & shared != shared
+        || metadata.uid() == parent.uid()
+        || metadata.uid() == loader
+    {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "{} is a symbolic link of user {} in the shared directory {}: not followed",
+            link.display(),
+            metadata.uid(),
+            dir.display()
+        ),
+    ))
 }
 
 /// The names of a path to resolve one by one, the first one last.
@@ -961,6 +990,39 @@ pub(super) mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn another_users_link_in_a_shared_directory_is_not_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        assert!(nix::unistd::geteuid().is_root(), "this test needs root");
+        let (dir, _target, link) = dir_with_a_linked_dir();
+        // The test's directory made shared like /tmp; the link another
+        // user's (nobody), who could have made it there first.
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o1777)).unwrap();
+        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+        let error = resolve_one(&link, "\"read\"", "tree").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("m.toml:6: grant[1].path: cannot resolve {}", link.display())
+        );
+        assert_eq!(
+            std::error::Error::source(&error).unwrap().to_string(),
+            format!(
+                "{} is a symbolic link of user 65534 in the shared directory {}: not followed",
+                link.display(),
+                dir.path().display()
+            )
+        );
+        // Below the link, through it, the same.
+        assert!(resolve_one(&link.join("x"), "\"read\"", "file").is_err());
+        // The directory owner's link, or the loader's own, is followed.
+        std::os::unix::fs::lchown(&link, Some(0), Some(0)).unwrap();
+        resolve_one(&link, "\"read\"", "tree").unwrap();
+        // And in a directory that is not shared, anyone's link is.
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+        resolve_one(&link, "\"read\"", "tree").unwrap();
     }
 
     #[test]

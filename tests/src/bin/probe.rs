@@ -11,6 +11,7 @@
 //! write PATH DATA            open(O_WRONLY|O_TRUNC), write DATA
 //! append PATH DATA           open(O_WRONLY|O_APPEND), write DATA
 //! create PATH                open(O_WRONLY|O_CREAT|O_EXCL)
+//! create-exec PATH           as create, mode 0755
 //! create-write PATH DATA     open(O_WRONLY|O_CREAT|O_TRUNC), write DATA
 //! list DIR                   open(O_RDONLY|O_DIRECTORY)
 //! sleep SECONDS
@@ -136,28 +137,9 @@ fn run(op: &[OsString]) -> Option<Outcome> {
         b"read" => read(&arg(1)),
         b"write" => write(&arg(1), libc::O_WRONLY | libc::O_TRUNC, &arg(2)),
         b"append" => write(&arg(1), libc::O_WRONLY | libc::O_APPEND, &arg(2)),
-        b"create" => open(&arg(1), libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL).map(|fd| {
-            close(fd);
-            "created".to_owned()
-        }),
+        b"create" => create(&arg(1), 0o644),
         // As `create`, with execute bits in the mode.
-        b"create-exec" => {
-            let path = c(&arg(1));
-            // SAFETY: a valid NUL-terminated path and plain flags.
-            let fd = unsafe {
-                libc::open(
-                    path.as_ptr(),
-                    libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
-                    0o755,
-                )
-            };
-            if fd < 0 {
-                Err(errno())
-            } else {
-                close(fd);
-                Ok("created".to_owned())
-            }
-        }
+        b"create-exec" => create(&arg(1), 0o755),
         b"create-write" => write(
             &arg(1),
             libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
@@ -514,10 +496,22 @@ fn pid(arg: &OsStr) -> i32 {
 }
 
 fn open(path: &OsStr, flags: i32) -> Result<i32, i32> {
+    open_mode(path, flags, 0o644)
+}
+
+/// `open(2)`; `mode` is used only with `O_CREAT`.
+fn open_mode(path: &OsStr, flags: i32, mode: libc::mode_t) -> Result<i32, i32> {
     let path = c(path);
-    // SAFETY: a valid NUL-terminated path; the mode is used only with O_CREAT.
-    let fd = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC, 0o644) };
+    // SAFETY: a valid NUL-terminated path and plain flags.
+    let fd = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC, mode) };
     if fd < 0 { Err(errno()) } else { Ok(fd) }
+}
+
+/// `open(O_WRONLY|O_CREAT|O_EXCL)` with `mode`, then close.
+fn create(path: &OsStr, mode: libc::mode_t) -> Outcome {
+    let fd = open_mode(path, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, mode)?;
+    close(fd);
+    Ok("created".to_owned())
 }
 
 fn close(fd: i32) {

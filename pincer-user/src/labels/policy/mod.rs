@@ -174,6 +174,13 @@ impl PolicyPattern {
         if body.contains('\0') {
             return Err("must not contain a NUL byte".to_owned());
         }
+        if body.contains("{uid}") {
+            // Only a mission knows whose id it is; elsewhere it would name
+            // a directory nobody has.
+            return Err(format!(
+                "\"{{uid}}\" is expanded only in missions ({body:?})"
+            ));
+        }
         let place = if body == "~" || body.starts_with("~/") {
             let home = home.ok_or("cannot expand ~: HOME is not set")?;
             Place::Path(home.join(body.trim_start_matches('~').trim_start_matches('/')))

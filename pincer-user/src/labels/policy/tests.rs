@@ -326,6 +326,12 @@ fn patterns_read_as_written() {
         assert!(error.contains(why), "{bad:?}: {error}");
     }
     assert!(PolicyPattern::parse("~/x", None).is_err());
+    // Outside a mission nobody's id is known: a daemon's or a policy set's
+    // `{uid}` would name nothing.
+    assert_eq!(
+        PolicyPattern::parse("/run/user/{uid}/k", None).unwrap_err(),
+        "\"{uid}\" is expanded only in missions (\"/run/user/{uid}/k\")"
+    );
 }
 
 #[test]
