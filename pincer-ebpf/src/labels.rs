@@ -281,11 +281,11 @@ pub fn is_agent_made(label: &Label) -> bool {
 /// Labels after an agent's access was allowed: a creation is recorded for
 /// its binding, to be labelled with `made` (`AGENT_MADE` for the agent's
 /// own object; none for one allowed in a policy place, evidence that is
-/// not its own; `POLICY` for a placeholder), and a write of an
-/// existing regular file makes its content evidence the agent changed,
-/// without making the object the agent's: only what it made is its own, so
-/// the user's `CLAUDE.md` stays a policy object by its name once the owner
-/// let the agent write it. `Err` when the label could not be written: the
+/// not its own; `POLICY | PLACEHOLDER` for a placeholder, with `TREE` for
+/// a directory), and a write of an existing regular file makes its
+/// content evidence the agent changed, without making the object the
+/// agent's: only what it made is its own, so the user's `CLAUDE.md` stays
+/// a policy object by its name once the owner let the agent write it. `Err` when the label could not be written: the
 /// access is then refused.
 #[inline(always)]
 pub fn allowed(access: &Access, own: &Label, made: u32) -> Result<(), ()> {

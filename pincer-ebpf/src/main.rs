@@ -22,7 +22,9 @@
 //! [`hooks`] that decides it. Modules depend one way: `hooks` → `objects`,
 //! `decide` → `policy`, `park`, `report` → `access` → `kernel`, `maps`; the types and
 //! names shared with userspace (the hook table among them) come from
-//! `pincer_common`.
+//! `pincer_common`. One arrow crosses: `decide` asks `objects::own_limit`
+//! whether a refused `/proc` write is a sandbox's own limit, in a callback
+//! of its own (`objects` holds what `/proc` objects are).
 #![cfg_attr(target_arch = "bpf", no_std)]
 #![cfg_attr(target_arch = "bpf", no_main)]
 // For the one atomic instruction in `maps::bump_epoch`.

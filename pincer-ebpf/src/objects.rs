@@ -56,13 +56,13 @@ pub enum Rule {
     Grants,
     /// The grants, with these operations given besides.
     Also(u32),
-    /// Refused whatever the grants, for the reason of this event flag.
+    /// Refused whatever the grants, for the reason of this event flag. A
+    /// write of a global `/proc` object is refused as a kernel setting
+    /// (`KERNEL_SETTING`), unless it is a limit of a sandbox of the agent's
+    /// own ([`own_limit`], looked at in `decide::limit_step`, a callback
+    /// the verifier checks once, rather than in every hook that asks this
+    /// rule).
     Refused(u32),
-    /// A write of a global `/proc` object: refused as a kernel setting,
-    /// unless it is a limit of a sandbox of the agent's own ([`own_limit`],
-    /// looked at in `decide::check_step`, a callback the verifier checks
-    /// once, rather than in every hook that asks this rule).
-    Setting,
 }
 
 /// The rule for an access to an existing object; `proc_global` is what
@@ -170,7 +170,7 @@ fn proc_rule(access: &Access, global: u32) -> Result<Rule, ReadFailed> {
         return Ok(if access.ops & ops::WRITE == 0 {
             Rule::Also(global)
         } else {
-            Rule::Setting
+            Rule::Refused(event_flags::KERNEL_SETTING)
         });
     }
     let task = kernel::pid_task(off, pid)?;

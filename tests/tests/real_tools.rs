@@ -701,9 +701,10 @@ fn claude_code_runs_a_command_in_its_own_sandbox_under_its_profile() {
     // not known (its other names there are what it obeys), other tools'
     // places in the home, the person's own `.claude` in the project (the
     // sandbox makes it as a placeholder instead), and its plugin store made
-    // again in the read-only plugins tree (the profile's grant names the
-    // store `pincer run` made, by identity: a directory made again in its
-    // place is not granted).
+    // again in the read-only plugins tree: a sandboxed turn removes the
+    // empty store `pincer run` made (the profile's tree grant covers the
+    // store itself), then makes it again, and the grant, by identity, does
+    // not follow the name.
     // Its sandbox's write of `user.max_user_namespaces` (bubblewrap's
     // `--disable-userns`) is allowed: the limit is the sandbox's own.
     assert_turn(
@@ -719,6 +720,10 @@ fn claude_code_runs_a_command_in_its_own_sandbox_under_its_profile() {
             "inode_mkdir /home/agent-claude-code/.config",
             "inode_mkdir /home/agent-claude-code/work/project/.claude",
             "inode_mkdir /home/agent-claude-code/.claude/plugins/store",
+            // npm, which Claude Code runs at times during a sandboxed turn
+            // (it asks npm where global packages are), makes its own cache
+            // in the home, another tool's place.
+            "npm inode_mkdir /home/agent-claude-code/.npm",
         ],
     );
 }
