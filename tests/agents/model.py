@@ -73,30 +73,21 @@ def responses_wants_command(body):
     return not any(isinstance(i, dict) and i.get("type") == "function_call_output" for i in items)
 
 
-def anthropic_tool_call(message):
-    call = {"command": COMMAND, "description": "Run the scripted command"}
+def anthropic_stream(message, block, delta, stop_reason, output_tokens):
+    """A streamed Messages answer of one content block: `block` starts it,
+    `delta` fills it, and the message stops for `stop_reason`."""
     return sse(
         [
             ("message_start", {"type": "message_start", "message": message}),
-            (
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": 0,
-                    "content_block": {"type": "tool_use", "id": "toolu_scripted", "name": "Bash", "input": {}},
-                },
-            ),
-            (
-                "content_block_delta",
-                {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": json.dumps(call)}},
-            ),
+            ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
+            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
             ("content_block_stop", {"type": "content_block_stop", "index": 0}),
             (
                 "message_delta",
                 {
                     "type": "message_delta",
-                    "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-                    "usage": {"output_tokens": 12},
+                    "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                    "usage": {"output_tokens": output_tokens},
                 },
             ),
             ("message_stop", {"type": "message_stop"}),
@@ -117,34 +108,25 @@ def anthropic(body):
         "usage": {"input_tokens": 10, "output_tokens": 0},
     }
     if body.get("stream") and wants_command(body):
-        return "text/event-stream", anthropic_tool_call(message)
+        call = {"command": COMMAND, "description": "Run the scripted command"}
+        return "text/event-stream", anthropic_stream(
+            message,
+            {"type": "tool_use", "id": "toolu_scripted", "name": "Bash", "input": {}},
+            {"type": "input_json_delta", "partial_json": json.dumps(call)},
+            "tool_use",
+            12,
+        )
     if not body.get("stream"):
         message["content"] = [{"type": "text", "text": REPLY}]
         message["stop_reason"] = "end_turn"
         message["usage"]["output_tokens"] = 6
         return "application/json", json.dumps(message).encode()
-    return "text/event-stream", sse(
-        [
-            ("message_start", {"type": "message_start", "message": message}),
-            (
-                "content_block_start",
-                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-            ),
-            (
-                "content_block_delta",
-                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": REPLY}},
-            ),
-            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-            (
-                "message_delta",
-                {
-                    "type": "message_delta",
-                    "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                    "usage": {"output_tokens": 6},
-                },
-            ),
-            ("message_stop", {"type": "message_stop"}),
-        ]
+    return "text/event-stream", anthropic_stream(
+        message,
+        {"type": "text", "text": ""},
+        {"type": "text_delta", "text": REPLY},
+        "end_turn",
+        6,
     )
 
 
