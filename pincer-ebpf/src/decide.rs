@@ -150,6 +150,14 @@ fn entry(which: u32) -> Option<&'static mut Checked> {
     Some(unsafe { &mut *checked })
 }
 
+/// The entry whose number a callback's context holds ([`run`]).
+#[inline(always)]
+fn callback_entry(ctx: *mut c_void) -> Option<&'static mut Checked> {
+    // SAFETY: `ctx` is the entry number on the caller's stack, for the
+    // duration of `bpf_loop`.
+    entry(unsafe { *ctx.cast::<u32>() })
+}
+
 /// Fills the [`CHECKS`] entry `which` with an access as its hook built it,
 /// and the rules beside the grants: not looked up yet.
 #[inline(always)]
@@ -275,8 +283,9 @@ pub fn decide(agent: &Agent, access: Result<Access, Failure>) -> i32 {
 }
 
 /// Decides the making of a new name, which a sandbox of the agent's own
-/// may make as a placeholder at a policy name when `may_hold` (a directory,
-/// or a file made with no execute or set-id bit; see [`placeholder`]).
+/// may make as a placeholder at a policy name when `may_hold` (only for a
+/// directory, or a file made with no execute or set-id bit; see
+/// [`placeholder`]).
 ///
 /// The placeholder's rule runs in a callback of its own, and only when
 /// the grants did not cover the name and a policy place was met: the
@@ -373,10 +382,7 @@ fn ruled(
 /// a rule gives it. A callback of its own, run before the lookup only by
 /// the programs that decide existing objects ([`decide_object`]).
 extern "C" fn limit_step(_index: u64, ctx: *mut c_void) -> i64 {
-    // SAFETY: `ctx` is the entry number on the caller's stack, for the
-    // duration of `bpf_loop`.
-    let which = unsafe { *ctx.cast::<u32>() };
-    let Some(checked) = entry(which) else {
+    let Some(checked) = callback_entry(ctx) else {
         return 1;
     };
     if checked.identified != 0
@@ -456,10 +462,7 @@ pub fn decide_pair(
 /// away from ([`policy::vacate`]), for the entry its context holds: a
 /// callback of its own, like [`place_step`].
 extern "C" fn vacate_step(_index: u64, ctx: *mut c_void) -> i64 {
-    // SAFETY: `ctx` is the entry number on the caller's stack, for the
-    // duration of `bpf_loop`.
-    let which = unsafe { *ctx.cast::<u32>() };
-    if let Some(checked) = entry(which) {
+    if let Some(checked) = callback_entry(ctx) {
         policy::vacate(&checked.access, &checked.label);
     }
     1
@@ -471,10 +474,7 @@ extern "C" fn vacate_step(_index: u64, ctx: *mut c_void) -> i64 {
 /// callback of its own: the label it builds stays off the hook's stack,
 /// which the verifier adds to every callback's.
 extern "C" fn place_step(_index: u64, ctx: *mut c_void) -> i64 {
-    // SAFETY: `ctx` is the entry number on the caller's stack, for the
-    // duration of `bpf_loop`.
-    let which = unsafe { *ctx.cast::<u32>() };
-    let Some(checked) = entry(which) else {
+    let Some(checked) = callback_entry(ctx) else {
         return 1;
     };
     checked.ret = if labels::Placed::of(&checked.access).in_policy().is_err() {
@@ -497,10 +497,7 @@ impl Checked {
 /// whose number its context holds (nothing for an unidentified access or
 /// one a rule refused).
 extern "C" fn check_step(_index: u64, ctx: *mut c_void) -> i64 {
-    // SAFETY: `ctx` is the entry number on the caller's stack, for the
-    // duration of `bpf_loop`.
-    let which = unsafe { *ctx.cast::<u32>() };
-    let Some(checked) = entry(which) else {
+    let Some(checked) = callback_entry(ctx) else {
         return 1;
     };
     if checked.identified == 0 || checked.forced != 0 {
@@ -625,7 +622,6 @@ fn placeholder(checked: &Checked) -> bool {
     let access = &checked.access;
     let file = access.hook == hook::INODE_CREATE;
     if access.exists
-        || !(file || access.hook == hook::INODE_MKDIR)
         || (checked.granted | checked.masked) & access.ops != access.ops
         || checked.agent.userns_home == NO_OWN_NAMESPACES
         || (file && checked.place.bits & policy_rule::REDIRECT != 0)
@@ -648,10 +644,7 @@ fn placeholder(checked: &Checked) -> bool {
 /// The callback that makes the new name of the entry its context holds a
 /// placeholder when it may be one ([`placeholder`]).
 extern "C" fn placeholder_step(_index: u64, ctx: *mut c_void) -> i64 {
-    // SAFETY: `ctx` is the entry number on the caller's stack, for the
-    // duration of `bpf_loop`.
-    let which = unsafe { *ctx.cast::<u32>() };
-    let Some(checked) = entry(which) else {
+    let Some(checked) = callback_entry(ctx) else {
         return 1;
     };
     if checked.identified != 0 && checked.revoked == 0 && placeholder(checked) {
@@ -667,29 +660,28 @@ extern "C" fn placeholder_step(_index: u64, ctx: *mut c_void) -> i64 {
 /// but for the policy place: bubblewrap's users tidy up the placeholders
 /// of a sandboxed command after it. (A placeholder directory is removed
 /// like any directory: only an empty one is.) One the owner has written
-/// since is the owner's.
+/// since is the owner's. Asked only by [`decide_removal`], for an unlink
+/// of an object labelled a placeholder.
 #[inline(always)]
 fn tidied(checked: &Checked) -> bool {
-    let access = &checked.access;
-    let label = &checked.label;
-    if access.hook != hook::INODE_UNLINK
-        || label.flags & label_flags::PLACEHOLDER == 0
+    // The label is read again, though `decide_removal` looked at it: without
+    // this test the verifier checks inode_unlink's program 3.7 % longer on
+    // 6.1 (250 454 instructions against 241 568).
+    if checked.label.flags & label_flags::PLACEHOLDER == 0
         || (checked.granted | checked.masked) & ops::DELETE == 0
-        || label.agent != unsafe { bpf_get_current_cgroup_id() }
+        || checked.label.agent != unsafe { bpf_get_current_cgroup_id() }
     {
         return false;
     }
     // `i_size` is a `loff_t`.
-    kernel::read::<i64>(access.inode, kernel::off().inode_i_size).is_ok_and(|size| size == 0)
+    kernel::read::<i64>(checked.access.inode, kernel::off().inode_i_size)
+        .is_ok_and(|size| size == 0)
 }
 
 /// The callback that gives the removal of the entry its context holds
 /// when it tidies a placeholder away ([`tidied`]).
 extern "C" fn tidied_step(_index: u64, ctx: *mut c_void) -> i64 {
-    // SAFETY: `ctx` is the entry number on the caller's stack, for the
-    // duration of `bpf_loop`.
-    let which = unsafe { *ctx.cast::<u32>() };
-    let Some(checked) = entry(which) else {
+    let Some(checked) = callback_entry(ctx) else {
         return 1;
     };
     if checked.identified != 0 && checked.revoked == 0 && tidied(checked) {
@@ -715,10 +707,7 @@ fn object_inode(access: &Access) -> *const u8 {
 /// The callback that decides the entry whose number its context holds
 /// ([`settle`]) and leaves the hook's verdict in it.
 extern "C" fn decide_step(_index: u64, ctx: *mut c_void) -> i64 {
-    // SAFETY: `ctx` is the entry number on the caller's stack, for the
-    // duration of `bpf_loop`.
-    let which = unsafe { *ctx.cast::<u32>() };
-    let Some(checked) = entry(which) else {
+    let Some(checked) = callback_entry(ctx) else {
         return 1;
     };
     checked.ret = settle(checked);

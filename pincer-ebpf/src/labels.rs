@@ -285,8 +285,8 @@ pub fn is_agent_made(label: &Label) -> bool {
 /// a directory), and a write of an existing regular file makes its
 /// content evidence the agent changed, without making the object the
 /// agent's: only what it made is its own, so the user's `CLAUDE.md` stays
-/// a policy object by its name once the owner let the agent write it. `Err` when the label could not be written: the
-/// access is then refused.
+/// a policy object by its name once the owner let the agent write it.
+/// `Err` when the label could not be written: the access is then refused.
 #[inline(always)]
 pub fn allowed(access: &Access, own: &Label, made: u32) -> Result<(), ()> {
     let makes = matches!(

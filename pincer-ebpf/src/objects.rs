@@ -167,10 +167,10 @@ fn proc_rule(access: &Access, global: u32) -> Result<Rule, ReadFailed> {
         }
     }
     if pid.is_null() {
-        return Ok(if access.ops & ops::WRITE == 0 {
-            Rule::Also(global)
-        } else {
+        return Ok(if access.ops & ops::WRITE != 0 {
             Rule::Refused(event_flags::KERNEL_SETTING)
+        } else {
+            Rule::Also(global)
         });
     }
     let task = kernel::pid_task(off, pid)?;
