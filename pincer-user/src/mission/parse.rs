@@ -1006,7 +1006,7 @@ fn absolute_path(
 /// written, except a `{word}` of lowercase letters, digits and `_`: that
 /// reads like another variable (`{user}`, `{home}`), which would otherwise
 /// name a directory nobody has.
-pub(crate) fn expand_uid(text: &str, uid: u32) -> Result<std::borrow::Cow<'_, str>, String> {
+fn expand_uid(text: &str, uid: u32) -> Result<std::borrow::Cow<'_, str>, String> {
     if !text.contains('{') {
         return Ok(text.into());
     }
