@@ -15,7 +15,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pincer::audit::{VerifyReport, verify_reader};
+use pincer_model::audit::{VerifyReport, verify_reader};
 
 /// The key the seeds were written with.
 const KEY: &[u8] = b"pincer's fuzzing key, 32 bytes!!";

@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pincer::{
+use pincer_model::{
     control::{ControlRequest, MAX_REQUEST_LINE},
     vote::{Lifetime, MAX_TTL},
 };

@@ -12,8 +12,8 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use pincer::daemon::config::Config;
 use pincer_fuzz::assert_points_into;
+use pincer_model::config::daemon::Config;
 
 const PATH: &str = "/etc/pincer/fuzz.toml";
 

@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pincer::gitconfig::{compare, parse};
+use pincer_model::gitconfig::{compare, parse};
 
 fuzz_target!(|data: &[u8]| {
     let (old, new) = match data.iter().position(|&b| b == 0xff) {

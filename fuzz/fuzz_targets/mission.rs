@@ -9,12 +9,12 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use pincer::{
-    mission::{MAX_VOTE_TIMEOUT, Mission, MissionError},
-    voters::VoterKind,
-};
 use pincer_common::{caps, ops};
 use pincer_fuzz::assert_points_into;
+use pincer_model::{
+    mission::{MAX_VOTE_TIMEOUT, Mission, MissionError},
+    vote::VoterKind,
+};
 
 const SOURCE: &str = "/fuzz/mission.toml";
 const HOME: &str = "/home/fuzz";

@@ -10,14 +10,14 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pincer::{
+use pincer_common::{AccessEvent, COMPONENT_LEN};
+use pincer_fuzz::assert_escaped;
+use pincer_model::{
     audit::Record,
     escape::CUT,
     events::{self, MAX_PATH_CHARS, Mounts},
     request::Request,
 };
-use pincer_common::{AccessEvent, COMPONENT_LEN};
-use pincer_fuzz::assert_escaped;
 
 fuzz_target!(|data: &[u8]| {
     let size = size_of::<AccessEvent>();

@@ -13,12 +13,14 @@
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use pincer::{
-    escape::CUT,
-    vote::{Lifetime, MAX_TTL, Vote},
-    voters::webhook::{SignedAnswer, check_answer, sign, verify},
-};
 use pincer_fuzz::assert_escaped;
+use pincer_model::{
+    escape::CUT,
+    vote::{
+        Lifetime, MAX_TTL, Vote,
+        webhook::{SignedAnswer, check_answer, sign, verify},
+    },
+};
 
 const SECRET: &[u8] = b"a fuzzing secret of 32 bytes....";
 const REQUEST: u64 = 7;

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use pincer::toml_file::{FileError, TomlError};
+use pincer_model::toml_file::{FileError, TomlError};
 
 /// Asserts that text pincer shows (an escaped name, a path, a reason) holds
 /// no control character: escaping must have turned every one into `\xNN`.

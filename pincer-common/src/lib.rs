@@ -198,17 +198,17 @@ pub mod event_flags {
     pub const NOT_OWNED: u32 = 1 << 16;
     /// The access changes a policy object (an agent's instructions or
     /// settings, a git hook, a shell start-up file, ...): only the owner
-    /// may allow it, and only once ([`label_flags`], [`policy_rule`]).
+    /// may allow it, and only once ([`crate::label_flags`], [`crate::policy_rule`]).
     pub const POLICY: u32 = 1 << 17;
     /// The access is an action the mission reserves for untainted agents
     /// (`[[action]]`) and the agent's level is below the action's: only
-    /// the owner may allow it ([`Taint`]).
+    /// the owner may allow it ([`crate::Taint`]).
     pub const ACTION: u32 = 1 << 18;
     /// An allowed read that lowered the agent's level: the object is a
-    /// source, or was derived from one, of lower authority ([`Taint`]).
+    /// source, or was derived from one, of lower authority ([`crate::Taint`]).
     pub const TAINT: u32 = 1 << 19;
     /// The object was derived from a source revoked since
-    /// ([`crate::Label::stamp`]): only the owner may allow it.
+    /// ([`crate::Origin::stamp`]): only the owner may allow it.
     pub const REVOKED: u32 = 1 << 20;
     /// Refused: the task's cgroup is held until the daemon decides what it
     /// is ([`crate::mode::HELD`]), and the task could not wait for that
@@ -220,7 +220,7 @@ pub mod event_flags {
     /// Without it the twin reads no map for the request's taint.
     pub const TAINTED: u32 = 1 << 22;
     /// A change to a policy object the twin inspects before it answers
-    /// ([`policy_rule::INSPECT`]): parked in enforce mode too.
+    /// ([`crate::policy_rule::INSPECT`]): parked in enforce mode too.
     pub const INSPECT: u32 = 1 << 23;
 }
 
@@ -311,89 +311,7 @@ pub mod counter {
     ];
 }
 
-/// Names of maps and globals in the BPF object (at most 15 bytes: the
-/// kernel truncates longer object names). Programs are named after their
-/// hooks ([`hook::Hook::name`]).
-pub mod names {
-    /// Agent cgroup id → [`crate::Agent`].
-    pub const AGENTS: &str = "PINCER_AGENTS";
-    /// [`crate::GrantKey`] → [`crate::GrantValue`].
-    pub const GRANTS: &str = "PINCER_GRANTS";
-    /// [`crate::NameGrantKey`] → [`crate::GrantValue`]: grants for files that
-    /// did not exist when the mission was loaded.
-    pub const NAME_GRANTS: &str = "PINCER_NGRANTS";
-    /// Longest-prefix-match trie of [`crate::PrefixName`] →
-    /// [`crate::GrantValue`]: prefix grants, which cover every name in a
-    /// directory that starts with given bytes.
-    pub const PREFIXES: &str = "PINCER_PREFIXES";
-    /// Ring buffer of [`crate::AccessEvent`].
-    pub const EVENTS: &str = "PINCER_EVENTS";
-    /// Per-CPU `u64` counters, indexed by [`crate::counter`].
-    pub const COUNTERS: &str = "PINCER_COUNTERS";
-    /// [`crate::GrantKey`] → [`crate::CachedGrant`]: what earlier walks found.
-    pub const GRANT_CACHE: &str = "PINCER_GCACHE";
-    /// One `u64`: the generation that invalidates [`GRANT_CACHE`].
-    pub const EPOCH: &str = "PINCER_EPOCH";
-    /// Thread id → [`crate::Pending`]: the request a stopped task waits on.
-    pub const PENDING: &str = "PINCER_PENDING";
-    /// Thread id → [`crate::Verdict`]: a one-shot answer for that request.
-    pub const VERDICTS: &str = "PINCER_VERDICT";
-    /// One [`crate::Twin`]: the twin's heartbeat.
-    pub const TWIN: &str = "PINCER_TWIN";
-    /// One `u64`: the last request id handed out. Apart from [`TWIN`], which
-    /// userspace rewrites whole, so no write of its can undo an increment.
-    pub const REQUEST_IDS: &str = "PINCER_REQIDS";
-    /// Per-CPU scratch space for keys too large for the BPF stack.
-    pub const SCRATCH: &str = "PINCER_SCRATCH";
-    /// Per-CPU room for the path components of one event.
-    pub const PATHS: &str = "PINCER_PATHS";
-    /// Process id → non-zero: pincer's own processes (twin, watchdog),
-    /// which agents cannot signal or trace.
-    pub const GUARDED: &str = "PINCER_GUARDED";
-    /// Kernel address of an IPC object or a key → id of the agent cgroup
-    /// whose task created it (objects created outside agents have no
-    /// entry).
-    pub const OWNERS: &str = "PINCER_OWNERS";
-    /// The [`crate::KernelOffsets`] global.
-    pub const OFFSETS: &str = "PINCER_OFFSETS";
-    /// [`crate::ObjectKey`] → [`crate::Label`]: what pincer knows of an
-    /// object's content (who made it, its authority). One map for every
-    /// pincer on the host, pinned at a fixed path.
-    pub const LABELS: &str = "PINCER_LABELS";
-    /// Longest-prefix-match trie of [`crate::PolicyNameKey`] →
-    /// [`crate::PolicyRules`]: what a name's first bytes make of an object
-    /// by that name, alone or in a directory of a given name.
-    pub const POLICY_NAMES: &str = "PINCER_PNAMES";
-    /// Longest-prefix-match trie of [`crate::PolicySuffixKey`] →
-    /// [`crate::PolicyRules`]: the same by a name's last bytes (`*.pth`).
-    pub const POLICY_SUFFIXES: &str = "PINCER_PSUFFIX";
-    /// [`crate::VacatedKey`] → non-zero: names a person's directory was
-    /// moved away from by an agent, where a directory the agent makes is
-    /// the person's place again (least recently used go first).
-    pub const VACATED: &str = "PINCER_VACATED";
-    /// Thread id → [`crate::Making`]: the object a thread is creating, to
-    /// be labelled when the kernel binds its name to it.
-    pub const MAKING: &str = "PINCER_MAKING";
-    /// Thread id → the dentry of a placeholder file it is making: a sandbox
-    /// of the agent's own made an empty file at a policy name, and the open
-    /// that made it is refused with `EEXIST` rather than given a descriptor
-    /// that writes it. Not least recently used: an entry is never evicted
-    /// before its open, and a placeholder that cannot be recorded is not
-    /// made.
-    pub const PLACEHOLDERS: &str = "PINCER_PLACEHLD";
-    /// Agent cgroup id → [`crate::Taint`]: the level its reads brought it
-    /// to, and the read that did.
-    pub const TAINTS: &str = "PINCER_TAINTS";
-    /// [`crate::GrantKey`] → [`crate::Action`]: what the mission reserves
-    /// for agents at or above a level.
-    pub const ACTIONS: &str = "PINCER_ACTIONS";
-    /// Source id ([`crate::source_id`]) → its revocation counter, one map
-    /// for every pincer on the host.
-    pub const REVOKED: &str = "PINCER_REVOKED";
-    /// Cgroup id → one of [`crate::watch`]: the cgroups below which new
-    /// cgroups are held until the daemon decides what they are.
-    pub const WATCHED: &str = "PINCER_WATCHED";
-}
+pub mod names;
 
 /// Authority levels of content (see [`Label`]), lowest first: what it may
 /// justify. Zero is "not labelled": content pincer knows nothing of counts
@@ -1590,41 +1508,6 @@ const _: () = {
     assert!(core::mem::size_of::<Pending>() == 40);
     assert!(core::mem::size_of::<Verdict>() == 32);
     assert!(core::mem::size_of::<Twin>() == 16);
-    // The kernel keeps 15 bytes of a map's name.
-    let maps = [
-        names::AGENTS,
-        names::GRANTS,
-        names::NAME_GRANTS,
-        names::PREFIXES,
-        names::EVENTS,
-        names::COUNTERS,
-        names::GRANT_CACHE,
-        names::EPOCH,
-        names::PENDING,
-        names::VERDICTS,
-        names::TWIN,
-        names::REQUEST_IDS,
-        names::SCRATCH,
-        names::PATHS,
-        names::GUARDED,
-        names::OWNERS,
-        names::OFFSETS,
-        names::LABELS,
-        names::POLICY_NAMES,
-        names::POLICY_SUFFIXES,
-        names::VACATED,
-        names::MAKING,
-        names::PLACEHOLDERS,
-        names::TAINTS,
-        names::ACTIONS,
-        names::REVOKED,
-        names::WATCHED,
-    ];
-    let mut i = 0;
-    while i < maps.len() {
-        assert!(maps[i].len() <= 15);
-        i += 1;
-    }
 };
 
 #[cfg(feature = "user")]

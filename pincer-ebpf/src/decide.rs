@@ -36,7 +36,6 @@ use pincer_common::{
 use aya_ebpf::{
     cty::c_void,
     helpers::{bpf_get_current_cgroup_id, bpf_get_current_pid_tgid, bpf_loop},
-    macros::map,
     maps::PerCpuArray,
 };
 
@@ -52,12 +51,13 @@ use crate::{
     report,
 };
 
-/// Room for the checks of one program run: the access (both ends of a link
-/// or rename) and what the grants and labels say of it. Per CPU rather than
-/// on the 512-byte BPF stack, which the walks' callbacks share; one program
-/// runs at a time on a CPU.
-#[map(name = "PINCER_CHECKS")]
-static CHECKS: PerCpuArray<Checked> = PerCpuArray::with_max_entries(2, 0);
+crate::maps::declare_maps! {
+    /// Room for the checks of one program run: the access (both ends of a link
+    /// or rename) and what the grants and labels say of it. Per CPU rather than
+    /// on the 512-byte BPF stack, which the walks' callbacks share; one program
+    /// runs at a time on a CPU.
+    static CHECKS: PerCpuArray<Checked> = PerCpuArray::with_max_entries(2, 0);
+}
 
 /// The [`CHECKS`] entry of a single access, or of a link's or rename's
 /// object.
@@ -1111,11 +1111,12 @@ const ROOT: u32 = 2;
 /// A kernel read failed.
 const READ_FAILED: u32 = 3;
 
-/// Room for the grants' walk of one check, per CPU rather than on the BPF
-/// stack (which the program and its nested callbacks share). Checks run one
-/// after the other.
-#[map(name = "PINCER_WALKS")]
-static WALKS: PerCpuArray<TreeWalk> = PerCpuArray::with_max_entries(1, 0);
+crate::maps::declare_maps! {
+    /// Room for the grants' walk of one check, per CPU rather than on the BPF
+    /// stack (which the program and its nested callbacks share). Checks run one
+    /// after the other.
+    static WALKS: PerCpuArray<TreeWalk> = PerCpuArray::with_max_entries(1, 0);
+}
 
 /// This CPU's [`TreeWalk`].
 #[inline(always)]

@@ -5,9 +5,10 @@ use aya_ebpf::helpers::bpf_probe_read_kernel;
 use pincer_common::{KernelOffsets, fs_magic};
 
 /// Set by the loader before the programs are loaded; all zero means it never
-/// was, and every agent access is then refused.
-#[unsafe(no_mangle)]
-static PINCER_OFFSETS: KernelOffsets = KernelOffsets::zeroed();
+/// was, and every agent access is then refused. Its symbol is
+/// `pincer_common::names::OFFSETS`, the name the loader sets it by.
+#[unsafe(export_name = pincer_common::global_name!(OFFSETS))]
+static OFFSETS: KernelOffsets = KernelOffsets::zeroed();
 
 /// A kernel read failed; the access is treated as ungranted.
 pub struct ReadFailed;
@@ -22,7 +23,7 @@ pub fn off() -> &'static KernelOffsets {
     // place rather than copied onto the small BPF stack. Callers take the
     // reference afresh instead of storing it, which keeps the map pointer out
     // of the enums the compiler may pack into one register with a tag.
-    let address = &raw const PINCER_OFFSETS;
+    let address = &raw const OFFSETS;
     unsafe { &*core::ptr::read_volatile(&address) }
 }
 
@@ -37,7 +38,7 @@ pub fn loaded() -> Result<(), Failure> {
 
 /// Why an access could not be identified.
 pub enum Failure {
-    /// The loader never set [`PINCER_OFFSETS`].
+    /// The loader never set [`OFFSETS`].
     NoOffsets,
     /// A kernel read failed.
     Read,

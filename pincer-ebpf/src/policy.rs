@@ -32,7 +32,6 @@
 use aya_ebpf::{
     cty::c_void,
     helpers::bpf_loop,
-    macros::map,
     maps::{PerCpuArray, lpm_trie::Key},
 };
 use pincer_common::{
@@ -148,14 +147,15 @@ pub struct PolicyWalk {
     parent: [u8; POLICY_NAME_BUF],
 }
 
-/// Room for one search, per CPU.
-#[map(name = "PINCER_PWALK")]
-static WALK: PerCpuArray<PolicyWalk> = PerCpuArray::with_max_entries(1, 0);
+crate::maps::declare_maps! {
+    /// Room for one search, per CPU.
+    static POLICY_WALK: PerCpuArray<PolicyWalk> = PerCpuArray::with_max_entries(1, 0);
+}
 
 /// This CPU's [`PolicyWalk`].
 #[inline(always)]
 fn walk() -> Result<&'static mut PolicyWalk, ReadFailed> {
-    let walk = WALK.get_ptr_mut(0).ok_or(ReadFailed)?;
+    let walk = POLICY_WALK.get_ptr_mut(0).ok_or(ReadFailed)?;
     // SAFETY: per-CPU room, used by one program at a time on this CPU.
     Ok(unsafe { &mut *walk })
 }

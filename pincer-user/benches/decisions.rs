@@ -12,46 +12,32 @@
 
 use std::{hint::black_box, path::PathBuf, time::Instant};
 
-use pincer::{
+use pincer::voters::mission::MissionVoter;
+use pincer_common::{AccessEvent, Verdict, event_flags, ops, verdict};
+use pincer_model::{
     events::{self, Mounts},
-    vote::{Extent, Lifetime, Vote},
-    voters::mission::{MissionVoter, Rule, RuleVerdict},
-};
-use pincer_common::{
-    AccessEvent, COMPONENT_LEN, MAX_COMPONENTS, Verdict, event_flags, hook, ops, verdict,
+    vote::{
+        Extent, Lifetime, Vote,
+        rules::{Rule, RuleVerdict},
+    },
 };
 
 fn event(components: &[&str]) -> AccessEvent {
-    let mut event = AccessEvent {
+    let names: Vec<&[u8]> = components.iter().map(|name| name.as_bytes()).collect();
+    AccessEvent {
         cgroup_id: 4242,
         dev: 26,
         ino: 99,
         request_id: 1,
         parent_ino: 98,
-        name_hash: 0,
-        at_ns: 0,
         pid: 1000,
         tgid: 1000,
-        slot: 1,
         ops: ops::READ,
         granted: 0,
         verdict: verdict::PARKED,
-        hook: hook::FILE_OPEN,
-        depth: components.len() as u32,
         flags: event_flags::ROOT_REACHED,
-        exe_dev: 0,
-        exe_ino: 0,
-        exe_generation: 0,
-        policy_entry: 0,
-        policy_step: 0,
-        comm: [0; 16],
-        components: [[0; COMPONENT_LEN]; MAX_COMPONENTS],
-    };
-    event.comm[..4].copy_from_slice(b"node");
-    for (slot, name) in event.components.iter_mut().zip(components) {
-        slot[..name.len()].copy_from_slice(name.as_bytes());
+        ..events::example(b"node", &names)
     }
-    event
 }
 
 fn rule(path: &str, verdict: RuleVerdict, line: usize) -> Rule {

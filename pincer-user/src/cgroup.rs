@@ -2,18 +2,20 @@
 //! `<cgroup2 mount>/pincer/`, and the BPF programs recognise its tasks by the
 //! cgroup's id.
 
-use std::ffi::OsString;
-use std::fs;
-use std::io;
-use std::os::unix::ffi::OsStringExt;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::{
+    fs, io,
+    os::unix::fs::MetadataExt,
+    path::{Path, PathBuf},
+    thread,
+    time::{Duration, Instant},
+};
 
-use nix::errno::Errno;
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use nix::{
+    errno::Errno,
+    sys::signal::{Signal, kill},
+    unistd::Pid,
+};
+use pincer_model::escape::unescape_mount_field;
 
 /// The directory under the cgroup2 mount that holds every agent cgroup.
 pub const PINCER_DIR: &str = "pincer";
@@ -90,42 +92,6 @@ pub fn mount_points(mounts: &str, fs_type: &str) -> Vec<PathBuf> {
             (fields.next()? == fs_type).then(|| unescape_mount_field(point))
         })
         .collect()
-}
-
-/// Undoes the kernel's octal escaping of space, tab, newline and backslash
-/// (`\040`, `\011`, `\012`, `\134`) in a mount table field.
-pub(crate) fn unescape_mount_field(field: &str) -> PathBuf {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes.get(i + 1..i + 4).filter(|digits| {
-            bytes[i] == b'\\' && digits.iter().all(|digit| (b'0'..=b'7').contains(digit))
-        });
-        match octal {
-            Some(digits) => {
-                let value = digits
-                    .iter()
-                    .fold(0u32, |value, digit| value * 8 + u32::from(digit - b'0'));
-                // Three octal digits can exceed a byte; such text is no escape.
-                match u8::try_from(value) {
-                    Ok(byte) => {
-                        out.push(byte);
-                        i += 4;
-                    }
-                    Err(_) => {
-                        out.push(bytes[i]);
-                        i += 1;
-                    }
-                }
-            }
-            None => {
-                out.push(bytes[i]);
-                i += 1;
-            }
-        }
-    }
-    PathBuf::from(OsString::from_vec(out))
 }
 
 /// The first cgroup2 mount point in a mount table (the text of
@@ -501,13 +467,6 @@ cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime 0 0
                 "{what}"
             );
         }
-    }
-
-    #[test]
-    fn leaves_what_is_not_an_octal_escape() {
-        // A lone backslash, too few digits, a value above 0o377.
-        assert_eq!(unescape_mount_field("a\\b\\04"), PathBuf::from("a\\b\\04"));
-        assert_eq!(unescape_mount_field("\\777"), PathBuf::from("\\777"));
     }
 
     #[test]

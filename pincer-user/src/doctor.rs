@@ -5,9 +5,11 @@
 //! given in [`SystemPaths`]), so the checks are safe to run anywhere and
 //! testable against fake trees.
 
-use std::fmt::Write as _;
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::{
+    fmt::Write as _,
+    fs,
+    path::{Path, PathBuf},
+};
 
 use crate::cgroup;
 

@@ -4,8 +4,11 @@
 use std::{collections::HashMap, fs, io::Read};
 
 use pincer_common::AccessEvent;
-
-use crate::{escape::escape, request::ProcessFacts};
+use pincer_model::{
+    escape::escape,
+    events::{self, Mounts},
+    request::{ProcessFacts, Request},
+};
 
 /// Longest parent chain reported.
 pub const MAX_PARENTS: usize = 8;
@@ -199,6 +202,21 @@ pub fn userns_home(processes: &[u32]) -> u32 {
         .iter()
         .filter_map(|&pid| userns_level(Some(pid)))
         .fold(own, u32::max)
+}
+
+/// Sanitizes a parked event into the request voters see. `root` is the
+/// agent's first process, where the parent chain stops; the executable's
+/// path comes from `exes`, which reads it only for a process and
+/// executable it has not read it for.
+pub fn request(
+    event: &AccessEvent,
+    mounts: &Mounts,
+    mission: &str,
+    root: Option<u32>,
+    exes: &mut ExeNames,
+) -> Request {
+    let exe = exes.name(ExeKey::of(event), || exe(event.tgid));
+    events::sanitize(event, mounts, mission, exe, parents(event.tgid, root))
 }
 
 #[cfg(test)]

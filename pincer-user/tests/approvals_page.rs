@@ -16,7 +16,7 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
-use pincer::voters::webhook::{NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign};
+use pincer_model::vote::webhook::{NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign};
 use serde_json::json;
 
 const SECRET: &str = "correct horse battery staple";

@@ -4,7 +4,7 @@
 
 use std::{net::SocketAddr, path::PathBuf, process::Command};
 
-use pincer::daemon::config::Config;
+use pincer_model::config::daemon::Config;
 
 fn config_file() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/kubernetes/config/daemon.toml")

@@ -10,8 +10,8 @@ use std::{
     process::{Command, Output},
 };
 
-use pincer::mission::{Mission, Mode};
 use pincer_common::ops;
+use pincer_model::mission::{Mission, Mode};
 
 fn pincer(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pincer"))

@@ -5,6 +5,8 @@
 //! fresh directory and removes it on drop; none returns early on a missing
 //! prerequisite: a guest that cannot enforce fails the tests.
 
+pub mod approvals;
+pub mod daemon;
 pub mod kubeapi;
 pub mod webhook;
 
@@ -454,10 +456,8 @@ pub fn pincer_kernel_objects() -> Vec<String> {
         // on the host and pinned: they outlive runs by design. What the
         // guard map holds is checked instead; labels and revocations are
         // facts about objects and sources, which stay.
-        if name.starts_with("PINCER_")
-            && name != pincer_common::names::GUARDED
-            && name != pincer_common::names::LABELS
-            && name != pincer_common::names::REVOKED
+        if pincer_common::names::MAPS.contains(&name.as_str())
+            && !pincer_common::names::SHARED.contains(&name.as_str())
         {
             found.push(format!("map {name}"));
         }

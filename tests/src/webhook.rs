@@ -78,7 +78,7 @@ pub fn webhook() -> Webhook {
             let timestamp: u64 = header("X-Pincer-Timestamp").parse().unwrap();
             let nonce = header("X-Pincer-Nonce");
             assert!(
-                pincer::voters::webhook::verify(
+                pincer_model::vote::webhook::verify(
                     SECRET,
                     timestamp,
                     &nonce,
@@ -112,7 +112,7 @@ pub fn webhook() -> Webhook {
             let now = unix_now();
             let mut reply = (
                 now.to_string(),
-                pincer::voters::webhook::sign(key, now, &nonce, answer.as_bytes()),
+                pincer_model::vote::webhook::sign(key, now, &nonce, answer.as_bytes()),
                 answer,
             );
             if behaviour == Behaviour::Replay {

@@ -5,7 +5,7 @@
 
 use std::{fs, os::unix::fs::PermissionsExt, process::Stdio, thread, time::Duration};
 
-use pincer::paths::{LABELS_PIN, REVOKED_PIN, STATE_DIR};
+use pincer_model::paths::{LABELS_PIN, REVOKED_PIN, STATE_DIR};
 use pincer_tests::{
     EACCES, EVERY_OPERATION, Reaped, Scratch, answer, id_of, pincer_bin, probe_bin, read_stdout,
     spawn_agent_logged, text, wait_new_request, wait_pending,

@@ -14,7 +14,7 @@ use nix::{
     sys::signal::{Signal, kill},
     unistd::Pid,
 };
-use pincer::paths::{DEFAULT_SOCKET, RUN_DIR};
+use pincer_model::paths::{DEFAULT_SOCKET, RUN_DIR};
 use pincer_tests::{
     EACCES, EPERM, Reaped, Scratch, Terminal, agent_cgroups, answer, asking_mission, id_of,
     keep_one_idle_set, leftovers_after_exit, pending, pincer_bin, probe_bin, process_state,

@@ -7,8 +7,8 @@
 
 use std::{fs, path::Path, process::Command};
 
-use pincer::mission::{Mission, Mode};
 use pincer_common::ops;
+use pincer_model::mission::{Mission, Mode};
 use pincer_tests::{EACCES, SECRET, Scratch, pincer_bin, stdout_lines};
 use serde_json::json;
 

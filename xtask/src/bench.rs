@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::{kernels::Kernel, rootfs::Rootfs, say, vm};
 
-/// Where the chart goes (committed with the README).
+/// Where the chart goes (committed, shown in docs/benchmarks.md, "Benchmarks").
 pub const CHART: &str = "docs/bench-real-work.svg";
 
 /// One task: the medians without and with pincer (µs), their ratio, the

@@ -1,8 +1,13 @@
 //! Building the eBPF object.
 
-use std::path::PathBuf;
+use std::{
+    collections::{BTreeSet, HashMap},
+    fs,
+    path::{Path, PathBuf},
+};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
+use pincer_common::names;
 
 use crate::{process, say, setup, workspace_root};
 
@@ -46,6 +51,49 @@ pub fn build() -> Result<PathBuf> {
     if !object.is_file() {
         anyhow::bail!("the eBPF build left no object at {}", object.display());
     }
+    check_names(&object)?;
     say!("eBPF object: {}", object.display());
     Ok(object)
+}
+
+/// Checks the object's names against `pincer_common::names`, reading it as
+/// the loader does: its maps are the list's maps, no more and no fewer, and
+/// the loader can set each of its globals. The programs name every map
+/// they declare through the list; this catches a map declared around it,
+/// or one the list names that the programs no longer have (which a daemon
+/// that reopens its predecessor's pins would not find).
+fn check_names(object: &Path) -> Result<()> {
+    let bytes = fs::read(object).with_context(|| format!("reading {}", object.display()))?;
+    let mut parsed = aya_obj::Object::parse(&bytes)
+        .with_context(|| format!("parsing the eBPF object {}", object.display()))?;
+    // Data sections (`.rodata`, `.bss`) are maps too, named after them.
+    let found: BTreeSet<String> = parsed
+        .maps
+        .keys()
+        .filter(|name| !name.starts_with('.'))
+        .cloned()
+        .collect();
+    let listed: BTreeSet<String> = names::MAPS.iter().map(|&name| name.to_owned()).collect();
+    let unlisted: Vec<&String> = found.difference(&listed).collect();
+    let missing: Vec<&String> = listed.difference(&found).collect();
+    if !unlisted.is_empty() || !missing.is_empty() {
+        bail!(
+            "the eBPF object's maps are not pincer_common::names::MAPS: \
+             not in the list {unlisted:?}, not in the object {missing:?} \
+             (declare maps with `maps::declare_maps!`, named by the list)"
+        );
+    }
+    // The loader's own patch, on this copy: it fails for a global the object
+    // lacks or of another size.
+    let sizes = [(names::OFFSETS, size_of::<pincer_common::KernelOffsets>())];
+    for global in names::GLOBALS {
+        let Some(&(_, size)) = sizes.iter().find(|(name, _)| name == global) else {
+            bail!("no size known here for the global {global}");
+        };
+        let zeros = vec![0; size];
+        parsed
+            .patch_map_data(HashMap::from([(*global, (&zeros[..], true))]))
+            .with_context(|| format!("the eBPF object's global {global}"))?;
+    }
+    Ok(())
 }

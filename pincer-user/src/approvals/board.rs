@@ -10,10 +10,10 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
+use pincer_model::request::Request;
 use tokio::sync::oneshot;
 
 use super::{Decision, PendingRequest};
-use crate::request::Request;
 
 /// Connections that may wait on one request at once: a node asks once, and
 /// again after a restart; more than a few are old connections nobody reads.
@@ -279,8 +279,9 @@ pub(crate) fn unix_now() -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use pincer_model::vote::{Extent, Lifetime};
+
     use super::*;
-    use crate::vote::{Extent, Lifetime};
 
     fn allow() -> Decision {
         Decision::Allow {

@@ -70,11 +70,12 @@ impl Client {
             .ok_or_else(|| ClientError::Url {
                 url: server.to_owned(),
             })?;
-        let token = crate::files::read_regular(token_file, crate::files::MAX_SECRET_BYTES)
-            .map_err(|source| ClientError::Token {
-                path: token_file.to_owned(),
-                source,
-            })?;
+        let token =
+            pincer_model::files::read_regular(token_file, pincer_model::files::MAX_SECRET_BYTES)
+                .map_err(|source| ClientError::Token {
+                    path: token_file.to_owned(),
+                    source,
+                })?;
         let token = String::from_utf8_lossy(token.strip_suffix(b"\n").unwrap_or(&token))
             .trim_end_matches('\r')
             .to_owned();

@@ -33,22 +33,22 @@
 
 pub mod board;
 pub mod client;
-pub mod config;
 pub mod server;
 
 #[cfg(test)]
+mod harness;
+#[cfg(test)]
 mod tests;
 
+use pincer_model::{
+    request::Request,
+    vote::{Extent, Lifetime},
+};
 use serde::{Deserialize, Serialize};
 
 pub use self::{
     board::DecideError,
-    config::{Config, ConfigError, Secrets},
     server::{ServeError, Server},
-};
-use crate::{
-    request::Request,
-    vote::{Extent, Lifetime},
 };
 
 /// An operator's decision on a request.

@@ -26,18 +26,20 @@ use hyper::{
     service::service_fn,
 };
 use hyper_util::rt::{TokioIo, TokioTimer};
+use pincer_model::{
+    config::approvals::{Config, ConfigError, Secrets, valid_node_name},
+    request::Request,
+    vote::{
+        self, Extent, Lifetime,
+        webhook::{NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign, verify},
+    },
+};
 use serde::{Deserialize, Serialize};
 use tokio::{net::TcpListener, sync::Semaphore};
 
 use super::{
     ApiAnswer, DecideRequest, Decision, PendingList,
     board::{Asked, Board, NonceUse, unix_now},
-    config::{Config, ConfigError, Secrets, valid_node_name},
-};
-use crate::{
-    request::Request,
-    vote::{self, Extent, Lifetime},
-    voters::webhook::{NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign, verify},
 };
 
 /// Largest request body read: a webhook request is a few KiB.

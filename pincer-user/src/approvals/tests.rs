@@ -2,124 +2,33 @@
 //! answered through the operators' client.
 
 use std::{
-    io::Write as _,
-    net::SocketAddr,
-    os::unix::fs::PermissionsExt,
     sync::Arc,
     time::{Duration, Instant},
 };
 
-use reqwest::StatusCode;
-use serde_json::json;
-use tempfile::TempDir;
-
-use super::{
-    Config, Decision, PendingRequest, Secrets, Server,
-    client::{Client, ClientError},
-};
-use crate::{
+use pincer_model::{
+    config::approvals::Secrets,
     request::Request,
-    vote::{Extent, Lifetime, Vote, Voter},
-    voters::webhook::{
-        NONCE_HEADER, SIGNATURE_HEADER, SignedAnswer, TIMESTAMP_HEADER, WebhookConfig,
-        WebhookVoter, check_answer, sign,
+    vote::{
+        Extent, Lifetime, Vote,
+        webhook::{SIGNATURE_HEADER, SignedAnswer, TIMESTAMP_HEADER, check_answer},
     },
 };
+use reqwest::StatusCode;
+use serde_json::json;
 
-const SECRET: &[u8] = b"correct horse battery staple";
-const TOKEN: &[u8] = b"operator token, long enough";
-
-/// A served instance and the files its clients need.
-struct Service {
-    addr: SocketAddr,
-    dir: TempDir,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl Service {
-    async fn start(config: impl FnOnce(&mut Config)) -> Self {
-        let mut settings = Config::new(Secrets::Shared(SECRET.to_vec()), TOKEN.to_vec());
-        config(&mut settings);
-        let server = Server::bind("127.0.0.1:0".parse().unwrap(), settings)
-            .await
-            .unwrap();
-        let addr = server.local_addr().unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        for (name, contents) in [
-            ("secret", SECRET),
-            ("token", TOKEN),
-            ("wrong", b"not the token!!!!"),
-        ] {
-            let path = dir.path().join(name);
-            let mut file = std::fs::File::create(&path).unwrap();
-            file.write_all(contents).unwrap();
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-        }
-        Self {
-            addr,
-            dir,
-            task: tokio::spawn(server.run()),
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    fn operator(&self) -> Client {
-        Client::new(&self.url("/"), &self.dir.path().join("token")).unwrap()
-    }
-
-    /// The real webhook voter of node `node`, with this vote timeout.
-    fn voter(&self, node: &str, timeout: Duration) -> WebhookVoter {
-        let config = WebhookConfig {
-            node: Some(node.to_owned()),
-            ..WebhookConfig::new(self.url("/webhook"), self.dir.path().join("secret"))
-        };
-        WebhookVoter::new(config, timeout).unwrap()
-    }
-
-    /// Asks `voter` about `request` in a task of its own.
-    fn ask(voter: &Arc<WebhookVoter>, request: &Arc<Request>) -> tokio::task::JoinHandle<Vote> {
-        let (voter, request) = (Arc::clone(voter), Arc::clone(request));
-        tokio::spawn(async move { voter.vote(request).await })
-    }
-
-    /// The pending list once it has `count` entries.
-    async fn pending(&self, count: usize) -> Vec<PendingRequest> {
-        let operator = self.operator();
-        let started = Instant::now();
-        loop {
-            let list = operator.pending().await.unwrap();
-            if list.len() == count {
-                return list;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "pending stays at {} entries, not {count}: {list:?}",
-                list.len()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-fn request(id: u64, path: &str) -> Arc<Request> {
-    Arc::new(Request::example(id, path))
-}
+use super::{
+    Decision, PendingRequest,
+    client::{Client, ClientError},
+    harness::{SECRET, Service, now, post, request, signed},
+};
 
 #[tokio::test]
 async fn approve_session_reaches_the_voter_as_a_signed_allow() {
     let service = Service::start(|_| {}).await;
     let voter = Arc::new(service.voter("node-a", Duration::from_secs(30)));
     let mut asked = Request::example(7, "/home/dev/.ssh/id_ed25519");
-    asked.owner_only = Some(crate::request::OWNER_ONLY_POLICY.to_owned());
+    asked.owner_only = Some(pincer_model::request::OWNER_ONLY_POLICY.to_owned());
     let asked = Arc::new(asked);
     let vote = Service::ask(&voter, &asked);
 
@@ -233,49 +142,6 @@ async fn no_decision_is_a_signed_abstention_before_the_deadline() {
     // Nobody waits now; the entry stays, for a node that asks again.
     let listed = service.pending(1).await;
     assert!(!listed[0].waiting);
-}
-
-/// A webhook request as the voter signs it.
-struct Signed {
-    body: Vec<u8>,
-    timestamp: u64,
-    nonce: String,
-    signature: String,
-}
-
-fn signed(secret: &[u8], id: u64, nonce: &str, timestamp: u64, padding: usize) -> Signed {
-    let mut request = Request::example(id, "/x");
-    request.why = "x".repeat(padding);
-    let body = serde_json::to_vec(&json!({
-        "request": request,
-        "nonce": nonce,
-        "timestamp": timestamp,
-        "node": "node-a",
-        "timeout_ms": 400,
-    }))
-    .unwrap();
-    Signed {
-        signature: sign(secret, timestamp, nonce, &body),
-        body,
-        timestamp,
-        nonce: nonce.to_owned(),
-    }
-}
-
-async fn post(service: &Service, request: &Signed) -> reqwest::Response {
-    reqwest::Client::new()
-        .post(service.url("/webhook"))
-        .header(TIMESTAMP_HEADER, request.timestamp.to_string())
-        .header(NONCE_HEADER, &request.nonce)
-        .header(SIGNATURE_HEADER, &request.signature)
-        .body(request.body.clone())
-        .send()
-        .await
-        .unwrap()
-}
-
-fn now() -> u64 {
-    super::board::unix_now()
 }
 
 #[tokio::test]

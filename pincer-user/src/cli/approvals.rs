@@ -1,17 +1,14 @@
 //! `pincer approvals`: the approval service for a fleet, and the operators'
 //! commands against it.
 
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::{net::SocketAddr, path::PathBuf};
 
 use anyhow::Context;
 use clap::Subcommand;
+use pincer_model::vote::Extent;
 
 use super::print_json;
-use crate::{
-    approvals::{Decision, client::Client, server},
-    control,
-    vote::{Extent, Lifetime},
-};
+use crate::approvals::{Decision, client::Client, server};
 
 /// Where the service is, and the operator's token.
 #[derive(Debug, clap::Args)]
@@ -54,15 +51,8 @@ pub(super) enum ApprovalsCommand {
     Approve {
         /// The request's id on the service (see `pincer approvals pending`).
         id: u64,
-        /// Allow this one access (the default).
-        #[arg(long, group = "lifetime")]
-        once: bool,
-        /// Allow it for the agent's session.
-        #[arg(long, group = "lifetime")]
-        session: bool,
-        /// Allow it for a time, such as `10m` or `1h30m`.
-        #[arg(long, group = "lifetime", value_name = "DURATION", value_parser = control::client::parse_ttl)]
-        ttl: Option<Duration>,
+        #[command(flatten)]
+        lifetime: super::LifetimeArgs,
         /// Allow the object's directory tree, not the object alone (the
         /// node's mission may cap it).
         #[arg(long)]
@@ -110,17 +100,11 @@ pub(super) fn main(command: ApprovalsCommand) -> anyhow::Result<()> {
         }
         ApprovalsCommand::Approve {
             id,
-            once: _,
-            session,
-            ttl,
+            lifetime,
             tree,
             server,
         } => {
-            let lifetime = match (session, ttl) {
-                (true, _) => Lifetime::Session,
-                (_, Some(ttl)) => Lifetime::Ttl(ttl),
-                _ => Lifetime::Once,
-            };
+            let lifetime = lifetime.lifetime();
             let extent = if tree { Extent::Tree } else { Extent::File };
             decide(&server, id, Decision::Allow { lifetime, extent })
         }

@@ -18,8 +18,7 @@ use std::{
 };
 
 use clap::{Args, Subcommand};
-
-use crate::audit::{self, AuditError, Summary, VerifyReport, ocsf};
+use pincer_model::audit::{self, AuditError, Summary, VerifyReport, ocsf};
 
 /// Subcommands of `pincer audit`.
 #[derive(Debug, Subcommand)]
@@ -87,7 +86,7 @@ pub(super) fn main(command: AuditCommand) -> ExitCode {
     let key = args
         .key
         .clone()
-        .unwrap_or_else(|| audit::default_key_path(&args.file));
+        .unwrap_or_else(|| pincer_model::paths::default_key_path(&args.file));
     let report = match audit::verify_file(&args.file, &key) {
         Ok(report) => report,
         Err(error) => return unreadable(error),

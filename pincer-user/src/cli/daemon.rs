@@ -3,12 +3,13 @@
 
 use std::{collections::VecDeque, io::BufReader, path::Path, process::ExitCode};
 
-use super::{ask, print_json, print_list, requests::done, unexpected};
-use crate::{
+use pincer_model::{
     audit::{self, AuditError},
     control::{ControlRequest, ControlResponse, DaemonStatus, Integrity},
     escape::for_terminal,
 };
+
+use super::{ask, print_json, print_list, requests::done, unexpected};
 
 fn status_of(socket: &Path) -> anyhow::Result<DaemonStatus> {
     match ask(socket, &ControlRequest::Status)? {

@@ -5,11 +5,15 @@ use std::{
     process::ExitCode,
 };
 
-use crate::{
-    control::{self, ControlRequest, ControlResponse, DaemonStatus},
-    doctor::{self, Check, SystemPaths},
-    loader::{Enforcer, runs::Pool},
+use pincer_model::{
+    control::{ControlRequest, ControlResponse, DaemonStatus},
     paths,
+};
+
+use crate::{
+    control, doctor,
+    doctor::{Check, SystemPaths},
+    loader::{Enforcer, runs::Pool},
 };
 
 pub(super) fn main(socket: &Path) -> ExitCode {

@@ -16,14 +16,13 @@ use anyhow::{Context, bail};
 use aya::maps::{HashMap, Map, MapData};
 use clap::Subcommand;
 use pincer_common::{Label, ObjectKey, authority, kernel_dev, label_flags};
-use serde::Serialize;
-use sha2::{Digest, Sha256};
-
-use crate::{
+use pincer_model::{
     control::{ControlRequest, ControlResponse},
     labels::PolicySet,
     paths,
 };
+use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 /// `pincer label ...`.
 #[derive(Debug, Subcommand)]
@@ -187,7 +186,7 @@ fn shown_origins(origins: &pincer_common::Origins) -> Vec<ShownOrigin> {
         .and_then(|data| HashMap::<MapData, u32, u32>::try_from(Map::HashMap(data)).ok())
         .map(|map| map.iter().filter_map(Result::ok).collect())
         .unwrap_or_default();
-    let names = crate::labels::Store::at(Path::new(paths::STATE_DIR))
+    let names = pincer_model::labels::Store::at(Path::new(paths::STATE_DIR))
         .revocations()
         .unwrap_or_default();
     origins
@@ -241,7 +240,7 @@ fn show(path: &Path, json: bool) -> anyhow::Result<()> {
     // one's (the programs compare generations the same way).
     let label = label.filter(|label| {
         label.generation == 0
-            || crate::labels::generation(&real).is_none_or(|now| now == label.generation)
+            || pincer_model::labels::generation(&real).is_none_or(|now| now == label.generation)
     });
     let label = label.unwrap_or_default();
     let flags = [
@@ -256,7 +255,7 @@ fn show(path: &Path, json: bool) -> anyhow::Result<()> {
     .map(|(_, name)| *name)
     .collect();
     let shown = Shown {
-        path: crate::escape::escape(real.as_os_str().as_encoded_bytes()),
+        path: pincer_model::escape::escape(real.as_os_str().as_encoded_bytes()),
         dev: format!("{}:{}", key.dev >> 20, key.dev & 0xf_ffff),
         ino: key.ino,
         authority: authority::name(label.authority),
@@ -347,7 +346,7 @@ fn promote(path: &Path, to: &str, journal: &Path) -> anyhow::Result<()> {
         } else {
             0
         },
-        generation: crate::labels::generation(&real).unwrap_or(0),
+        generation: pincer_model::labels::generation(&real).unwrap_or(0),
         taint: 0,
         agent: 0,
         origins: pincer_common::Origins::NONE,
@@ -358,7 +357,7 @@ fn promote(path: &Path, to: &str, journal: &Path) -> anyhow::Result<()> {
         time: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
         // SAFETY: getuid cannot fail.
         uid: unsafe { libc::getuid() },
-        path: crate::escape::escape(real.as_os_str().as_encoded_bytes()),
+        path: pincer_model::escape::escape(real.as_os_str().as_encoded_bytes()),
         dev: key.dev,
         ino: key.ino,
         from: authority::name(before.authority),
@@ -391,7 +390,7 @@ fn revoke(source: &Path, state: &Path, journal: &Path) -> anyhow::Result<()> {
     let real = std::fs::canonicalize(source)
         .with_context(|| format!("cannot resolve {}", source.display()))?;
     let id = pincer_common::source_id(real.as_os_str().as_encoded_bytes());
-    let path = crate::escape::escape(real.as_os_str().as_encoded_bytes());
+    let path = pincer_model::escape::escape(real.as_os_str().as_encoded_bytes());
     // The kernel's counters, when programs are loaded: the host-wide map
     // is root's, and agent tasks are refused bpf(2), so this is the owner.
     let mut kernel: Option<HashMap<MapData, u32, u32>> = match MapData::from_pin(paths::REVOKED_PIN)
@@ -405,7 +404,7 @@ fn revoke(source: &Path, state: &Path, journal: &Path) -> anyhow::Result<()> {
         }
         Err(_) => None,
     };
-    let store = crate::labels::Store::at(state);
+    let store = pincer_model::labels::Store::at(state);
     let mut revoked = store.revocations()?;
     // The source's counter, and the one that counts every revocation:
     // content derived from more sources than its label names by position
@@ -428,7 +427,7 @@ fn revoke(source: &Path, state: &Path, journal: &Path) -> anyhow::Result<()> {
             .context("this source was revoked too many times")?;
         match revoked.iter_mut().find(|r| r.source == source) {
             Some(r) => r.counter = counter,
-            None => revoked.push(crate::labels::Revoked {
+            None => revoked.push(pincer_model::labels::Revoked {
                 source,
                 counter,
                 path: named,

@@ -4,13 +4,14 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Subcommand;
-
-use super::{Socket, print_list, requests::done};
-use crate::{
+use pincer_model::{
     control::{ControlRequest, ControlResponse},
     escape::for_terminal,
-    mission::{self, Checked, Mission, format_ops},
+    mission::{Mission, format_ops},
 };
+
+use super::{AgentQuery, Socket, print_list, requests::done};
+use crate::check::Checked;
 
 /// Subcommands of `pincer mission`.
 #[derive(Debug, Subcommand)]
@@ -24,16 +25,7 @@ pub(super) enum MissionCommand {
     },
     /// Show the asset nodes of the running agents: where each stands, what
     /// it became and why, the evidence of each source.
-    Status {
-        /// Only this agent's.
-        #[arg(long)]
-        agent: Option<String>,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        socket: Socket,
-    },
+    Status(AgentQuery),
     /// Pin an object as an asset node: it is granted with the node's
     /// operations and extent for the session (audited).
     Admit {
@@ -63,11 +55,11 @@ pub(super) enum MissionCommand {
 pub(super) fn main(command: MissionCommand) -> anyhow::Result<()> {
     let file = match command {
         MissionCommand::Check { file } => file,
-        MissionCommand::Status {
+        MissionCommand::Status(AgentQuery {
             agent,
             json,
             socket,
-        } => return status(&socket.socket, agent, json),
+        }) => return status(&socket.socket, agent, json),
         MissionCommand::Admit {
             node,
             path,
@@ -101,7 +93,7 @@ pub(super) fn main(command: MissionCommand) -> anyhow::Result<()> {
         }
     };
     let mission = Mission::from_file(&file)?;
-    let Checked { grants, warnings } = mission::check(&mission)
+    let Checked { grants, warnings } = crate::check::check(&mission)
         .with_context(|| format!("mission {} would not start", file.display()))?;
     println!("mission: {}", mission.name);
     for (key, value, reason) in &grants.inode {
@@ -170,9 +162,11 @@ fn status(socket: &std::path::Path, agent: Option<String>, json: bool) -> anyhow
                 );
                 for identity in &node.identities {
                     let how = match &identity.by {
-                        crate::assets::Identified::Mission => "named by the mission".to_owned(),
-                        crate::assets::Identified::Owner => "pinned by the owner".to_owned(),
-                        crate::assets::Identified::Discovery {
+                        pincer_model::assets::Identified::Mission => {
+                            "named by the mission".to_owned()
+                        }
+                        pincer_model::assets::Identified::Owner => "pinned by the owner".to_owned(),
+                        pincer_model::assets::Identified::Discovery {
                             source, excerpt, ..
                         } => format!(
                             "named in {source} at bytes {}..{}: \"{}\"",

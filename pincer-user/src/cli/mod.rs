@@ -27,12 +27,13 @@ mod requests;
 use std::{path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
-
-use crate::{
-    control::{self, ControlRequest, ControlResponse},
+use pincer_model::{
+    control::{ControlRequest, ControlResponse},
     paths,
-    run::RunOptions,
+    vote::Lifetime,
 };
+
+use crate::{control, run::RunOptions};
 
 /// Confine a tool-using AI agent to the files its mission needs, in the kernel.
 #[derive(Debug, Parser)]
@@ -48,6 +49,47 @@ struct Socket {
     /// The control socket of the `pincer run` or `pincer daemon` to ask.
     #[arg(long, env = paths::SOCKET_ENV, default_value = paths::DEFAULT_SOCKET)]
     socket: PathBuf,
+}
+
+/// A question to the daemon about its agents, or one of them.
+#[derive(Debug, clap::Args)]
+struct AgentQuery {
+    /// Only this agent's.
+    #[arg(long)]
+    agent: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    socket: Socket,
+}
+
+/// How long an approval lasts: `pincer approve`'s and `pincer approvals
+/// approve`'s, one choice of three.
+#[derive(Debug, clap::Args)]
+#[group(multiple = false)]
+struct LifetimeArgs {
+    /// Allow this one access (the default).
+    #[arg(long)]
+    once: bool,
+    /// Allow it for the agent's session (until its `pincer run` ends, or
+    /// the daemon stops confining it).
+    #[arg(long)]
+    session: bool,
+    /// Allow it for a time, such as `10m` or `1h30m`.
+    #[arg(long, value_name = "DURATION", value_parser = control::client::parse_ttl)]
+    ttl: Option<std::time::Duration>,
+}
+
+impl LifetimeArgs {
+    /// The lifetime chosen; `--once` is the default's name.
+    fn lifetime(&self) -> Lifetime {
+        match (self.session, self.ttl) {
+            (true, _) => Lifetime::Session,
+            (_, Some(ttl)) => Lifetime::Ttl(ttl),
+            _ => Lifetime::Once,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -67,15 +109,8 @@ enum Command {
     Approve {
         /// The request id (see `pincer pending`).
         id: u64,
-        /// Allow this one access (the default).
-        #[arg(long, group = "lifetime")]
-        once: bool,
-        /// Allow it until `pincer run` ends.
-        #[arg(long, group = "lifetime")]
-        session: bool,
-        /// Allow it for a time, such as `10m` or `1h30m`.
-        #[arg(long, group = "lifetime", value_name = "DURATION", value_parser = control::client::parse_ttl)]
-        ttl: Option<std::time::Duration>,
+        #[command(flatten)]
+        lifetime: LifetimeArgs,
         #[command(flatten)]
         socket: Socket,
     },
@@ -91,7 +126,7 @@ enum Command {
     },
     /// Confine every agent of the host: the programs are pinned under
     /// /sys/fs/bpf/pincer and agents are cgroups matching the configured
-    /// patterns (see the README's "Host-wide daemon").
+    /// patterns (see docs/daemon.md, "Host-wide daemon").
     Daemon(crate::daemon::DaemonOptions),
     /// Show the daemon's state: pins, agents, pending requests, counters,
     /// and its last integrity check (exit status 1 when that found the
@@ -112,16 +147,7 @@ enum Command {
         socket: Socket,
     },
     /// List the grants of the daemon's agents (mission and vote grants).
-    Grants {
-        /// Only this agent's.
-        #[arg(long)]
-        agent: Option<String>,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        socket: Socket,
-    },
+    Grants(AgentQuery),
     /// Withdraw the grants votes made for an agent (its mission's stay).
     Revoke {
         /// The agent.
@@ -142,8 +168,8 @@ enum Command {
         socket: Socket,
     },
     /// Approvals across a fleet: serve the nodes' webhook requests to
-    /// operators, and answer them (see the README's "Approvals across a
-    /// fleet").
+    /// operators, and answer them (see
+    /// docs/votes.md, "Approvals across a fleet").
     #[command(subcommand)]
     Approvals(approvals::ApprovalsCommand),
     /// Check whether this machine can enforce, and say what is missing.
@@ -219,22 +245,20 @@ pub fn main() -> ExitCode {
         Command::Pending { json, socket } => report(requests::pending(&socket.socket, json)),
         Command::Approve {
             id,
-            once: _,
-            session,
-            ttl,
+            lifetime,
             socket,
-        } => report(requests::approve(&socket.socket, id, session, ttl)),
+        } => report(requests::approve(&socket.socket, id, lifetime.lifetime())),
         Command::Deny { id, reason, socket } => report(requests::deny(&socket.socket, id, reason)),
         Command::Status { json, socket } => match daemon::status(&socket.socket, json) {
             Ok(code) => code,
             Err(error) => report(Err(error)),
         },
         Command::Agents { json, socket } => report(daemon::agents(&socket.socket, json)),
-        Command::Grants {
+        Command::Grants(AgentQuery {
             agent,
             json,
             socket,
-        } => report(daemon::grants(&socket.socket, agent, json)),
+        }) => report(daemon::grants(&socket.socket, agent, json)),
         Command::Revoke {
             agent,
             path,
@@ -254,7 +278,7 @@ pub fn main() -> ExitCode {
 /// `pincer explain`: 0 explained, 1 nothing on it in the log, 2 the log
 /// could not be read.
 fn explain(what: &str, audit: &std::path::Path, json: bool) -> ExitCode {
-    use crate::audit::explain::{Target, explain};
+    use pincer_model::audit::explain::{Target, explain};
     let explained = std::fs::File::open(audit)
         .and_then(|file| explain(std::io::BufReader::new(file), &Target::parse(what)));
     match explained {

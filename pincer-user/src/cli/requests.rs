@@ -1,12 +1,13 @@
 //! `pincer pending`, `approve` and `deny`: a person answers parked requests.
 
-use std::{path::Path, time::Duration};
+use std::path::Path;
 
-use super::{ask, print_list, unexpected};
-use crate::{
+use pincer_model::{
     control::{ControlRequest, ControlResponse},
     vote::Lifetime,
 };
+
+use super::{ask, print_list, unexpected};
 
 /// Lists the parked requests waiting for a person.
 pub(super) fn pending(socket: &Path, json: bool) -> anyhow::Result<()> {
@@ -20,18 +21,8 @@ pub(super) fn pending(socket: &Path, json: bool) -> anyhow::Result<()> {
     )
 }
 
-/// Allows a parked request: once, for the session, or for `ttl`.
-pub(super) fn approve(
-    socket: &Path,
-    id: u64,
-    session: bool,
-    ttl: Option<Duration>,
-) -> anyhow::Result<()> {
-    let lifetime = match (session, ttl) {
-        (true, _) => Lifetime::Session,
-        (_, Some(ttl)) => Lifetime::Ttl(ttl),
-        _ => Lifetime::Once,
-    };
+/// Allows a parked request for `lifetime`.
+pub(super) fn approve(socket: &Path, id: u64, lifetime: Lifetime) -> anyhow::Result<()> {
     done(socket, &ControlRequest::Approve { id, lifetime })
 }
 

@@ -13,15 +13,19 @@ use std::{
     time::Duration,
 };
 
-use super::{CALL_TIMEOUT, ControlError, ControlRequest, ControlResponse};
-use crate::vote;
+use pincer_model::{
+    control::{ControlRequest, ControlResponse},
+    vote,
+};
+
+use super::{CALL_TIMEOUT, ControlError};
 
 /// Longest response line the client reads: a long pending list is legitimate,
 /// an endless line is not.
 const MAX_RESPONSE_LINE: usize = 16 * 1024 * 1024;
 
 /// Sends one request to the server at `path` and waits for its response.
-/// The server must be trusted ([`check_trusted`]): an answer from anyone
+/// The server must be trusted (`check_path` and `check_peer`): an answer from anyone
 /// else (a socket of another user given by `PINCER_SOCKET`, a stale path
 /// taken over) could make `pincer run` believe it is confined by a daemon.
 ///
@@ -193,16 +197,13 @@ fn connect(path: &Path, timeout: Duration) -> Result<UnixStream, ControlError> {
 }
 
 /// Parses the `--ttl` of `pincer approve`: a duration such as `90s`, `10m`
-/// or `1h30m`, as [`vote::check_ttl`] allows. The message says what to
-/// write, not how the parser failed ("expected number at 0").
+/// or `1h30m`, as [`vote::check_ttl`] allows, read as every duration pincer
+/// reads is ([`pincer_model::duration::parse`]).
 pub fn parse_ttl(text: &str) -> Result<Duration, String> {
-    let duration = humantime::parse_duration(text).map_err(|error| match error {
-        // Whatever does not fit in a duration is past the longest ttl.
-        humantime::DurationError::NumberOverflow => vote::check_ttl(Duration::from_secs(u64::MAX))
-            .expect_err("the longest duration is not a ttl"),
-        _ => "write it like \"90s\", \"10m\" or \"1h30m\"".to_owned(),
-    })?;
-    vote::check_ttl(duration)
+    vote::check_ttl(pincer_model::duration::parse(
+        text,
+        Duration::ZERO..=Duration::MAX,
+    )?)
 }
 
 #[cfg(test)]
@@ -252,7 +253,7 @@ mod tests {
         );
         assert_eq!(
             parse_ttl("soon").unwrap_err(),
-            "write it like \"90s\", \"10m\" or \"1h30m\""
+            "invalid duration \"soon\" (write it like \"30s\", \"10m\" or \"1h30m\")"
         );
     }
 

@@ -10,13 +10,16 @@ use std::{
 };
 
 use pincer_common::Agent;
-
-use super::{Daemon, DaemonError, config::AgentConfig};
-use crate::{
-    cgroup::{self, PINCER_DIR},
+use pincer_model::{
+    config::daemon::AgentConfig,
     control::{ConfinedAgent, GrantSource, ListedGrant},
     events,
     mission::{Mission, RunGrant},
+};
+
+use super::{Daemon, DaemonError};
+use crate::{
+    cgroup::{self, PINCER_DIR},
     procfs,
     twin::{Confinement, refusals},
     voters,
@@ -255,7 +258,7 @@ impl Daemon {
                     .into_iter()
                     .chain(private_tmp.clone())
                     .collect(),
-                assets: mission.assets(),
+                assets: pincer_model::assets::Assets::of(mission),
                 // A registered run's command learns why in its private
                 // directory; the daemon's standard error is its journal.
                 tell: refusals::Tell {

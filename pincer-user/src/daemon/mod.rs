@@ -2,7 +2,7 @@
 //!
 //! The daemon loads the programs once and pins them (`pins.rs`), confines
 //! every cgroup that matches an agent pattern of its configuration
-//! ([`config`]) with that agent's mission (`agents.rs`), and serves their
+//! ([`pincer_model::config::daemon`]) with that agent's mission (`agents.rs`), and serves their
 //! parked requests through one twin ([`crate::twin::Service`], the same
 //! service `pincer run` drives). Each confined cgroup gets a grant slot of
 //! its own, so no grant, prompt or verdict crosses from one agent to
@@ -42,7 +42,6 @@
 //!   the pins.
 
 mod agents;
-pub mod config;
 mod held;
 mod kubernetes;
 mod pins;
@@ -59,6 +58,13 @@ use std::{
 };
 
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
+use pincer_model::{
+    audit::{AuditKey, AuditLog},
+    config::daemon::{Config, ConfigError, KubernetesConfig, LogFormat, OnStop},
+    labels,
+    mission::{Mission, MissionError},
+    paths,
+};
 use tokio::{
     signal::unix::{SignalKind, signal},
     sync::mpsc,
@@ -69,17 +75,14 @@ use self::{
     status::{Handler, Snapshot},
 };
 use crate::{
-    audit::{AuditKey, AuditLog},
+    check::CheckError,
     control::ControlServer,
-    labels, loader,
+    loader,
     metrics::{Metrics, MetricsError, MetricsServer},
-    mission::{CheckError, Mission, MissionError},
-    paths,
     twin::{Journal, Service, Step, TwinError},
     voters::prompt::PromptBoard,
     watchdog::Watched,
 };
-use config::{Config, ConfigError, LogFormat, OnStop};
 
 /// Options of `pincer daemon`.
 #[derive(Debug, clap::Args)]
@@ -111,7 +114,7 @@ pub enum DaemonError {
     #[error("{place}")]
     Mission {
         /// Where the agent's mission is named
-        /// ([`config::AgentConfig::mission_place`]).
+        /// ([`pincer_model::config::daemon::AgentConfig::mission_place`]).
         place: String,
         /// What is wrong with the mission.
         #[source]
@@ -121,16 +124,19 @@ pub enum DaemonError {
     #[error("{place}")]
     Check {
         /// Where the agent's mission is named
-        /// ([`config::AgentConfig::mission_place`]).
+        /// ([`pincer_model::config::daemon::AgentConfig::mission_place`]).
         place: String,
         /// Why its mission would not start.
         #[source]
         source: Box<CheckError>,
     },
     /// The twin or its service (loading, pinning or writing the programs,
-    /// the audit log, the control socket, a webhook voter) failed.
+    /// the audit log, a webhook voter) failed.
     #[error(transparent)]
     Twin(TwinError),
+    /// The control socket could not be opened.
+    #[error(transparent)]
+    Control(crate::control::ControlError),
     /// The metrics endpoint failed.
     #[error(transparent)]
     Metrics(#[from] MetricsError),
@@ -213,7 +219,7 @@ fn init_logging(format: LogFormat) {
 }
 
 /// `pincer daemon --check`: every mission checked as a start would, and
-/// more ([`crate::mission::check`]); warnings on standard error.
+/// more ([`crate::check::check`]); warnings on standard error.
 fn check(path: &std::path::Path, config: &Config) -> Result<(), DaemonError> {
     let missions = load_missions(config)?;
     if let Some(kubernetes) = &config.kubernetes {
@@ -221,7 +227,7 @@ fn check(path: &std::path::Path, config: &Config) -> Result<(), DaemonError> {
     }
     for agent in &config.agents {
         let mission = config.with_sources(&missions[&agent.name]);
-        let checked = crate::mission::check(&mission).map_err(|source| DaemonError::Check {
+        let checked = crate::check::check(&mission).map_err(|source| DaemonError::Check {
             place: agent.mission_place(&config.path),
             source: Box::new(source),
         })?;
@@ -240,10 +246,7 @@ fn check(path: &std::path::Path, config: &Config) -> Result<(), DaemonError> {
 /// `--check` of `[kubernetes]`: every mission of the directory loads and
 /// would start; a node name that only the pod's environment gives is
 /// reported, not refused.
-fn check_pod_missions(
-    config: &Config,
-    kubernetes: &config::KubernetesConfig,
-) -> Result<(), DaemonError> {
+fn check_pod_missions(config: &Config, kubernetes: &KubernetesConfig) -> Result<(), DaemonError> {
     if let Err(why) = kubernetes.node_name(&config.path) {
         eprintln!("warning: {why}");
     }
@@ -265,7 +268,7 @@ fn check_pod_missions(
             place: place.clone(),
             source: Box::new(source),
         })?;
-        let checked = crate::mission::check(&config.with_sources(&mission)).map_err(|source| {
+        let checked = crate::check::check(&config.with_sources(&mission)).map_err(|source| {
             DaemonError::Check {
                 place,
                 source: Box::new(source),
@@ -325,7 +328,7 @@ struct Daemon {
     /// then.
     held_since: HashMap<u64, std::time::Instant>,
     /// The last integrity check.
-    integrity: Option<crate::control::Integrity>,
+    integrity: Option<pincer_model::control::Integrity>,
 }
 
 fn serve(
@@ -353,7 +356,7 @@ fn serve(
         AuditKey::File(config.daemon.audit_key_path()),
     )?
     .with_siem(config.daemon.siem.as_deref());
-    let control = ControlServer::bind(&config.daemon.socket)?;
+    let control = ControlServer::bind(&config.daemon.socket).map_err(DaemonError::Control)?;
     let journal = paths::journal_dir(&config.daemon.socket);
     fs::create_dir_all(&journal).map_err(io_error(format!("creating {}", journal.display())))?;
 

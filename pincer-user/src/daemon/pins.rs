@@ -6,11 +6,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{DaemonError, config::Config, io_error};
-use crate::{
-    loader::{self, Enforcer, Kernel},
-    paths,
-};
+use pincer_model::{config::daemon::Config, paths};
+
+use super::{DaemonError, io_error};
+use crate::loader::{self, Enforcer, Kernel};
 
 /// One daemon per pin directory: a second one would read the same ring
 /// buffer and replace the first one's guards. The lock (on a file in

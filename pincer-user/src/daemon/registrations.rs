@@ -8,16 +8,17 @@ use std::{
     path::{Component, Path, PathBuf},
 };
 
-use serde::{Deserialize, Serialize};
-
-use super::{Daemon, config::AgentConfig, config::CgroupPattern};
-use crate::{
+use pincer_model::{
     audit::{Descriptor, Record},
-    cgroup::PINCER_DIR,
+    config::daemon::{AgentConfig, CgroupPattern},
     control::{ControlResponse, RunOwn},
     mission::{Mission, Mode, RunGrant},
     paths,
 };
+use serde::{Deserialize, Serialize};
+
+use super::Daemon;
+use crate::cgroup::PINCER_DIR;
 
 /// A cgroup `pincer run` registered, as kept for the next daemon.
 #[derive(Debug, Serialize, Deserialize)]

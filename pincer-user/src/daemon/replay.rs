@@ -4,9 +4,10 @@
 use std::{fs, os::unix::fs::MetadataExt, path::Path};
 
 use pincer_common::{AccessEvent, Pending, event_flags, verdict};
+use pincer_model::paths;
 
 use super::Daemon;
-use crate::{cgroup, paths, twin::Journal};
+use crate::{cgroup, twin::Journal};
 
 impl Daemon {
     /// Asks again about every request still parked in the kernel: from the

@@ -8,18 +8,24 @@ use std::{
     sync::{Arc, Mutex},
 };
 
+use pincer_model::{
+    audit::Record,
+    control::{
+        AgentGrants, ConfinedAgent, ControlRequest, ControlResponse, DaemonStatus, HumanAnswer,
+        ListedGrant,
+    },
+    labels,
+    request::Request,
+};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Daemon, DaemonError};
 use crate::{
-    audit::Record,
     cgroup,
     control::{
-        AgentGrants, ConfinedAgent, ControlHandler, ControlRequest, ControlResponse, DaemonStatus,
-        HumanAnswer, ListedGrant,
+        ControlHandler,
+        server::{Submitted, hand_over},
     },
-    labels,
-    request::Request,
     voters::prompt::PromptBoard,
 };
 
@@ -33,18 +39,11 @@ pub(super) struct Snapshot {
     cgroup_paths: HashSet<String>,
 }
 
-/// A state change asked for on the control socket, with where to answer.
-pub(super) struct Command {
-    request: ControlRequest,
-    caller: u32,
-    answer: oneshot::Sender<ControlResponse>,
-}
-
 /// The control socket's side of the daemon.
 pub(super) struct Handler {
     board: Arc<PromptBoard>,
     snapshot: Arc<Mutex<Snapshot>>,
-    commands: mpsc::UnboundedSender<Command>,
+    commands: mpsc::UnboundedSender<Submitted>,
 }
 
 impl Handler {
@@ -53,7 +52,7 @@ impl Handler {
     pub(super) fn new(
         board: Arc<PromptBoard>,
         snapshot: Arc<Mutex<Snapshot>>,
-        commands: mpsc::UnboundedSender<Command>,
+        commands: mpsc::UnboundedSender<Submitted>,
     ) -> Handler {
         Handler {
             board,
@@ -126,15 +125,7 @@ impl ControlHandler for Handler {
         request: ControlRequest,
         caller: u32,
     ) -> Result<oneshot::Receiver<ControlResponse>, ControlResponse> {
-        let (answer, receiver) = oneshot::channel();
-        self.commands
-            .send(Command {
-                request,
-                caller,
-                answer,
-            })
-            .map_err(|_| stopping())?;
-        Ok(receiver)
+        hand_over(&self.commands, request, caller, stopping)
     }
 
     fn is_agent_cgroup(&self, cgroup_path: &str) -> bool {
@@ -156,8 +147,8 @@ impl ControlHandler for Handler {
 
 impl Daemon {
     /// Carries out a command from the control socket and answers it.
-    pub(super) fn command(&mut self, command: Command) -> Result<(), DaemonError> {
-        let Command {
+    pub(super) fn command(&mut self, command: Submitted) -> Result<(), DaemonError> {
+        let Submitted {
             request,
             caller,
             answer,
@@ -275,7 +266,7 @@ impl Daemon {
         twin.set_label(derived.key, derived.label)?;
         let sources: Vec<String> = from
             .iter()
-            .map(|p| crate::escape::escape(p.as_os_str().as_encoded_bytes()))
+            .map(|p| pincer_model::escape::escape(p.as_os_str().as_encoded_bytes()))
             .collect();
         let taint = match derived.label.taint {
             0 => "none",

@@ -20,9 +20,9 @@ use pincer_common::{
     PolicyNameKey, PolicyRules, PolicySuffixKey, PrefixName, Taint, Twin, VacatedKey, Verdict,
     counter, names,
 };
+use pincer_model::{labels::policy::KernelRules, mission::ResolvedGrants};
 
 use super::{Enforcer, LoadError};
-use crate::{labels::policy::KernelRules, mission::ResolvedGrants};
 
 /// A stopped task the twin will continue, taken while it was stopped.
 ///

@@ -15,7 +15,8 @@
 //!   links/<hook>                  one LSM link per attached hook (file_open, ...)
 //!   links/cgroup_mkdir            the tracepoint that holds new cgroups below
 //!                                 watched ones
-//!   maps/<MAP>                    every map (PINCER_AGENTS, PINCER_GRANTS, ...)
+//!   maps/<MAP>                    every map of pincer_common::names::MAPS
+//!                                 (PINCER_AGENTS, PINCER_GRANTS, ...)
 //! ```
 //!
 //! A link pin keeps its program attached; a map pin keeps its contents. A
@@ -37,7 +38,9 @@ use aya::{
     Ebpf, EbpfLoader,
     maps::{Map, MapData, RingBuf},
     programs::{
-        Lsm, RawTracePoint, links::FdLink, links::PinnedLink, lsm::LsmLinkId,
+        Lsm, RawTracePoint,
+        links::{FdLink, PinnedLink},
+        lsm::LsmLinkId,
         raw_trace_point::RawTracePointLinkId,
     },
 };
@@ -45,10 +48,11 @@ use pincer_common::{
     hook::{self, Attach, Hook},
     names,
 };
+use pincer_model::paths;
 use sha2::Digest;
 
 pub use self::maps::{Held, Kernel, SlotGrants};
-use crate::{btf, doctor, paths};
+use crate::{btf, doctor};
 
 /// The program (and tracepoint) that holds new cgroups below watched ones
 /// until the daemon decides what they are.
@@ -330,12 +334,12 @@ impl Enforcer {
         for sub in [dir, &maps_dir] {
             fs::create_dir(sub).map_err(|e| pins(sub, format!("cannot create: {e}")))?;
         }
-        // Only pincer's maps: the object's data sections (`.rodata`, ...)
+        // The maps of the list: the object's data sections (`.rodata`, ...)
         // are the programs' own, and bpffs refuses names with a dot.
         for (name, map) in self
             .maps
             .iter()
-            .filter(|(name, _)| name.starts_with("PINCER_"))
+            .filter(|(name, _)| names::MAPS.contains(&name.as_str()))
         {
             let path = maps_dir.join(name);
             map.pin(&path)
@@ -436,30 +440,8 @@ impl Enforcer {
                 .map_err(|e| pins(&path, format!("cannot open map: {e}")))?;
             maps.insert(name, map);
         }
-        for name in [
-            names::AGENTS,
-            names::GRANTS,
-            names::NAME_GRANTS,
-            names::EVENTS,
-            names::PENDING,
-            names::VERDICTS,
-            names::TWIN,
-            names::EPOCH,
-            names::COUNTERS,
-            names::GUARDED,
-            names::OWNERS,
-            names::PREFIXES,
-            names::LABELS,
-            names::POLICY_NAMES,
-            names::POLICY_SUFFIXES,
-            names::VACATED,
-            names::MAKING,
-            names::PLACEHOLDERS,
-            names::TAINTS,
-            names::ACTIONS,
-            names::REVOKED,
-            names::WATCHED,
-        ] {
+        // Every map userspace reads or writes must be among them.
+        for &name in names::USERSPACE {
             if !maps.contains_key(name) {
                 return Err(pins(&maps_dir.join(name), "missing map".into()));
             }

@@ -35,8 +35,9 @@ use std::{
     time::{Duration, SystemTime},
 };
 
+use pincer_model::paths;
+
 use super::{Enforcer, LoadError, on_bpffs, unpin};
-use crate::paths;
 
 /// Programs for a run, and where they are pinned.
 pub struct RunPrograms {

@@ -8,14 +8,18 @@ use std::{
 };
 
 use pincer_common::{CHANGE_OPS, caps, hook};
-
-use super::{Context, log::Decision, secrets::glob};
-use crate::{
+use pincer_model::{
     escape::{CUT, for_terminal},
     events::{AUDIT_MODE, NO_GRANT_COVERS},
     mission::RUNTIME_BASELINE,
-    run::PRIVATE_TMP_PREFIX,
+    paths::PRIVATE_TMP_PREFIX,
     vote::Extent,
+};
+
+use super::{
+    Context,
+    log::Decision,
+    secrets::{glob, names},
 };
 
 /// What one decision is.
@@ -143,13 +147,7 @@ fn grantable_path(path: &str) -> Option<PathBuf> {
 /// What of the run's own `path` is, if it is: every run gets its own, so
 /// a grant of this one's would be of no use to the next.
 fn run_own(path: &Path) -> Option<&'static str> {
-    let names: Vec<&str> = path
-        .components()
-        .filter_map(|part| match part {
-            Component::Normal(name) => name.to_str(),
-            _ => None,
-        })
-        .collect();
+    let names = names(path);
     let private = names.iter().any(|name| {
         name.strip_prefix(PRIVATE_TMP_PREFIX)
             .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))

@@ -39,13 +39,13 @@ use std::{
 };
 
 use pincer_common::{NAME_LEN, hook, ops};
+use pincer_model::escape::for_terminal;
 
 use super::{
     Context,
     classify::{Class, Omitted, classify},
     log::Decision,
 };
-use crate::escape::for_terminal;
 
 /// The distinct objects directly in a directory (a subdirectory counting
 /// as one) that make it one tree grant.

@@ -5,10 +5,10 @@
 use std::{io::BufReader, path::Path};
 
 use pincer_common::ops;
+use pincer_model::audit::{self, AuditError, VerifyReport};
 use serde::Deserialize;
 
 use super::RecommendError;
-use crate::audit::{self, AuditError, VerifyReport};
 
 /// The log to read.
 pub(super) struct Source<'a> {

@@ -12,7 +12,7 @@
 //! - a capability outside the default set: it goes into
 //!   `[defaults] capabilities`;
 //! - an access that is never granted: a secret ([`secrets`]), a change to
-//!   a policy object (the default policy set, [`crate::labels::policy`]:
+//!   a policy object (the default policy set, [`pincer_model::labels::policy`]:
 //!   reading one is granted like any read, and a tree grant above one
 //!   gives no change to it), pincer's own files (the audit log, its key,
 //!   the mission written), or one no grant can allow (the kernel's own
@@ -46,7 +46,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use crate::{
+use pincer_model::{
     audit::AuditError,
     labels::{PolicySet, policy::Classifier},
 };
@@ -284,7 +284,7 @@ pub fn recommend(options: &Options) -> Result<Recommendation, RecommendError> {
     let key = options
         .key
         .clone()
-        .unwrap_or_else(|| crate::audit::default_key_path(&options.log));
+        .unwrap_or_else(|| pincer_model::paths::default_key_path(&options.log));
     if let Some(output) = &options.output
         && [&options.log, &key]
             .iter()

@@ -7,12 +7,12 @@
 use std::{fmt::Write as _, path::Path};
 
 use pincer_common::{caps, ops};
+use pincer_model::{escape::for_terminal, mission::format_ops};
 
 use super::{
     fold::{FOLD_AT, Grant, Plan},
     log::{Logged, Verification},
 };
-use crate::{escape::for_terminal, mission::format_ops};
 
 /// What the mission's header says.
 pub(super) struct Header<'a> {

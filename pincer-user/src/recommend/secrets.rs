@@ -2,7 +2,8 @@
 //! grants one, whatever the run did with it, and never folds a tree grant
 //! over a directory that holds one; each access to one is listed in the
 //! recommended mission as a comment instead. The list is here and only
-//! here (the README's table is rendered from it).
+//! here (the table in docs/audit.md, "Recommend a mission" is rendered
+//! from it).
 //!
 //! A pattern is matched against the object's absolute path, name by name:
 //!
@@ -25,7 +26,7 @@ use std::path::{Component, Path};
 pub struct SecretPattern {
     /// The pattern (see the module documentation).
     pub pattern: &'static str,
-    /// What it holds, for the comment and the README.
+    /// What it holds, for the comment and the documentation.
     pub why: &'static str,
 }
 
@@ -77,16 +78,21 @@ const fn secret(pattern: &'static str, why: &'static str) -> SecretPattern {
     SecretPattern { pattern, why }
 }
 
-/// The first pattern that makes `path` (absolute, links resolved) a
-/// secret.
-pub fn secret_at(path: &Path) -> Option<&'static SecretPattern> {
-    let names: Vec<&str> = path
-        .components()
+/// The names of a path's components that are text, in order: what the
+/// patterns here, and the test of a run's own places, compare.
+pub fn names(path: &Path) -> Vec<&str> {
+    path.components()
         .filter_map(|part| match part {
             Component::Normal(name) => name.to_str(),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// The first pattern that makes `path` (absolute, links resolved) a
+/// secret.
+pub fn secret_at(path: &Path) -> Option<&'static SecretPattern> {
+    let names = names(path);
     SECRETS
         .iter()
         .find(|secret| matches(secret.pattern, path, &names))
@@ -138,7 +144,7 @@ pub(super) fn glob(pattern: &str, name: &str) -> bool {
     rest.ends_with(last)
 }
 
-/// The README's table of the secret patterns.
+/// The documentation's table of the secret patterns.
 pub fn readme_table() -> String {
     let mut table = String::from("| pattern | what it holds |\n|---------|---------------|\n");
     for secret in SECRETS {
@@ -220,6 +226,6 @@ mod tests {
 
     #[test]
     fn the_readme_table_is_the_secret_list() {
-        crate::readme::check_table("secret-table", &readme_table());
+        pincer_model::readme::check_table("secret-table", &readme_table());
     }
 }

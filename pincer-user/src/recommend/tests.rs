@@ -7,15 +7,15 @@ use std::{
 };
 
 use pincer_common::{caps, ops};
-use serde_json::{Value, json};
-
-use super::*;
-use crate::{
+use pincer_model::{
     audit::AuditLog,
     events::{AUDIT_MODE, GRANTED},
     mission::{Mission, Mode},
     vote::Extent,
 };
+use serde_json::{Value, json};
+
+use super::*;
 
 /// A decision line as `pincer run` writes it: `verdict` `ops` on `path`
 /// at `hook`.
@@ -581,7 +581,7 @@ fn a_broken_chain_is_refused_unless_read_unverified() {
     );
 
     // A key that is gone: nothing can be verified.
-    fs::remove_file(crate::audit::default_key_path(&log.path)).unwrap();
+    fs::remove_file(pincer_model::paths::default_key_path(&log.path)).unwrap();
     let error = recommend(&log.options()).unwrap_err();
     assert_eq!(error.exit_code(), 2);
     assert_eq!(
@@ -677,7 +677,7 @@ fn the_output_is_never_the_log_and_never_granted() {
         recommend(&options),
         Err(RecommendError::OutputIsLog { .. })
     ));
-    options.output = Some(crate::audit::default_key_path(&log.path));
+    options.output = Some(pincer_model::paths::default_key_path(&log.path));
     assert!(recommend(&options).is_err());
     // Written into the directory the run made names in: no tree over it.
     options.output = Some(root.join("m.toml"));

@@ -13,7 +13,7 @@
 
 use std::{fs, io, os::fd::RawFd};
 
-use crate::{audit::Descriptor, escape::escape};
+use pincer_model::{audit::Descriptor, escape::escape};
 
 /// The first descriptor a command does not inherit unless it is passed.
 const FIRST_CLOSED: RawFd = 3;

@@ -25,30 +25,29 @@ use nix::{
     sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask},
     unistd::Pid,
 };
+use pincer_model::{
+    audit::{AuditKey, AuditLog, Descriptor, Record},
+    control::{ControlRequest, ControlResponse, RunOwn},
+    labels,
+    mission::{Mission, MissionError, Mode},
+    paths,
+    toml_file::FileError,
+};
 use tokio::signal::unix::{SignalKind, signal};
 
+use self::{descriptors::PassError, own::Own, socket::RunControl};
 use crate::{
-    audit::{AuditKey, AuditLog, Descriptor, Record},
     cgroup::{self, AgentCgroup, CgroupError},
-    control::{self, ControlError, ControlRequest, ControlResponse, ControlServer, RunOwn},
-    labels,
+    control::{self, ControlError, ControlServer},
     loader::{
         self,
         runs::{Pool, RunPrograms},
     },
-    mission::{Mission, MissionError, Mode},
-    paths, procfs,
-    toml_file::FileError,
+    procfs,
     twin::{self, Confinement, Service, TwinError, refusals},
     voters::{self, prompt::PromptBoard},
     watchdog::Watched,
 };
-
-use self::{descriptors::PassError, own::Own, socket::RunControl};
-
-/// How the name of a run's private temporary directory starts (then the
-/// run's pid and `-`): every run gets its own.
-pub(crate) use self::own::PREFIX as PRIVATE_TMP_PREFIX;
 
 /// Signals `pincer run` passes on to the command.
 const FORWARDED: [Signal; 6] = [
@@ -157,7 +156,8 @@ pub enum RunError {
     /// A `--pass-fd` cannot be passed.
     #[error(transparent)]
     Pass(#[from] PassError),
-    /// Asking the daemon on the control socket failed.
+    /// The control socket failed: asking the daemon on it, or opening
+    /// this run's own.
     #[error(transparent)]
     Control(ControlError),
     /// The daemon refused or failed to confine the command.
@@ -303,9 +303,9 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         // Discovery parks what no grant covers, and the owner reconsiders
         // the nodes on the socket.
         _ if mission.assets.iter().any(|a| a.found_in.is_some()) => {
-            Some(ControlServer::bind(&options.socket)?)
+            Some(ControlServer::bind(&options.socket).map_err(RunError::Control)?)
         }
-        Mode::Ask => Some(ControlServer::bind(&options.socket)?),
+        Mode::Ask => Some(ControlServer::bind(&options.socket).map_err(RunError::Control)?),
         _ => None,
     };
     let board = PromptBoard::new(terminal());
@@ -348,7 +348,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
                     .into_iter()
                     .chain(own.tmp().map(Path::to_owned))
                     .collect(),
-                assets: mission.assets(),
+                assets: pincer_model::assets::Assets::of(&mission),
                 tell: options.tell.tell(own.tmp()),
             },
         )
@@ -614,11 +614,7 @@ const MAX_LINGER: std::time::Duration = std::time::Duration::from_secs(24 * 3600
 
 /// Parses `--linger`: a duration such as `60s` or `10m`, at most a day.
 fn parse_linger(text: &str) -> Result<std::time::Duration, String> {
-    let linger = humantime::parse_duration(text).map_err(|e| format!("{text:?}: {e}"))?;
-    if linger > MAX_LINGER {
-        return Err(format!("{text:?} is longer than a day"));
-    }
-    Ok(linger)
+    pincer_model::duration::parse(text, std::time::Duration::ZERO..=MAX_LINGER)
 }
 
 /// Size of the event ring buffer: `PINCER_RING_BYTES` (a power of two of
@@ -656,7 +652,7 @@ async fn supervise(
     cgroup: &AgentCgroup,
     own: &Own,
     mut forwarded: Forwarded,
-    asked: &mut tokio::sync::mpsc::UnboundedReceiver<socket::Command>,
+    asked: &mut tokio::sync::mpsc::UnboundedReceiver<crate::control::server::Submitted>,
     service: &mut Service,
 ) -> Result<ExitStatus, RunError> {
     let mut child = spawn_in(options, cgroup, own)?;

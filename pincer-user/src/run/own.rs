@@ -9,7 +9,10 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use crate::mission::{Mission, RunGrant, Tmp};
+use pincer_model::{
+    mission::{Mission, RunGrant, Tmp},
+    paths::PRIVATE_TMP_PREFIX,
+};
 
 /// Where the private directory of run `pid` is made: `$TMPDIR` or `/tmp`.
 fn temp_root() -> PathBuf {
@@ -18,9 +21,6 @@ fn temp_root() -> PathBuf {
         .filter(|dir| dir.is_absolute())
         .unwrap_or_else(|| PathBuf::from("/tmp"))
 }
-
-/// The prefix of private directories, followed by the run's pid and `-`.
-pub(crate) const PREFIX: &str = "pincer-run-";
 
 /// A run's own grants and the directory behind one of them, removed with
 /// this value.
@@ -38,7 +38,7 @@ impl Own {
         let tmp = match mission.tmp {
             Tmp::Private => Some(
                 tempfile::Builder::new()
-                    .prefix(&format!("{PREFIX}{}-", std::process::id()))
+                    .prefix(&format!("{PRIVATE_TMP_PREFIX}{}-", std::process::id()))
                     .permissions(fs::Permissions::from_mode(0o700))
                     .tempdir_in(temp_root())?,
             ),
@@ -111,7 +111,7 @@ pub fn sweep() {
         let name = entry.file_name();
         let Some(pid) = name
             .to_str()
-            .and_then(|n| n.strip_prefix(PREFIX))
+            .and_then(|n| n.strip_prefix(PRIVATE_TMP_PREFIX))
             .and_then(|rest| rest.split_once('-'))
             .and_then(|(pid, _)| pid.parse::<u32>().ok())
         else {

@@ -5,25 +5,24 @@
 
 use std::sync::Arc;
 
+use pincer_model::{
+    control::{ControlRequest, ControlResponse, HumanAnswer},
+    request::Request,
+};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::{
-    control::{ControlHandler, ControlRequest, ControlResponse, HumanAnswer},
-    request::Request,
+    control::{
+        ControlHandler,
+        server::{Submitted, hand_over},
+    },
     voters::prompt::PromptBoard,
 };
-
-/// An asset request for the run's loop, with where to answer.
-pub(super) struct Command {
-    pub(super) request: ControlRequest,
-    pub(super) caller: u32,
-    pub(super) answer: oneshot::Sender<ControlResponse>,
-}
 
 /// The socket's side of `pincer run`.
 pub(super) struct RunControl {
     pub(super) board: Arc<PromptBoard>,
-    pub(super) commands: mpsc::UnboundedSender<Command>,
+    pub(super) commands: mpsc::UnboundedSender<Submitted>,
 }
 
 impl ControlHandler for RunControl {
@@ -50,16 +49,8 @@ impl ControlHandler for RunControl {
                     .into(),
             });
         }
-        let (answer, receiver) = oneshot::channel();
-        self.commands
-            .send(Command {
-                request,
-                caller,
-                answer,
-            })
-            .map_err(|_| ControlResponse::Error {
-                message: "the run is ending".into(),
-            })?;
-        Ok(receiver)
+        hand_over(&self.commands, request, caller, || ControlResponse::Error {
+            message: "the run is ending".into(),
+        })
     }
 }

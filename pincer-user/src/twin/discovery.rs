@@ -1,5 +1,5 @@
 //! Discovery in the twin: a parked request is put to the agent's asset
-//! nodes ([`crate::assets`]) before anyone votes. The first read of a
+//! nodes ([`pincer_model::assets`]) before anyone votes. The first read of a
 //! source is observed and granted; an object a node's source names is
 //! admitted with the node's operations and extent; anything else goes to
 //! the voters with the reason. The mission's rules still vote first: a
@@ -10,21 +10,21 @@
 use std::{os::unix::fs::MetadataExt, path::Path};
 
 use pincer_common::{AccessEvent, GrantKey, ObjectKey, event_flags, kernel_dev};
-
-use super::{
-    Twin, TwinError, Waiting,
-    grants::{Grants, Target, VoteGrant},
-};
-use crate::{
+use pincer_model::{
     assets::{self, Admission, Considered, Evidence, Identified},
     audit::{AssetRecord, Record},
     control::{AgentAssets, ControlRequest, ControlResponse},
     escape::escape,
     events::op_names,
-    loader::Kernel,
     request::Request,
-    vote::{Ballot, Extent, Lifetime, Outcome, Vote, combine},
+    vote::{Ballot, Extent, Lifetime, Outcome, Vote},
 };
+
+use super::{
+    Twin, TwinError, Waiting,
+    grants::{Grants, Target, VoteGrant},
+};
+use crate::{loader::Kernel, vote::combine};
 
 /// What discovery made of a parked request.
 pub(super) enum Discovered {
@@ -57,7 +57,9 @@ impl<K: Kernel> Twin<K> {
             return None;
         }
         // Only a path the kernel named whole and printable is looked up.
-        if !request.path.starts_with('/') || request.path.contains(['\\', crate::escape::CUT]) {
+        if !request.path.starts_with('/')
+            || request.path.contains(['\\', pincer_model::escape::CUT])
+        {
             request.discovery = Some("its path cannot be read back exactly".to_owned());
             return None;
         }

@@ -6,12 +6,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use pincer_common::{
     Action, Agent, GrantKey, GrantValue, Label, NameGrantKey, ObjectKey, Pending, Taint, Verdict,
 };
-
-use crate::{
+use pincer_model::{
     labels::policy::KernelRules,
-    loader::{Held, Kernel, LoadError, SlotGrants},
     mission::{PrefixKey, ResolvedGrants},
 };
+
+use crate::loader::{Held, Kernel, LoadError, SlotGrants};
 
 /// A kernel for unit tests: maps as plain collections, and a list of the
 /// tasks continued.

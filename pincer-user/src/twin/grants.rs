@@ -5,15 +5,15 @@
 use std::{collections::HashMap, path::Path};
 
 use pincer_common::{AccessEvent, GrantKey, GrantValue, NAME_LEN, NameGrantKey, event_flags};
-use tokio::time::Instant;
-
-use crate::{
+use pincer_model::{
     control::{GrantSource, ListedGrant},
     events,
-    loader::SlotGrants,
     mission::ResolvedGrants,
     vote::Extent,
 };
+use tokio::time::Instant;
+
+use crate::loader::SlotGrants;
 
 /// What a grant is on: an object by identity, or a name in a directory
 /// (a file not created yet).

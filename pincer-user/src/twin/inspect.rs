@@ -3,7 +3,7 @@
 //! git writes `.git/config` by filling `config.lock` and renaming it over
 //! the file. The programs park that rename, in enforce mode too
 //! (`event_flags::INSPECT`); the twin reads the lock and the current file
-//! and decides on the keys that change ([`crate::gitconfig`]). A change of
+//! and decides on the keys that change ([`pincer_model::gitconfig`]). A change of
 //! keys that run nothing is answered at once; any other is the owner's
 //! (refused in enforce mode, asked in ask mode).
 //!
@@ -23,11 +23,9 @@ use std::{
 };
 
 use pincer_common::{AccessEvent, Label, ObjectKey, authority, event_flags, label_flags};
+use pincer_model::gitconfig::{self, Changes, MAX_BYTES};
 
-use crate::{
-    gitconfig::{self, Changes, MAX_BYTES},
-    loader::Kernel,
-};
+use crate::loader::Kernel;
 
 /// The name git writes a configuration through, beside it.
 const LOCK: &str = "config.lock";
@@ -74,7 +72,7 @@ pub fn inspect(event: &AccessEvent, path: &str) -> Inspection {
 /// checking that the path names the object the kernel parked.
 fn read(event: &AccessEvent, path: &str) -> Result<(Read, Vec<u8>), String> {
     // Only a path the kernel named whole and printable is read back.
-    if !path.starts_with('/') || path.contains(['\\', crate::escape::CUT]) {
+    if !path.starts_with('/') || path.contains(['\\', pincer_model::escape::CUT]) {
         return Err("its path cannot be read back exactly".to_owned());
     }
     let config = Path::new(path);
@@ -163,7 +161,7 @@ pub fn seal<K: Kernel>(read: &Read, kernel: &mut K) -> Result<ObjectKey, String>
     let label = Label {
         authority: authority::USER,
         flags: label_flags::SEALED,
-        generation: crate::labels::generation(copy.path()).unwrap_or(0),
+        generation: pincer_model::labels::generation(copy.path()).unwrap_or(0),
         taint: 0,
         agent: 0,
         origins: pincer_common::Origins::NONE,

@@ -12,7 +12,7 @@
 //! allow and report). A canary that is not refused (where the mission
 //! enforces or asks), or whose report has not reached the twin by the next
 //! check, is a problem: the cgroup is not confined whatever the maps say.
-//! A check runs at most [`MAX_CANARIES`] canaries (each a `fork` the twin
+//! A check runs at most `MAX_CANARIES` canaries (each a `fork` the twin
 //! waits for); with more cgroups they take turns.
 //!
 //! The canary holds nothing of pincer's: before it joins the cgroup it
@@ -39,14 +39,14 @@ use nix::{
     unistd::{ForkResult, Pid, fork},
 };
 use pincer_common::{Agent, GrantKey, GrantValue, NameGrantKey, agent_flags};
+use pincer_model::{
+    control::{AgentIntegrity, Integrity},
+    mission::Mode,
+};
 use sha2::{Digest, Sha256};
 
 use super::{Record, Twin, TwinError};
-use crate::{
-    control::{AgentIntegrity, Integrity},
-    loader::Kernel,
-    mission::Mode,
-};
+use crate::loader::Kernel;
 
 /// `bpf(2)`'s `BPF_PROG_GET_NEXT_ID`: harmless, allowed to root, refused to
 /// every agent by the programs.

@@ -10,8 +10,7 @@ use std::{
 };
 
 use pincer_common::AccessEvent;
-
-use crate::events;
+use pincer_model::events;
 
 /// Where parked events wait for their verdict.
 #[derive(Clone, Debug)]

@@ -15,11 +15,11 @@
 //!    all is clean.
 
 use aya::maps::{MapData, RingBuf};
+use pincer_model::audit::AuditLog;
 use tokio::{io::unix::AsyncFd, sync::mpsc, time::Interval};
 
 use super::{HEARTBEAT_EVERY, Handled, Twin, TwinError, VoteResult};
 use crate::{
-    audit::AuditLog,
     loader::{Enforcer, Kernel},
     watchdog::{Watchdog, Watched},
 };

@@ -4,16 +4,22 @@
 
 use std::{collections::HashMap, path::Path, sync::Arc, time::Duration};
 
-use pincer_common::{AccessEvent, GrantKey, GrantValue, event_flags, hook, ops, verdict};
+use pincer_common::{AccessEvent, GrantKey, GrantValue, Verdict, event_flags, hook, ops, verdict};
+use pincer_model::{
+    control::HumanAnswer,
+    mission::Reason,
+    vote::{
+        Extent, Lifetime, Vote,
+        rules::{Rule, RuleVerdict},
+    },
+};
 use tokio::sync::mpsc;
 
 use super::{fake::FakeKernel, *};
 use crate::{
-    control::HumanAnswer,
-    mission::Reason,
-    vote::{Vote, VoteFuture},
+    vote::VoteFuture,
     voters::{
-        mission::{MissionVoter, Rule, RuleVerdict},
+        mission::MissionVoter,
         prompt::{PromptBoard, PromptVoter},
     },
 };
@@ -185,7 +191,7 @@ fn confinement(slot: u32, voters: Vec<Arc<dyn Voter>>) -> Confinement {
         },
         voters,
         policy: policy(),
-        policy_set: crate::labels::PolicySet::default(),
+        policy_set: pincer_model::labels::PolicySet::default(),
         policy_roots: Vec::new(),
         own_roots: Vec::new(),
         assets: None,
@@ -205,39 +211,21 @@ fn key(slot: u32, ino: u64) -> GrantKey {
 /// A parked open by thread `tid` of `ino` (in the project directory, named
 /// by `names`, leaf first).
 fn parked(tid: u32, ino: u64, wanted: u32, names: &[&str]) -> AccessEvent {
+    let names: Vec<&[u8]> = names.iter().map(|name| name.as_bytes()).collect();
     AccessEvent {
         cgroup_id: CGROUP,
         dev: DEV,
         ino,
         request_id: u64::from(tid) * 10,
         parent_ino: PROJECT,
-        name_hash: 0,
-        at_ns: 0,
         pid: tid,
         tgid: tid,
         slot: SLOT,
         ops: wanted,
         granted: 0,
         verdict: verdict::PARKED,
-        hook: hook::FILE_OPEN,
-        depth: names.len() as u32,
-        flags: 0,
-        exe_dev: 0,
-        exe_ino: 0,
-        exe_generation: 0,
-        policy_entry: 0,
-        policy_step: 0,
-        comm: padded("cat"),
-        // Slots past the last name stay zero.
-        components: std::array::from_fn(|i| padded(names.get(i).copied().unwrap_or_default())),
+        ..pincer_model::events::example(b"cat", &names)
     }
-}
-
-/// `name` zero-padded to `N` bytes, as the kernel writes names.
-fn padded<const N: usize>(name: &str) -> [u8; N] {
-    let mut bytes = [0; N];
-    bytes[..name.len()].copy_from_slice(name.as_bytes());
-    bytes
 }
 
 fn bytes(event: &AccessEvent) -> &[u8] {
@@ -312,7 +300,7 @@ async fn a_person_answers_through_the_prompt_board() {
     // The request waits on the board until someone answers.
     let mut waiting = Vec::new();
     for _ in 0..100 {
-        waiting = crate::control::ControlHandler::pending(&*board);
+        waiting = board.pending();
         if !waiting.is_empty() {
             break;
         }
@@ -320,12 +308,9 @@ async fn a_person_answers_through_the_prompt_board() {
     }
     assert_eq!(waiting.len(), 1);
     assert_eq!(h.twin.waiting().count(), 1);
-    crate::control::ControlHandler::answer(
-        &*board,
-        waiting[0].id,
-        HumanAnswer::Allow(Lifetime::Session),
-    )
-    .unwrap();
+    board
+        .answer(waiting[0].id, HumanAnswer::Allow(Lifetime::Session))
+        .unwrap();
     let (key, outcome) = h.results.recv().await.unwrap();
     h.twin.on_outcome(key, outcome).unwrap();
     assert_eq!(h.twin.waiting().count(), 0);
@@ -470,7 +455,7 @@ async fn a_ttl_no_clock_can_reach_is_capped_not_a_panic() {
     assert!(h.kernel().grants.contains_key(&key_of(SECRET)));
     // Whole seconds left, counted a moment after the grant.
     let left = h.twin.vote_grants(SLOT)[0].expires_in_seconds.unwrap();
-    let most = crate::vote::MAX_TTL.as_secs();
+    let most = pincer_model::vote::MAX_TTL.as_secs();
     assert!((most - 2..=most).contains(&left), "{left}");
 }
 
@@ -719,7 +704,7 @@ async fn a_deny_at_once_decides_without_asking_the_voters_that_would_be_waited_f
     assert_eq!(h.kernel().resumed, [41]);
     // Nobody was asked.
     tokio::task::yield_now().await;
-    assert!(crate::control::ControlHandler::pending(&*board).is_empty());
+    assert!(board.pending().is_empty());
     let record = &h.records()[0];
     assert_eq!(record["verdict"], "deny");
     assert_eq!(record["decided_by"], "mission");
@@ -741,14 +726,14 @@ async fn an_allow_at_once_still_waits_for_the_other_voters_and_a_later_deny_over
     assert!(h.kernel().resumed.is_empty());
     let mut asked = Vec::new();
     for _ in 0..100 {
-        asked = crate::control::ControlHandler::pending(&*board);
+        asked = board.pending();
         if !asked.is_empty() {
             break;
         }
         tokio::task::yield_now().await;
     }
     assert_eq!(asked.len(), 1);
-    crate::control::ControlHandler::answer(&*board, asked[0].id, HumanAnswer::Deny(None)).unwrap();
+    board.answer(asked[0].id, HumanAnswer::Deny(None)).unwrap();
     let (key, outcome) = h.results.recv().await.unwrap();
     h.twin.on_outcome(key, outcome).unwrap();
     assert_eq!(h.kernel().verdicts[&41].allow, 0);
@@ -847,7 +832,7 @@ async fn a_tainting_read_is_audited_and_a_reserved_action_asks_the_owner_with_th
     let request = waiting[0];
     assert_eq!(
         request.owner_only.as_deref(),
-        Some(crate::request::OWNER_ONLY_ACTION)
+        Some(pincer_model::request::OWNER_ONLY_ACTION)
     );
     assert_eq!(request.taint.len(), 1);
     assert!(
@@ -938,8 +923,8 @@ async fn a_confinement_writes_its_sources_labels_and_its_actions() {
 #[tokio::test]
 async fn revocation_counters_come_back_and_an_earlier_copy_of_them_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let store = crate::labels::Store::at(dir.path());
-    let revoked = crate::labels::Revoked {
+    let store = pincer_model::labels::Store::at(dir.path());
+    let revoked = pincer_model::labels::Revoked {
         source: 0x51,
         counter: 2,
         path: "/home/u/Downloads".into(),
@@ -979,7 +964,7 @@ async fn revoked_content_asks_the_owner_alone() {
     assert_eq!(waiting.len(), 1, "the mission's allow does not count");
     assert_eq!(
         waiting[0].owner_only.as_deref(),
-        Some(crate::request::OWNER_ONLY_REVOKED)
+        Some(pincer_model::request::OWNER_ONLY_REVOKED)
     );
     assert!(
         waiting[0].why.contains("revoked source"),

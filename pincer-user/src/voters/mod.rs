@@ -1,7 +1,5 @@
-//! The voters that decide parked requests, one file each, and a mission's
-//! `[vote]` section ([`Voting`]): who votes, by what [`Policy`], with the
-//! mission voter's rules and the webhook's endpoint. Each voter owns its
-//! configuration; the mission parser fills it in.
+//! The voters that decide parked requests, one file each, made from a
+//! mission's `[vote]` section ([`pincer_model::vote::Voting`]).
 
 pub mod mission;
 pub mod prompt;
@@ -9,64 +7,14 @@ pub mod webhook;
 
 use std::sync::Arc;
 
+use pincer_model::vote::{VoterKind, Voting};
+
 use self::{
-    mission::{MissionVoter, Rule},
+    mission::MissionVoter,
     prompt::{PromptBoard, PromptVoter},
-    webhook::{WebhookConfig, WebhookError, WebhookVoter},
+    webhook::{WebhookError, WebhookVoter},
 };
-use crate::{
-    toml_file::{Named, named},
-    vote::{Policy, Voter},
-};
-
-/// Something that votes on parked requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum VoterKind {
-    /// The mission's own `[[vote.rule]]` entries.
-    Mission,
-    /// A person, asked interactively.
-    Prompt,
-    /// An HTTP endpoint, configured in `[vote.webhook]`.
-    Webhook,
-}
-
-impl VoterKind {
-    /// Every voter, in the order the mission file lists them as choices.
-    pub const ALL: [VoterKind; 3] = [VoterKind::Mission, VoterKind::Prompt, VoterKind::Webhook];
-
-    /// The voter's name in missions and audit lines.
-    pub fn name(self) -> &'static str {
-        <Self as Named>::name(self)
-    }
-}
-
-named!(VoterKind: "mission" => Mission, "prompt" => Prompt, "webhook" => Webhook);
-
-/// `[vote]`: who decides parked requests, and by what policy (how fast, what
-/// silence means, how much they may grant).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Voting {
-    /// The voters, in the order written.
-    pub voters: Vec<VoterKind>,
-    /// Deadline, default verdict and caps.
-    pub policy: Policy,
-    /// `[vote.webhook]`, present whenever `voters` includes the webhook.
-    pub webhook: Option<WebhookConfig>,
-    /// The mission voter's rules, in file order: the first that matches
-    /// decides.
-    pub rules: Vec<Rule>,
-}
-
-impl Default for Voting {
-    fn default() -> Self {
-        Self {
-            voters: vec![VoterKind::Mission, VoterKind::Prompt],
-            policy: Policy::default(),
-            webhook: None,
-            rules: Vec::new(),
-        }
-    }
-}
+use crate::vote::Voter;
 
 /// The voters a mission's `[vote]` names, in its order; its prompts go to
 /// `board`. Without the prompt among them, a prompt that asks only about
@@ -97,14 +45,6 @@ pub fn for_mission(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn voters_are_named_as_written() {
-        assert_eq!(
-            VoterKind::ALL.map(|v| v.to_string()),
-            ["mission", "prompt", "webhook"]
-        );
-    }
 
     #[test]
     fn a_webhook_voter_without_an_endpoint_is_an_error() {

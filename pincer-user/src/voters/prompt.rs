@@ -22,13 +22,14 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
+use pincer_model::{
+    control::HumanAnswer,
+    request::Request,
+    vote::{Extent, Lifetime, Vote},
+};
 use tokio::sync::oneshot;
 
-use crate::{
-    control::{ControlHandler, HumanAnswer},
-    request::Request,
-    vote::{Extent, Lifetime, Vote, VoteFuture, Voter},
-};
+use crate::vote::{VoteFuture, Voter};
 
 /// Characters of a request's code: lower-case letters and digits, less those
 /// easily read as another (`0 o 1 l i`).
@@ -230,15 +231,20 @@ fn render(request: &Request, code: Option<&str>) -> String {
     )
 }
 
-impl ControlHandler for PromptBoard {
-    fn pending(&self) -> Vec<Request> {
+/// What the control socket's handlers (`pincer run`'s, the daemon's) ask
+/// of the board.
+impl PromptBoard {
+    /// The parked requests waiting for a person.
+    pub fn pending(&self) -> Vec<Request> {
         self.lock()
             .values()
             .map(|w| Request::clone(&w.request))
             .collect()
     }
 
-    fn answer(&self, id: u64, answer: HumanAnswer) -> Result<(), String> {
+    /// Delivers a person's answer to request `id`; the error (no such
+    /// pending request, or one decided meanwhile) is shown to them as is.
+    pub fn answer(&self, id: u64, answer: HumanAnswer) -> Result<(), String> {
         let waiting = self
             .lock()
             .remove(&id)
@@ -356,7 +362,7 @@ mod tests {
             Some(Vote::Abstain { .. })
         ));
         let mut theirs = Request::example(2, "/p/CLAUDE.md");
-        theirs.owner_only = Some(crate::request::OWNER_ONLY_POLICY.into());
+        theirs.owner_only = Some(pincer_model::request::OWNER_ONLY_POLICY.into());
         assert!(owners.vote_now(&theirs).is_none(), "the owner is asked");
         // A prompt the mission lists asks about everything.
         assert!(PromptVoter::new(board).vote_now(&request(3)).is_none());

@@ -8,7 +8,7 @@ use std::{
     process::Command,
 };
 
-use pincer::audit::AuditLog;
+use pincer_model::audit::AuditLog;
 use serde_json::json;
 
 /// Writes an audit log at `path` with one `deny` decision of `cat` per

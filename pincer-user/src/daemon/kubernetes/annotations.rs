@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::{mission::Mode, toml_file::Named};
+use pincer_model::{mission::Mode, toml_file::Named};
 
 /// Every annotation pincer reads starts with this.
 pub const PREFIX: &str = "pincer.dev/";

@@ -55,11 +55,14 @@ use std::{
     time::Duration,
 };
 
+use pincer_model::{
+    config::daemon::{AgentConfig, CgroupPattern, KubernetesConfig},
+    control::ConfinedAgent,
+    mission::Mission,
+};
 use tokio::sync::Notify;
 
 use self::{annotations::Marking, cgroups::Runtime};
-use super::config::{AgentConfig, CgroupPattern, KubernetesConfig};
-use crate::{control::ConfinedAgent, mission::Mission};
 
 /// What every container of a pod with a wrong annotation is confined with.
 const REFUSED: &str =
@@ -269,7 +272,7 @@ impl Pods {
                 name,
                 relative,
                 PathBuf::new(),
-                Some(crate::mission::Mode::Enforce),
+                Some(pincer_model::mission::Mode::Enforce),
             )
             .expect("a cgroup below kubepods is a plain pattern"),
             mission: self.refused.clone(),
@@ -281,7 +284,7 @@ fn agent_config(
     name: String,
     relative: &Path,
     mission: PathBuf,
-    mode: Option<crate::mission::Mode>,
+    mode: Option<pincer_model::mission::Mode>,
 ) -> Option<AgentConfig> {
     Some(AgentConfig {
         name,

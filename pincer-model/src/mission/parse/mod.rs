@@ -1,0 +1,428 @@
+//! Reading a mission from TOML: strict, and every error names the file, the
+//! line and column, and the field.
+
+use std::{
+    path::{Component, Path, PathBuf},
+    time::Duration,
+};
+
+use pincer_common::{authority, caps, ops};
+use serde::Deserialize;
+use toml::Spanned;
+
+mod assets;
+mod grants;
+mod labels;
+#[cfg(test)]
+mod tests;
+mod voting;
+
+pub use assets::asset_glob;
+use assets::parse_assets;
+use grants::{parse_capabilities, parse_extent, parse_grants, parse_ops};
+pub use labels::SOURCE_AUTHORITIES;
+use labels::parse_action;
+pub(crate) use labels::{parse_policy, parse_sources};
+use voting::parse_vote;
+
+use super::model::{
+    ActionSpec, AssetKind, AssetSpec, Baseline, Constraints, GrantSpec, MAX_VOTE_TIMEOUT, Mission,
+    MissionError, Mode, Profile, SourceSpec, Tmp,
+};
+use crate::{
+    duration::POSITIVE,
+    labels::PolicyPattern,
+    toml_file::{
+        self, Document, Named, TomlError,
+        fields::{self, Home, PathRules},
+        or_list,
+    },
+    vote::{
+        self, DefaultVerdict, Extent, Lifetime, VoterKind, Voting,
+        rules::{Rule, RuleVerdict},
+        webhook::{DEFAULT_CLOCK_SKEW, MAX_CLOCK_SKEW, WebhookConfig},
+    },
+};
+
+// The file as written. Every value is optional and spanned so that pincer,
+// not serde, reports a missing or invalid value, with its position and field.
+// serde still reports unknown keys and wrong types; the document names the
+// field from the error's position. A new key is a new field here plus its
+// check in `parse` below.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawFile {
+    mission: Option<Spanned<RawMission>>,
+    #[serde(default)]
+    grant: Vec<Spanned<RawGrant>>,
+    defaults: Option<Spanned<RawDefaults>>,
+    // Not spanned: `[[vote.rule]]` or `[vote.webhook]` without `[vote]`
+    // makes a table without a span, which `Spanned` refuses.
+    vote: Option<RawVote>,
+    labels: Option<Spanned<RawLabels>>,
+    #[serde(default)]
+    source: Vec<Spanned<RawSource>>,
+    #[serde(default)]
+    action: Vec<Spanned<RawAction>>,
+    #[serde(default)]
+    asset: Vec<Spanned<RawAsset>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawAsset {
+    id: Option<Spanned<String>>,
+    description: Option<Spanned<String>>,
+    path: Option<Spanned<String>>,
+    found_in: Option<Spanned<String>>,
+    ops: Option<Spanned<Vec<Spanned<String>>>>,
+    extent: Option<Spanned<String>>,
+    constraints: Option<Spanned<RawConstraints>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawConstraints {
+    under: Option<Spanned<Vec<Spanned<String>>>>,
+    glob: Option<Spanned<String>>,
+    kind: Option<Spanned<String>>,
+    max_count: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct RawSource {
+    pub(crate) path: Option<Spanned<String>>,
+    authority: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawAction {
+    path: Option<Spanned<String>>,
+    ops: Option<Spanned<Vec<Spanned<String>>>>,
+    authority: Option<Spanned<String>>,
+}
+
+/// `[labels]`: what the mission adds to the policy set.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct RawLabels {
+    pub(crate) policy: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawMission {
+    name: Option<Spanned<String>>,
+    profiles: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawGrant {
+    path: Option<Spanned<String>>,
+    ops: Option<Spanned<Vec<Spanned<String>>>>,
+    extent: Option<Spanned<String>>,
+    make: Option<Spanned<bool>>,
+    optional: Option<Spanned<bool>>,
+    own: Option<Spanned<bool>>,
+}
+
+/// A profile file: `[profile]`, its grants and its environment.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawProfileFile {
+    profile: Option<Spanned<RawProfile>>,
+    #[serde(default)]
+    grant: Vec<Spanned<RawGrant>>,
+    #[serde(default)]
+    env: std::collections::BTreeMap<String, Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawProfile {
+    name: Option<Spanned<String>>,
+    description: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawDefaults {
+    baseline: Option<Spanned<String>>,
+    on_unknown: Option<Spanned<String>>,
+    tmp: Option<Spanned<String>>,
+    capabilities: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawVote {
+    voters: Option<Spanned<Vec<Spanned<String>>>>,
+    timeout: Option<Spanned<String>>,
+    default: Option<Spanned<String>>,
+    max_lifetime: Option<Spanned<String>>,
+    max_ttl: Option<Spanned<String>>,
+    max_extent: Option<Spanned<String>>,
+    webhook: Option<Spanned<RawWebhook>>,
+    #[serde(default)]
+    rule: Vec<Spanned<RawRule>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawWebhook {
+    url: Option<Spanned<String>>,
+    secret_file: Option<Spanned<String>>,
+    clock_skew: Option<Spanned<String>>,
+    owner: Option<Spanned<bool>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+struct RawRule {
+    path: Option<Spanned<String>>,
+    extent: Option<Spanned<String>>,
+    ops: Option<Spanned<Vec<Spanned<String>>>>,
+    verdict: Option<Spanned<String>>,
+    lifetime: Option<Spanned<String>>,
+    ttl: Option<Spanned<String>>,
+    reason: Option<Spanned<String>>,
+}
+
+/// Whose paths a mission names: a leading `~` is `home`, and `{uid}` is
+/// `uid`, written in decimal. `pincer run` and the daemon both parse for
+/// the user they run as ([`User::current`]): under `sudo` that is root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// `$HOME`; `None` makes a `~` an error.
+    pub home: Option<PathBuf>,
+    /// The numeric user id.
+    pub uid: u32,
+}
+
+impl User {
+    /// How a file read for this user writes paths: `~` is the user's home
+    /// and `{uid}` the user's id.
+    pub(crate) fn paths(&self) -> PathRules<'_> {
+        PathRules {
+            home: Home::Of(self.home.as_deref()),
+            uid: Some(self.uid),
+        }
+    }
+
+    /// The user this process runs as: `$HOME` and the real user id.
+    pub fn current() -> User {
+        User {
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            uid: nix::unistd::getuid().as_raw(),
+        }
+    }
+}
+
+impl Mission {
+    /// Reads and parses a mission file for [`User::current`].
+    pub fn from_file(path: &Path) -> Result<Mission, MissionError> {
+        toml_file::read_file(path, "mission file", |text| Self::parse(text, path))
+    }
+
+    /// Parses a mission for [`User::current`]; `source` names the file in
+    /// messages.
+    pub fn parse(text: &str, source: &Path) -> Result<Mission, MissionError> {
+        Self::parse_for(text, source, &User::current())
+    }
+
+    /// Parses a mission, expanding `~` to `home` and `{uid}` to the current
+    /// user id: the caller decides whose home that is (under `sudo`,
+    /// `$HOME` may be root's). A `~` with no home is an error.
+    pub fn parse_with_home(
+        text: &str,
+        source: &Path,
+        home: Option<&Path>,
+    ) -> Result<Mission, MissionError> {
+        let user = User {
+            home: home.map(Path::to_owned),
+            ..User::current()
+        };
+        Self::parse_for(text, source, &user)
+    }
+
+    /// Parses a mission whose paths are `user`'s.
+    pub fn parse_for(text: &str, source: &Path, user: &User) -> Result<Mission, MissionError> {
+        Ok(parse(&Document::new(text, source), user)?)
+    }
+}
+
+fn parse(doc: &Document<'_>, user: &User) -> Result<Mission, TomlError> {
+    let raw: RawFile = doc.deserialize().map_err(with_hint)?;
+
+    let mission = doc.required(raw.mission.as_ref(), 0, "mission", "missing section")?;
+    let name = doc.required_in(&mission.get_ref().name, mission, "mission.name")?;
+    if name.get_ref().trim().is_empty() {
+        return Err(doc.field_error(name.span().start, "mission.name", "must not be empty"));
+    }
+
+    let grants = parse_grants(doc, &raw.grant, user)?;
+
+    let mut baseline = Baseline::default();
+    let mut on_unknown = Mode::default();
+    let mut tmp = Tmp::default();
+    let mut capabilities = caps::DEFAULT;
+    if let Some(defaults) = &raw.defaults {
+        if let Some(value) = &defaults.get_ref().baseline {
+            baseline = doc.choice(value, "defaults.baseline", "baseline", Baseline::NAMES)?;
+        }
+        if let Some(value) = &defaults.get_ref().on_unknown {
+            on_unknown = doc.choice(value, "defaults.on_unknown", "value", Mode::ON_UNKNOWN)?;
+        }
+        if let Some(value) = &defaults.get_ref().tmp {
+            tmp = doc.choice(value, "defaults.tmp", "value", Tmp::NAMES)?;
+        }
+        if let Some(list) = &defaults.get_ref().capabilities {
+            capabilities |= parse_capabilities(doc, list)?;
+        }
+    }
+
+    let vote = match &raw.vote {
+        Some(vote) => parse_vote(doc, vote, user)?,
+        None => Voting::default(),
+    };
+
+    let policy = match &raw.labels {
+        Some(labels) => parse_policy(doc, labels.get_ref(), "labels", &user.paths())?,
+        None => Vec::new(),
+    };
+
+    let sources = parse_sources(doc, &raw.source, &user.paths())?;
+    let actions = raw
+        .action
+        .iter()
+        .enumerate()
+        .map(|(index, action)| parse_action(doc, index + 1, action, &user.paths()))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let assets = parse_assets(doc, &raw.asset, user)?;
+    // An asset identified from the start is a grant, unless others are
+    // found in it: its first read then parks, so that what it holds is
+    // observed as the agent reads it (the runtime's `pincer::assets`).
+    let mut grants = grants;
+    for (index, asset) in assets.iter().enumerate() {
+        let Some(path) = &asset.path else { continue };
+        if assets.iter().any(|other| other.found_in == Some(index)) {
+            continue;
+        }
+        grants.push(GrantSpec {
+            path: path.clone(),
+            ops: asset.ops,
+            extent: asset.extent,
+            line: asset.line,
+            make: false,
+            optional: false,
+            own: false,
+        });
+    }
+
+    let mut profiles = Vec::new();
+    if let Some(list) = &mission.get_ref().profiles {
+        for (index, name) in list.get_ref().iter().enumerate() {
+            let profile = super::profile::built_in(name.get_ref(), user).map_err(|error| {
+                doc.field_error(
+                    name.span().start,
+                    &format!("mission.profiles[{}]", index + 1),
+                    error.to_string(),
+                )
+            })?;
+            profiles.push(profile);
+        }
+    }
+
+    Ok(Mission {
+        name: name.get_ref().clone(),
+        source: doc.path().to_owned(),
+        grants,
+        baseline,
+        on_unknown,
+        tmp,
+        capabilities,
+        vote,
+        profiles,
+        policy,
+        sources,
+        actions,
+        assets,
+    })
+}
+
+/// A path that names one object: no `*`.
+fn no_star(doc: &Document<'_>, path: &Spanned<String>, field: &str) -> Result<(), TomlError> {
+    if path.get_ref().contains('*') {
+        return Err(doc.field_error(
+            path.span().start,
+            field,
+            "names one file or directory: a `*` is not allowed here",
+        ));
+    }
+    Ok(())
+}
+
+impl Profile {
+    /// Parses a profile for `user`; `source` names it in messages.
+    pub fn parse(text: &str, source: &Path, user: &User) -> Result<Profile, MissionError> {
+        Ok(parse_profile(&Document::new(text, source), user)?)
+    }
+}
+
+fn parse_profile(doc: &Document<'_>, user: &User) -> Result<Profile, TomlError> {
+    let raw: RawProfileFile = doc.deserialize().map_err(with_hint)?;
+    let profile = doc.required(raw.profile.as_ref(), 0, "profile", "missing section")?;
+    let name = doc.required_in(&profile.get_ref().name, profile, "profile.name")?;
+    let description = doc.required_in(
+        &profile.get_ref().description,
+        profile,
+        "profile.description",
+    )?;
+    let grants = parse_grants(doc, &raw.grant, user)?;
+    let mut env = Vec::new();
+    for (key, value) in &raw.env {
+        let field = format!("env.{key}");
+        let written = value.get_ref();
+        let expanded = if written.starts_with('~') {
+            doc.absolute_path(value, &field, &user.paths())?
+                .to_string_lossy()
+                .into_owned()
+        } else {
+            written.clone()
+        };
+        env.push((key.clone(), expanded));
+    }
+    Ok(Profile {
+        name: name.get_ref().clone(),
+        description: description.get_ref().clone(),
+        source: doc.path().to_owned(),
+        grants,
+        env,
+    })
+}
+
+/// The arrays of tables of a mission or a profile, for
+/// [`fields::with_hint`].
+const TABLES: &[(&str, &str)] = &[("grant", "grant"), ("vote.rule", "rule")];
+
+fn with_hint(error: TomlError) -> TomlError {
+    fields::with_hint(error, TABLES)
+}
+
+/// A required path of `table` (its `field`), absolute or starting with `~`
+/// (`home`): where it is written, and what it names.
+fn required_path<'a, U>(
+    doc: &Document<'_>,
+    value: &'a Option<Spanned<String>>,
+    table: &Spanned<U>,
+    field: &str,
+    rules: &PathRules<'_>,
+) -> Result<(&'a Spanned<String>, PathBuf), TomlError> {
+    let written = doc.required_in(value, table, field)?;
+    Ok((written, doc.absolute_path(written, field, rules)?))
+}

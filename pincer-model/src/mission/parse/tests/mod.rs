@@ -1,0 +1,721 @@
+use std::fs;
+
+use super::*;
+use crate::{
+    toml_file::{
+        FileError,
+        test_support::{Parts, field, parts as error},
+    },
+    vote::Policy,
+};
+
+fn parse(text: &str) -> Result<Mission, MissionError> {
+    Mission::parse_with_home(text, Path::new("m.toml"), Some(Path::new("/home/me")))
+}
+
+/// The position, field and message of an `Invalid` error.
+fn invalid(text: &str) -> Parts {
+    match parse(text) {
+        Err(MissionError::File(FileError::Invalid(error))) => error.parts(),
+        other => panic!("expected an invalid mission, got {other:?}"),
+    }
+}
+
+mod assets;
+mod voting;
+
+/// A seed of the fuzz corpus too, so the fuzzer starts from what these
+/// tests check.
+const GOOD: &str = include_str!("../../../../../fuzz/corpus/mission/tests_good.toml");
+
+#[test]
+fn parses_a_good_file() {
+    let mission = parse(GOOD).unwrap();
+    assert_eq!(
+        mission,
+        Mission {
+            name: "fix the failing test".to_owned(),
+            source: PathBuf::from("m.toml"),
+            grants: vec![
+                GrantSpec {
+                    path: PathBuf::from("/home/me/project"),
+                    ops: ops::READ | ops::WRITE | ops::CREATE,
+                    extent: Extent::Tree,
+                    line: 6,
+                    make: false,
+                    own: false,
+                    optional: false,
+                },
+                GrantSpec {
+                    path: PathBuf::from("/home/me/notes.txt"),
+                    ops: ops::READ,
+                    extent: Extent::File,
+                    line: 11,
+                    make: false,
+                    own: false,
+                    optional: false,
+                },
+                GrantSpec {
+                    path: PathBuf::from("/usr/bin/cargo"),
+                    ops: ops::READ | ops::EXEC,
+                    extent: Extent::File,
+                    line: 15,
+                    make: false,
+                    own: false,
+                    optional: false,
+                },
+            ],
+            baseline: Baseline::None,
+            on_unknown: Mode::Enforce,
+            tmp: Tmp::Private,
+            capabilities: caps::DEFAULT,
+            vote: Voting::default(),
+            profiles: Vec::new(),
+            policy: Vec::new(),
+            sources: Vec::new(),
+            actions: Vec::new(),
+            assets: Vec::new(),
+        }
+    );
+}
+
+#[test]
+fn a_trailing_star_grants_the_names_that_start_so() {
+    let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"~/.claude.json*\"\nops = [\"read\"]\n";
+    let mission = parse(text).unwrap();
+    assert_eq!(mission.grants[0].prefix(), Some(&b".claude.json"[..]));
+    assert_eq!(parse(GOOD).unwrap().grants[0].prefix(), None);
+    let grant = |path: &str, more: &str| {
+        invalid(&format!(
+            "[mission]\nname = \"m\"\n[[grant]]\npath = \"{path}\"\nops = [\"read\"]\n{more}"
+        ))
+    };
+    let only_at_the_end = "a `*` may only end the path (a prefix of file names)";
+    assert_eq!(grant("/a*/b", "").3, only_at_the_end);
+    assert_eq!(grant("/a/b**", "").3, only_at_the_end);
+    assert_eq!(
+        grant("/a/*", ""),
+        (
+            4,
+            8,
+            field("grant[1].path"),
+            "a prefix grant needs a prefix before its `*` (grant the directory as a tree instead)"
+                .to_owned()
+        )
+    );
+    assert_eq!(
+        grant("/a/b*", "extent = \"tree\"\n").3,
+        "a prefix grant names files: it cannot be extent = \"tree\""
+    );
+    let long = format!("/a/{}*", "x".repeat(64));
+    assert_eq!(grant(&long, "").3, "a prefix is at most 63 bytes");
+}
+
+#[test]
+fn make_is_for_trees_and_profiles_are_named() {
+    let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = [\"read\"]\nmake = true\n";
+    assert_eq!(
+        invalid(text),
+        (
+            6,
+            8,
+            field("grant[1].make"),
+            "make = true makes a directory: it needs extent = \"tree\"".to_owned()
+        )
+    );
+    let text = "[mission]\nname = \"m\"\nprofiles = [\"codex\", \"emacs\"]\n";
+    assert_eq!(
+        invalid(text),
+        (
+            3,
+            22,
+            field("mission.profiles[2]"),
+            "unknown profile \"emacs\" (known: aider, claude-code, codex)".to_owned()
+        )
+    );
+    let text = "[mission]\nname = \"m\"\nprofiles = [\"codex\"]\n";
+    let mission = parse(text).unwrap();
+    assert_eq!(mission.profiles[0].name, "codex");
+    assert!(
+        mission.profiles[0].grants[0]
+            .path
+            .starts_with("/home/me/.codex")
+    );
+}
+
+#[test]
+fn optional_is_read_and_never_with_make() {
+    let text =
+        "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = [\"read\"]\noptional = true\n";
+    let mission = Mission::parse(text, Path::new("m.toml")).unwrap();
+    assert!(mission.grants[0].optional && !mission.grants[0].make);
+    let both = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = [\"read\"]\nextent = \"tree\"\nmake = true\noptional = true\n";
+    let error = Mission::parse(both, Path::new("m.toml")).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "m.toml:8:12: grant[1].optional: optional = true with make = true: a directory pincer makes is never missing"
+    );
+}
+
+#[test]
+fn defaults_and_no_grants() {
+    let mission = parse("[mission]\nname = \"idle\"\n").unwrap();
+    assert_eq!(mission.name, "idle");
+    assert!(mission.grants.is_empty());
+    assert_eq!(mission.baseline, Baseline::Runtime);
+    assert_eq!(mission.capabilities, caps::DEFAULT);
+    let mission = parse("[mission]\nname = \"x\"\n[defaults]\n").unwrap();
+    assert_eq!(mission.baseline, Baseline::Runtime);
+}
+
+#[test]
+fn capabilities_add_to_the_default_set() {
+    let text = "[mission]\nname = \"m\"\n[defaults]\ncapabilities = [\"net_admin\", \"net_raw\"]\n";
+    assert_eq!(
+        parse(text).unwrap().capabilities,
+        caps::DEFAULT | caps::bit(caps::NET_ADMIN) | caps::bit(caps::NET_RAW)
+    );
+    let text = "[mission]\nname = \"m\"\n[defaults]\ncapabilities = []\n";
+    assert_eq!(parse(text).unwrap().capabilities, caps::DEFAULT);
+    // Naming one of the default set again is harmless.
+    let text = "[mission]\nname = \"m\"\n[defaults]\ncapabilities = [\"chown\"]\n";
+    assert_eq!(parse(text).unwrap().capabilities, caps::DEFAULT);
+}
+
+#[test]
+fn bad_capabilities_name_their_entry() {
+    let capabilities = |list: &str| {
+        invalid(&format!(
+            "[mission]\nname = \"m\"\n[defaults]\ncapabilities = [{list}]\n"
+        ))
+    };
+    assert_eq!(
+        capabilities("\"net_admin\", \"sys_admin\""),
+        (
+            4,
+            30,
+            field("defaults.capabilities[2]"),
+            "sys_admin is never given to an agent: it reaches the kernel or pincer itself"
+                .to_owned()
+        )
+    );
+    assert_eq!(
+        capabilities("\"CAP_NET_RAW\""),
+        (
+            4,
+            17,
+            field("defaults.capabilities[1]"),
+            "unknown capability \"CAP_NET_RAW\" (write it \"net_raw\")".to_owned()
+        )
+    );
+    assert_eq!(
+        capabilities("\"superpower\""),
+        (
+            4,
+            17,
+            field("defaults.capabilities[1]"),
+            "unknown capability \"superpower\"".to_owned()
+        )
+    );
+    assert_eq!(
+        capabilities("\"kill\", \"kill\""),
+        (
+            4,
+            25,
+            field("defaults.capabilities[2]"),
+            "duplicate capability \"kill\"".to_owned()
+        )
+    );
+    assert_eq!(
+        capabilities("7").2,
+        field("defaults.capabilities[1]"),
+        "a number is not a name"
+    );
+}
+
+#[test]
+fn accepts_inline_tables() {
+    let text = "mission = { name = \"x\" }\ngrant = [{ path = \"/a\", ops = [\"read\"] }]\n";
+    let mission = parse(text).unwrap();
+    assert_eq!(mission.grants[0].path, Path::new("/a"));
+    assert_eq!(mission.grants[0].line, 2);
+}
+
+#[test]
+fn expands_the_home_directory() {
+    let grant = |path: &str| {
+        let text =
+            format!("[mission]\nname = \"x\"\n[[grant]]\npath = {path:?}\nops = [\"read\"]\n");
+        parse(&text).map(|mission| mission.grants[0].path.clone())
+    };
+    assert_eq!(grant("~").unwrap(), Path::new("/home/me"));
+    assert_eq!(grant("~/").unwrap(), Path::new("/home/me"));
+    assert_eq!(grant("~/a/b").unwrap(), Path::new("/home/me/a/b"));
+    // Only a leading `~` is special.
+    assert_eq!(grant("/x/~/y").unwrap(), Path::new("/x/~/y"));
+    // Lexically as written: no normalisation.
+    assert_eq!(grant("/a/../b").unwrap(), Path::new("/a/../b"));
+}
+
+#[test]
+fn expands_the_user_id() {
+    let user = User {
+        home: Some(PathBuf::from("/home/me")),
+        uid: 1000,
+    };
+    let at = |path: &str, table: &str| {
+        let text =
+            format!("[mission]\nname = \"x\"\n[[{table}]]\npath = {path:?}\nops = [\"read\"]\n");
+        Mission::parse_for(&text, Path::new("m.toml"), &user)
+    };
+    let grant = |path: &str| at(path, "grant").map(|m| m.grants[0].path.clone());
+    assert_eq!(
+        grant("/tmp/cc-daemon-{uid}").unwrap(),
+        Path::new("/tmp/cc-daemon-1000")
+    );
+    assert_eq!(
+        grant("/run/user/{uid}/x-{uid}").unwrap(),
+        Path::new("/run/user/1000/x-1000")
+    );
+    assert_eq!(grant("~/{uid}").unwrap(), Path::new("/home/me/1000"));
+    // Braces that are not a variable are names like any other.
+    assert_eq!(grant("/srv/{a,b}").unwrap(), Path::new("/srv/{a,b}"));
+    assert_eq!(grant("/srv/{").unwrap(), Path::new("/srv/{"));
+    assert_eq!(grant("/srv/{}").unwrap(), Path::new("/srv/{}"));
+    assert_eq!(grant("/srv/{UID}").unwrap(), Path::new("/srv/{UID}"));
+    // The mission voter's rules and the policy set read it too.
+    let rule = "[mission]\nname = \"x\"\n[defaults]\non_unknown = \"ask\"\n[[vote.rule]]\npath = \"/tmp/a-{uid}\"\nverdict = \"deny\"\n";
+    let mission = Mission::parse_for(rule, Path::new("m.toml"), &user).unwrap();
+    assert_eq!(mission.vote.rules[0].path, Path::new("/tmp/a-1000"));
+    let labels = "[mission]\nname = \"x\"\n[labels]\npolicy = [\"/run/user/{uid}/k\"]\n";
+    let mission = Mission::parse_for(labels, Path::new("m.toml"), &user).unwrap();
+    assert_eq!(mission.policy[0].text(), "/run/user/1000/k");
+}
+
+#[test]
+fn other_variables_are_errors() {
+    let text = "[mission]\nname = \"x\"\n[[grant]]\npath = \"/tmp/x-{user}\"\nops = [\"read\"]\n";
+    assert_eq!(
+        invalid(text),
+        (
+            4,
+            8,
+            field("grant[1].path"),
+            "unknown variable \"{user}\": only \"{uid}\" is expanded".to_owned()
+        )
+    );
+    let text = "[mission]\nname = \"x\"\n[labels]\npolicy = [\"/home/{home}/k\"]\n";
+    assert_eq!(
+        invalid(text).3,
+        "unknown variable \"{home}\": only \"{uid}\" is expanded"
+    );
+}
+
+#[test]
+fn other_users_homes_are_not_expanded() {
+    let text = "[mission]\nname = \"x\"\n[[grant]]\npath = \"~bob/x\"\nops = [\"read\"]\n";
+    assert_eq!(
+        invalid(text),
+        (
+            4,
+            8,
+            field("grant[1].path"),
+            "must be absolute (\"~bob/x\": only \"~\" and \"~/...\" are expanded, not \"~user\")"
+                .to_owned()
+        )
+    );
+}
+
+#[test]
+fn tilde_without_a_home_is_an_error() {
+    let text = "[mission]\nname = \"x\"\n[[grant]]\npath = \"~/x\"\nops = [\"read\"]\n";
+    let error = Mission::parse_with_home(text, Path::new("m.toml"), None).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "m.toml:4:8: grant[1].path: cannot expand ~: HOME is not set"
+    );
+    let error =
+        Mission::parse_with_home(text, Path::new("m.toml"), Some(Path::new("rel"))).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "m.toml:4:8: grant[1].path: cannot expand ~: HOME is not absolute (\"rel\")"
+    );
+}
+
+#[test]
+fn unknown_operation() {
+    let text = r#"[mission]
+name = "m"
+
+[[grant]]
+path = "/a"
+ops = ["read"]
+
+[[grant]]
+path = "/b"
+ops = ["write", "raed"]
+"#;
+    assert_eq!(
+            invalid(text),
+            (
+                10,
+                17,
+                field("grant[2].ops"),
+                "unknown operation \"raed\" (expected read, write, create, exec, delete, rename, link, setattr or mkdir)".to_owned()
+            )
+        );
+    assert_eq!(
+        parse(text).unwrap_err().to_string(),
+        "m.toml:10:17: grant[2].ops: unknown operation \"raed\" \
+             (expected read, write, create, exec, delete, rename, link, setattr or mkdir)"
+    );
+}
+
+#[test]
+fn missing_mission_name() {
+    let text = "# no name\n\n[mission]\n\n[[grant]]\npath = \"/a\"\nops = [\"read\"]\n";
+    assert_eq!(
+        invalid(text),
+        (3, 1, field("mission.name"), "missing field".to_owned())
+    );
+    assert_eq!(
+        parse(text).unwrap_err().to_string(),
+        "m.toml:3:1: mission.name: missing field"
+    );
+}
+
+#[test]
+fn missing_mission_section() {
+    let text = "[[grant]]\npath = \"/a\"\nops = [\"read\"]\n";
+    assert_eq!(
+        invalid(text),
+        (1, 1, field("mission"), "missing section".to_owned())
+    );
+}
+
+#[test]
+fn empty_mission_name() {
+    assert_eq!(
+        invalid("[mission]\nname = \"  \"\n"),
+        (2, 8, field("mission.name"), "must not be empty".to_owned())
+    );
+}
+
+#[test]
+fn relative_path() {
+    let text = "[mission]\nname = \"m\"\n[[grant]]\nops = [\"read\"]\npath = \"src/x\"\n";
+    assert_eq!(
+        invalid(text),
+        (
+            5,
+            8,
+            field("grant[1].path"),
+            "must be absolute (\"src/x\")".to_owned()
+        )
+    );
+    let empty = "[mission]\nname = \"m\"\n[[grant]]\npath = \"\"\nops = [\"read\"]\n";
+    assert_eq!(
+        invalid(empty),
+        (4, 8, field("grant[1].path"), "must not be empty".to_owned())
+    );
+}
+
+#[test]
+fn nul_in_path() {
+    let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\\u0000b\"\nops = [\"read\"]\n";
+    assert_eq!(
+        invalid(text),
+        (
+            4,
+            8,
+            field("grant[1].path"),
+            "must not contain a NUL byte".to_owned()
+        )
+    );
+}
+
+#[test]
+fn syntax_error() {
+    let text = "[mission]\nname = \"m\n";
+    let (line, column, field, message) = invalid(text);
+    assert_eq!((line, column, field), (2, 10, None));
+    assert_eq!(message, "invalid basic string");
+    assert_eq!(
+        parse(text).unwrap_err().to_string(),
+        "m.toml:2:10: invalid basic string"
+    );
+}
+
+#[test]
+fn duplicate_key() {
+    let text = "[mission]\nname = \"a\"\nname = \"b\"\n";
+    assert_eq!(
+        invalid(text),
+        (
+            3,
+            1,
+            None,
+            "duplicate key `name` in table `mission`".to_owned()
+        )
+    );
+}
+
+#[test]
+fn duplicate_section() {
+    let (line, column, field, message) = invalid("[mission]\nname = \"a\"\n[mission]\n");
+    assert_eq!((line, column, field), (3, 1, None));
+    assert_eq!(
+        message,
+        "invalid table header: duplicate key `mission` in document root"
+    );
+}
+
+#[test]
+fn wrong_type_of_a_value() {
+    assert_eq!(
+        invalid("[mission]\nname = 3\n"),
+        (
+            2,
+            8,
+            field("mission.name"),
+            "invalid type: integer `3`, expected a string".to_owned()
+        )
+    );
+}
+
+#[test]
+fn wrong_type_of_a_section() {
+    assert_eq!(
+        invalid("mission = \"x\"\n"),
+        (
+            1,
+            11,
+            field("mission"),
+            "invalid type: string \"x\", expected a table".to_owned()
+        )
+    );
+}
+
+#[test]
+fn wrong_type_in_the_ops_list() {
+    let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = [\"read\", 3]\n";
+    assert_eq!(
+        invalid(text),
+        (
+            5,
+            16,
+            field("grant[1].ops[2]"),
+            "invalid type: integer `3`, expected a string".to_owned()
+        )
+    );
+}
+
+#[test]
+fn ops_must_be_a_list() {
+    let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = \"read\"\n";
+    assert_eq!(
+        invalid(text),
+        (
+            5,
+            7,
+            field("grant[1].ops"),
+            "invalid type: string \"read\", expected an array".to_owned()
+        )
+    );
+}
+
+#[test]
+fn empty_ops_list() {
+    let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = []\n";
+    assert_eq!(
+        invalid(text),
+        (
+            5,
+            7,
+            field("grant[1].ops"),
+            "must list at least one operation".to_owned()
+        )
+    );
+}
+
+#[test]
+fn missing_path_and_ops() {
+    let no_path = "[mission]\nname = \"m\"\n\n[[grant]]\nops = [\"read\"]\n";
+    assert_eq!(
+        invalid(no_path),
+        (4, 1, field("grant[1].path"), "missing field".to_owned())
+    );
+    let no_ops = "[mission]\nname = \"m\"\n\n[[grant]]\npath = \"/a\"\n";
+    assert_eq!(
+        invalid(no_ops),
+        (4, 1, field("grant[1].ops"), "missing field".to_owned())
+    );
+}
+
+#[test]
+fn unknown_extent() {
+    let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = [\"read\"]\n\
+                    extent = \"subtree\"\n";
+    assert_eq!(
+        invalid(text),
+        (
+            6,
+            10,
+            field("grant[1].extent"),
+            "unknown extent \"subtree\" (expected file or tree)".to_owned()
+        )
+    );
+}
+
+#[test]
+fn unknown_baseline() {
+    let text = "[mission]\nname = \"m\"\n[defaults]\nbaseline = \"all\"\n";
+    assert_eq!(
+        invalid(text),
+        (
+            4,
+            12,
+            field("defaults.baseline"),
+            "unknown baseline \"all\" (expected runtime or none)".to_owned()
+        )
+    );
+}
+
+#[test]
+fn unknown_key_in_a_grant() {
+    let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\n[[grant]]\npath = \"/b\"\n\
+                    opz = [\"read\"]\n";
+    assert_eq!(
+            invalid(text),
+            (
+                7,
+                1,
+                field("grant[2].opz"),
+                "unknown field `opz`, expected one of `path`, `ops`, `extent`, `make`, `optional`, `own`"
+                    .to_owned()
+            )
+        );
+}
+
+#[test]
+fn unknown_keys_elsewhere() {
+    let (line, column, field_name, message) = invalid("[mission]\nname = \"m\"\ngoal = \"x\"\n");
+    assert_eq!((line, column, field_name), (3, 1, field("mission.goal")));
+    assert!(message.starts_with("unknown field `goal`"), "{message}");
+
+    let (line, column, field_name, _) = invalid("[mission]\nname = \"m\"\n[policy]\nquorum = 2\n");
+    assert_eq!((line, column, field_name), (3, 2, field("policy")));
+
+    let (line, column, field_name, _) = invalid("[mission]\nname = \"m\"\n[vote]\nquorum = 2\n");
+    assert_eq!((line, column, field_name), (4, 1, field("vote.quorum")));
+
+    let (line, column, field_name, _) =
+        invalid("[mission]\nname = \"m\"\n[defaults]\non_unknwon = \"deny\"\n");
+    assert_eq!(
+        (line, column, field_name),
+        (4, 1, field("defaults.on_unknwon"))
+    );
+
+    let (line, _, field_name, _) = invalid("name = \"m\"\n[mission]\nname = \"m\"\n");
+    assert_eq!((line, field_name), (1, field("name")));
+}
+
+#[test]
+fn a_single_grant_table_gets_a_hint() {
+    let text = "[mission]\nname = \"m\"\n[grant]\npath = \"/a\"\nops = [\"read\"]\n";
+    let (line, column, field_name, message) = invalid(text);
+    assert_eq!((line, column, field_name), (3, 1, field("grant")));
+    assert_eq!(
+        message,
+        "invalid type: table, expected an array (write each grant as a [[grant]] table)"
+    );
+}
+
+#[test]
+fn datetimes_are_named_as_such() {
+    let (line, column, _, message) = invalid("[mission]\nname = 1979-05-27\n");
+    assert_eq!((line, column), (2, 8));
+    assert_eq!(message, "invalid type: datetime, expected a string");
+}
+
+#[test]
+fn columns_count_characters() {
+    // "ü" is two bytes and one column: "bad" starts at column 32.
+    let text = "grant = [{ path = \"/ü\", ops = [\"bad\"] }]\n[mission]\nname = \"m\"\n";
+    let (line, column, field_name, _) = invalid(text);
+    assert_eq!((line, column, field_name), (1, 32, field("grant[1].ops")));
+}
+
+#[test]
+fn forty_thousand_grants() {
+    // Each grant's line is looked up in the line index: a scan of the
+    // text per grant made this quadratic.
+    let mut text = String::from("[mission]\nname = \"many\"\n");
+    for index in 0..40_000 {
+        text.push_str(&format!(
+            "[[grant]]\npath = \"/g/{index}\"\nops = [\"read\"]\n"
+        ));
+    }
+    let mission = parse(&text).unwrap();
+    assert_eq!(mission.grants.len(), 40_000);
+    let last = &mission.grants[39_999];
+    assert_eq!(last.path, Path::new("/g/39999"));
+    // `[mission]` and its name, then three lines a grant.
+    assert_eq!(last.line, 2 + 3 * 39_999 + 2);
+}
+
+#[test]
+fn integers_too_large_for_toml_name_their_field() {
+    assert_eq!(
+        invalid("[mission]\nname = 99999999999999999999\n"),
+        error(
+            2,
+            8,
+            "mission.name",
+            "integer 99999999999999999999 does not fit in 64 bits"
+        )
+    );
+    let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\n\
+                    ops = [\"read\", -9_223_372_036_854_775_809]\n";
+    assert_eq!(
+        invalid(text),
+        error(
+            5,
+            16,
+            "grant[1].ops[2]",
+            "integer -9_223_372_036_854_775_809 does not fit in 64 bits"
+        )
+    );
+}
+
+#[test]
+fn reads_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.toml");
+    fs::write(&path, "[mission]\nname = \"from a file\"\n").unwrap();
+    let mission = Mission::from_file(&path).unwrap();
+    assert_eq!(mission.name, "from a file");
+    assert_eq!(mission.source, path);
+
+    let missing = dir.path().join("missing.toml");
+    let error = Mission::from_file(&missing).unwrap_err();
+    assert!(
+        matches!(error, MissionError::File(FileError::Io { ref path, .. }) if *path == missing)
+    );
+    assert_eq!(
+        error.to_string(),
+        format!("cannot read mission file {}", missing.display())
+    );
+}
+
+#[test]
+fn error_messages_name_the_file() {
+    let error =
+        Mission::parse_with_home("[mission]\n", Path::new("/etc/pincer/m.toml"), None).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "/etc/pincer/m.toml:1:1: mission.name: missing field"
+    );
+}
+
+// Parked requests and votes.

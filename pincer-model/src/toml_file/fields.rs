@@ -1,0 +1,355 @@
+//! Checks of the values a file holds, shared by every file pincer reads (a
+//! mission, a profile, the daemon's and the approval service's
+//! configurations): each reads a value serde deserialized with its span
+//! (`toml::Spanned`) and reports a bad one at its place, with its field.
+//! One check, one message, whichever file the value is in.
+
+use std::{
+    borrow::Cow,
+    fmt,
+    marker::PhantomData,
+    ops::RangeInclusive,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use serde::{
+    Deserialize, Deserializer,
+    de::{MapAccess, Visitor, value::MapAccessDeserializer},
+};
+use toml::Spanned;
+
+use super::{Document, Named, TomlError, or_list, toml_string};
+
+/// How the paths of a file are written: what a leading `~` and `{uid}`
+/// stand for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PathRules<'a> {
+    /// What `~` and `~/...` start from.
+    pub(crate) home: Home<'a>,
+    /// The user id `{uid}` stands for; `None`: `{uid}` is written as is.
+    pub(crate) uid: Option<u32>,
+}
+
+/// What a leading `~` is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Home<'a> {
+    /// The home directory of the user the file is read for; `None` (no
+    /// `$HOME`) makes a `~` an error.
+    Of(Option<&'a Path>),
+    /// Not expanded, and refused: a host-wide file is nobody's, so whose
+    /// home would it be?
+    Nobody,
+}
+
+impl PathRules<'_> {
+    /// Paths written in full: no `~`, and `{uid}` as written.
+    pub(crate) const IN_FULL: PathRules<'static> = PathRules {
+        home: Home::Nobody,
+        uid: None,
+    };
+
+    /// The home `~` stands for, as [`crate::labels::PolicyPattern::parse`]
+    /// takes it.
+    pub(crate) fn home(&self) -> Option<&Path> {
+        match self.home {
+            Home::Of(home) => home,
+            Home::Nobody => None,
+        }
+    }
+}
+
+/// A table of the file read as `T`: serde's derive would also read an
+/// array as a struct (`[[daemon]]` as `[daemon]`, by position), which a
+/// file must not mean; this refuses it ("expected a table").
+pub(crate) struct Table<T>(pub(crate) T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Table<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TableVisitor<T>(PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for TableVisitor<T> {
+            type Value = Table<T>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a table")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Table<T>, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map)).map(Table)
+            }
+        }
+
+        deserializer.deserialize_map(TableVisitor(PhantomData))
+    }
+}
+
+/// Why a path starting with `~` is refused where nobody's home applies.
+pub(crate) const TILDE_NOT_EXPANDED: &str =
+    "\"~\" is not expanded (whose home would it be?): write the path in full";
+
+/// Says how to write an array of tables when a single table (or another
+/// value) was written: `tables` are the dotted names of the file's arrays
+/// of tables with what each holds (`("agent", "agent")`).
+pub(crate) fn with_hint(mut error: TomlError, tables: &[(&str, &str)]) -> TomlError {
+    if error.message.ends_with("expected an array")
+        && let Some((name, what)) = tables
+            .iter()
+            .find(|(name, _)| error.field.as_deref() == Some(*name))
+    {
+        error
+            .message
+            .push_str(&format!(" (write each {what} as a [[{name}]] table)"));
+    }
+    error
+}
+
+impl Document<'_> {
+    /// `value`'s check: its result, or the check's message about `field` at
+    /// the value.
+    pub(crate) fn check<T, V>(
+        &self,
+        value: &Spanned<V>,
+        field: &str,
+        check: impl FnOnce(&V) -> Result<T, String>,
+    ) -> Result<T, TomlError> {
+        check(value.get_ref())
+            .map_err(|message| self.field_error(value.span().start, field, message))
+    }
+
+    /// A key of `table` that must be there: "missing field" points at the
+    /// table otherwise.
+    pub(crate) fn required_in<'v, T, U>(
+        &self,
+        value: &'v Option<Spanned<T>>,
+        table: &Spanned<U>,
+        field: &str,
+    ) -> Result<&'v Spanned<T>, TomlError> {
+        self.required(value.as_ref(), table.span().start, field, "missing field")
+    }
+
+    /// Looks `value` up in `choices`, the accepted spellings of a setting
+    /// (`what` in the message: `unknown value "x" (expected a or b)`).
+    pub(crate) fn choice<T: Copy>(
+        &self,
+        value: &Spanned<String>,
+        field: &str,
+        what: &str,
+        choices: &[(&str, T)],
+    ) -> Result<T, TomlError> {
+        self.check(value, field, |written| {
+            choices
+                .iter()
+                .find(|(name, _)| name == written)
+                .map(|(_, choice)| *choice)
+                .ok_or_else(|| {
+                    let expected: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+                    format!(
+                        "unknown {what} {} (expected {})",
+                        toml_string(written),
+                        or_list(&expected)
+                    )
+                })
+        })
+    }
+
+    /// A [`Named`] setting: `unknown value "x" (expected a or b)` otherwise.
+    pub(crate) fn named<T: Named>(
+        &self,
+        value: &Spanned<String>,
+        field: &str,
+    ) -> Result<T, TomlError> {
+        self.choice(value, field, "value", T::NAMES)
+    }
+
+    /// A duration within `bounds`, as [`crate::duration::parse`] reads it.
+    pub(crate) fn duration(
+        &self,
+        value: &Spanned<String>,
+        field: &str,
+        bounds: RangeInclusive<Duration>,
+    ) -> Result<Duration, TomlError> {
+        self.check(value, field, |text| crate::duration::parse(text, bounds))
+    }
+
+    /// A path, absolute once `rules` expand `{uid}` and a leading `~`.
+    pub(crate) fn absolute_path(
+        &self,
+        value: &Spanned<String>,
+        field: &str,
+        rules: &PathRules<'_>,
+    ) -> Result<PathBuf, TomlError> {
+        self.check(value, field, |written| absolute_path(written, rules))
+    }
+
+    /// A path, absolute or relative to `directory` (the directory of the
+    /// file that names it, so that it means the same whatever directory
+    /// pincer starts in); `~` is refused.
+    pub(crate) fn path_from(
+        &self,
+        value: &Spanned<String>,
+        field: &str,
+        directory: &Path,
+    ) -> Result<PathBuf, TomlError> {
+        self.check(value, field, |written| {
+            let path = plain_path(written)?;
+            if path.starts_with("~") {
+                return Err(TILDE_NOT_EXPANDED.to_owned());
+            }
+            std::path::absolute(directory.join(&path))
+                .map_err(|error| format!("cannot make {} absolute: {error}", path.display()))
+        })
+    }
+}
+
+/// A path: not empty and without NUL bytes.
+fn plain_path(written: &str) -> Result<PathBuf, String> {
+    if written.is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    if written.contains('\0') {
+        return Err("must not contain a NUL byte".to_owned());
+    }
+    Ok(PathBuf::from(written))
+}
+
+/// A path as `rules` write it: absolute, or starting with `~` when a home
+/// applies, with each `{uid}` the user's id when one does.
+fn absolute_path(written: &str, rules: &PathRules<'_>) -> Result<PathBuf, String> {
+    plain_path(written)?;
+    let with_uid = match rules.uid {
+        Some(uid) => expand_uid(written, uid)?,
+        None => Cow::Borrowed(written),
+    };
+    let expanded = match (with_uid.strip_prefix('~'), rules.home) {
+        (Some(rest), Home::Of(home)) if rest.is_empty() || rest.starts_with('/') => {
+            let home = home.ok_or("cannot expand ~: HOME is not set")?;
+            if !home.is_absolute() {
+                return Err(format!(
+                    "cannot expand ~: HOME is not absolute ({})",
+                    toml_string(&home.display().to_string())
+                ));
+            }
+            home.join(rest.trim_start_matches('/'))
+        }
+        (Some(rest), Home::Nobody) if rest.is_empty() || rest.starts_with('/') => {
+            return Err(TILDE_NOT_EXPANDED.to_owned());
+        }
+        _ => PathBuf::from(with_uid.as_ref()),
+    };
+    if !expanded.is_absolute() {
+        // `~user` reads like a home directory, but only `~` is expanded.
+        let hint = if written.starts_with('~') {
+            ": only \"~\" and \"~/...\" are expanded, not \"~user\""
+        } else {
+            ""
+        };
+        return Err(format!("must be absolute ({}{hint})", toml_string(written)));
+    }
+    Ok(expanded)
+}
+
+/// `text` with each `{uid}` replaced by `uid`. Other braces are kept as
+/// written, except a `{word}` of lowercase letters, digits and `_`: that
+/// reads like another variable (`{user}`, `{home}`), which would otherwise
+/// name a directory nobody has.
+pub(crate) fn expand_uid(text: &str, uid: u32) -> Result<Cow<'_, str>, String> {
+    if !text.contains('{') {
+        return Ok(text.into());
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let word_end = after
+            .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
+            .unwrap_or(after.len());
+        let (word, tail) = after.split_at(word_end);
+        match tail.strip_prefix('}') {
+            Some(tail) if word == "uid" => {
+                out.push_str(&uid.to_string());
+                rest = tail;
+            }
+            Some(_) if !word.is_empty() => {
+                return Err(format!(
+                    "unknown variable \"{{{word}}}\": only \"{{uid}}\" is expanded"
+                ));
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(home: Option<&Path>) -> PathRules<'_> {
+        PathRules {
+            home: Home::Of(home),
+            uid: Some(1000),
+        }
+    }
+
+    #[test]
+    fn paths_as_each_file_writes_them() {
+        let home = Path::new("/home/me");
+        assert_eq!(
+            absolute_path("~/a/{uid}", &rules(Some(home))),
+            Ok(PathBuf::from("/home/me/a/1000"))
+        );
+        assert_eq!(
+            absolute_path("~/a", &rules(None)).unwrap_err(),
+            "cannot expand ~: HOME is not set"
+        );
+        assert_eq!(
+            absolute_path("~/a", &PathRules::IN_FULL).unwrap_err(),
+            TILDE_NOT_EXPANDED
+        );
+        assert_eq!(
+            absolute_path("/a/{uid}", &PathRules::IN_FULL),
+            Ok(PathBuf::from("/a/{uid}"))
+        );
+        assert_eq!(
+            absolute_path("a", &PathRules::IN_FULL).unwrap_err(),
+            "must be absolute (\"a\")"
+        );
+        assert_eq!(
+            absolute_path("", &PathRules::IN_FULL).unwrap_err(),
+            "must not be empty"
+        );
+        assert_eq!(
+            absolute_path("/a\0", &PathRules::IN_FULL).unwrap_err(),
+            "must not contain a NUL byte"
+        );
+    }
+
+    #[test]
+    fn checks_point_at_the_value() {
+        let text = "a = \"x\"\n";
+        let doc = Document::new(text, Path::new("f.toml"));
+        #[derive(serde::Deserialize)]
+        struct Raw {
+            a: Spanned<String>,
+        }
+        let raw: Raw = doc.deserialize().unwrap();
+        assert_eq!(
+            doc.choice(&raw.a, "a", "value", &[("y", 1), ("z", 2)])
+                .unwrap_err()
+                .to_string(),
+            "f.toml:1:5: a: unknown value \"x\" (expected y or z)"
+        );
+        assert_eq!(
+            doc.duration(&raw.a, "a", crate::duration::POSITIVE..=Duration::MAX)
+                .unwrap_err()
+                .message,
+            "invalid duration \"x\" (write it like \"30s\", \"10m\" or \"1h30m\")"
+        );
+    }
+}
