@@ -7,15 +7,10 @@ mod common;
 use std::{
     fs,
     path::{Path, PathBuf},
-    process::{Command, Output},
+    process::Output,
 };
 
-fn pincer(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pincer"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use common::pincer;
 
 fn code_and_out(output: &Output) -> (i32, String, String) {
     (

@@ -7,18 +7,12 @@ mod common;
 use std::{
     fs,
     path::{Path, PathBuf},
-    process::{Command, Output},
 };
 
 use pincer_common::ops;
 use pincer_model::mission::{Mission, Mode};
 
-fn pincer(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pincer"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use common::pincer;
 
 /// A project tree (`a.txt`, `b.txt`, `src/main.rs`, `out/`) and a key in
 /// `home/.ssh`, under `dir`; its real path.

@@ -179,6 +179,25 @@ pub struct VerdictRecord<'a> {
     pub stages: Stages,
 }
 
+#[cfg(test)]
+impl<'a> VerdictRecord<'a> {
+    /// A verdict for tests: `verdict` on `request` (thread 101), once and
+    /// on the file, by the prompt, because "yes", with no ballots.
+    pub(crate) fn example(request: &'a Request, verdict: &'static str) -> Self {
+        VerdictRecord {
+            request,
+            tids: vec![101],
+            verdict,
+            lifetime: Some(Lifetime::Once),
+            extent: Some(Extent::File),
+            decided_by: "prompt",
+            reason: "yes",
+            votes: &[],
+            stages: Stages::default(),
+        }
+    }
+}
+
 /// Where a parked request's time went, in microseconds, up to the moment
 /// its tasks were continued (what is left until the task runs again, the
 /// scheduler's, only the task itself can time).
@@ -218,18 +237,9 @@ mod tests {
             r#"{"event":"revoke","agent":"a","path":null,"grants":2}"#
         );
         let request = Request::example(7, "/k");
-        let line = serde_json::to_string(&Record::Verdict(VerdictRecord {
-            request: &request,
-            tids: vec![101],
-            verdict: "allow",
-            lifetime: Some(Lifetime::Once),
-            extent: Some(Extent::File),
-            decided_by: "prompt",
-            reason: "yes",
-            votes: &[],
-            stages: Stages::default(),
-        }))
-        .unwrap();
+        let line =
+            serde_json::to_string(&Record::Verdict(VerdictRecord::example(&request, "allow")))
+                .unwrap();
         assert!(
             line.starts_with(r#"{"event":"verdict","request":{"id":7,"#),
             "{line}"

@@ -5,11 +5,19 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::Command,
+    process::{Command, Output},
 };
 
 use pincer_model::audit::AuditLog;
 use serde_json::json;
+
+/// Runs the `pincer` binary with `args`, as a script would.
+pub fn pincer(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pincer"))
+        .args(args)
+        .output()
+        .unwrap()
+}
 
 /// Writes an audit log at `path` with one `deny` decision of `cat` per
 /// path, closed or not (as a killed writer leaves it); returns `path`.

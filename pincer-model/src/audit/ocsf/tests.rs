@@ -133,10 +133,9 @@ mod schema {
 
     use super::*;
     use crate::{
-        audit::{AuditLog, Record, Stages, VerdictRecord},
+        audit::{AuditLog, Record, VerdictRecord},
         events::Decision,
         request::Request,
-        vote::{Extent, Lifetime},
     };
 
     fn dir() -> PathBuf {
@@ -221,18 +220,8 @@ mod schema {
         let mut request = Request::example(7, "/srv/secret");
         request.exe = Some("/usr/bin/cat".to_owned());
         for verdict in ["allow", "deny"] {
-            log.record(&Record::Verdict(VerdictRecord {
-                request: &request,
-                tids: vec![101],
-                verdict,
-                lifetime: Some(Lifetime::Once),
-                extent: Some(Extent::File),
-                decided_by: "prompt",
-                reason: "yes",
-                votes: &[],
-                stages: Stages::default(),
-            }))
-            .unwrap();
+            log.record(&Record::Verdict(VerdictRecord::example(&request, verdict)))
+                .unwrap();
         }
         log.record(&Record::Label {
             action: "map",
