@@ -739,9 +739,16 @@ fn labels_outlive_the_programs_and_a_changed_snapshot_is_refused() {
         changed, body,
         "the snapshot holds an agent-made label: {body}"
     );
-    fs::write(&snapshot, format!("{changed}\n{seal}")).unwrap();
-    let refused = s.run_probe(&[], &["read @project/a.txt"]);
-    fs::write(&snapshot, &saved).unwrap();
+    let refused = {
+        // Put back as it was even when the run panics, so that a failure
+        // here is not every later run's.
+        let _restore = Restore {
+            path: &snapshot,
+            text: &saved,
+        };
+        fs::write(&snapshot, format!("{changed}\n{seal}")).unwrap();
+        s.run_probe(&[], &["read @project/a.txt"])
+    };
     assert_eq!(refused.status.code(), Some(125), "{refused:?}");
     assert!(
         String::from_utf8_lossy(&refused.stderr).contains("not sealed by this host's key"),
@@ -750,6 +757,18 @@ fn labels_outlive_the_programs_and_a_changed_snapshot_is_refused() {
     assert!(refused.stdout.is_empty(), "the agent never ran");
     // Put back as it was sealed, it is trusted again.
     s.assert_probes(&[("append @project/new/.vscode/tasks.json {}\n", 0)]);
+}
+
+/// Writes `text` back to `path` when dropped.
+struct Restore<'a> {
+    path: &'a str,
+    text: &'a str,
+}
+
+impl Drop for Restore<'_> {
+    fn drop(&mut self) {
+        fs::write(self.path, self.text).unwrap();
+    }
 }
 
 #[test]

@@ -234,6 +234,15 @@ impl Store {
         Ok(())
     }
 
+    /// Checks the seals of the snapshot and of the revocation counters
+    /// without using them: a run or the daemon refuses a changed file
+    /// before it spends time loading the programs, not after.
+    pub fn verify(&self) -> Result<(), StoreError> {
+        self.revocations()?;
+        self.load()?;
+        Ok(())
+    }
+
     /// The saved labels: none when there is no snapshot yet.
     pub fn load(&self) -> Result<Vec<(ObjectKey, Label)>, StoreError> {
         let Some(body) = self.read_sealed(SNAPSHOT, "labels")? else {
@@ -403,8 +412,10 @@ mod tests {
         let path = store.snapshot();
         let saved = fs::read_to_string(&path).unwrap();
         // An agent-made label turned into a policy one.
+        assert!(store.verify().is_ok());
         fs::write(&path, saved.replacen("[[8,2,1,1,", "[[8,2,3,2,", 1)).unwrap();
         assert!(matches!(store.load(), Err(StoreError::Unsealed { .. })));
+        assert!(matches!(store.verify(), Err(StoreError::Unsealed { .. })));
         // Sealed, but under another host's key.
         let other = tempfile::tempdir().unwrap();
         Store::at(other.path())

@@ -339,6 +339,9 @@ fn serve(
     held: &SigSet,
 ) -> Result<(), DaemonError> {
     let lock = pins::lock(&config)?;
+    // A changed snapshot is refused before the programs are loaded.
+    let store = labels::Store::at(std::path::Path::new(paths::STATE_DIR));
+    store.verify()?;
     let (enforcer, reattached) = pins::enforcer(&config)?;
     let watched = Watched::Parked {
         release: Some(std::os::fd::AsRawFd::as_raw_fd(&*lock)),
@@ -370,7 +373,6 @@ fn serve(
     };
     // What agents made stays evidence across a reboot: the saved labels
     // the map lacks come back before any agent is confined.
-    let store = labels::Store::at(std::path::Path::new(paths::STATE_DIR));
     let restored = service.twin().restore_labels(&store)?;
     tracing::info!(restored, "labels restored from the snapshot");
     // Agents of a previous daemon stay confined by the kernel until the

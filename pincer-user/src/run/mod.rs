@@ -283,6 +283,10 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     let pool = Pool::host();
     pool.sweep(&root);
 
+    // What agents made stays evidence across a reboot: a snapshot of it
+    // that was changed is refused before the programs are loaded.
+    let store = labels::Store::at(Path::new(paths::STATE_DIR));
+    store.verify()?;
     tracing::trace!("loading");
     let RunPrograms {
         enforcer,
@@ -319,9 +323,8 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
         let _entered = runtime.enter();
         Service::new(prepared, audit.take())?
     };
-    // What agents made stays evidence across a reboot: the saved labels
-    // the map lacks come back before the agent is confined.
-    let store = labels::Store::at(Path::new(paths::STATE_DIR));
+    // The saved labels the map lacks come back before the agent is
+    // confined.
     let confined = service.twin().restore_labels(&store).and_then(|restored| {
         tracing::debug!(restored, "labels restored from the snapshot");
         service.twin().confine(
