@@ -63,7 +63,8 @@ impl Hook {
     }
 }
 
-/// Defines the id constants and [`ALL`] from one list of hooks.
+/// Defines the id constants, [`ALL`] and the names the table's check
+/// compares from one list of hooks.
 macro_rules! hooks {
     ($(
         $(#[doc = $doc:literal])*
@@ -73,6 +74,9 @@ macro_rules! hooks {
             $(#[doc = $doc])*
             pub const $id: u32 = $value;
         )*
+
+        /// The hooks' names, by id.
+        const NAMES: [&str; ALL.len()] = [$($name),*];
 
         /// Every hook, by id: hook `id` is `ALL[id - 1]`.
         pub const ALL: [Hook; [$($value),*].len()] = [$(
@@ -87,6 +91,7 @@ macro_rules! hooks {
     };
 }
 
+use crate::text::{distinct, same_prefix};
 use Args::{Exactly, Varies, Void};
 use Attach::{Always, WhenPresent};
 
@@ -251,38 +256,15 @@ pub const fn name(id: u32) -> &'static str {
 /// The kernel's part of a program name: its first 15 bytes.
 const KERNEL_NAME_LEN: usize = 15;
 
-/// Whether two names agree in their first `len` bytes (or are equal when
-/// both are shorter).
-const fn same_prefix(a: &str, b: &str, len: usize) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    let a_len = if a.len() < len { a.len() } else { len };
-    let b_len = if b.len() < len { b.len() } else { len };
-    if a_len != b_len {
-        return false;
-    }
-    let mut i = 0;
-    while i < a_len {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
 // The table's own discipline: ids are positions, and the kernel's truncated
 // program names still tell the programs apart (tests and `bpftool` see those).
 const _: () = {
     let mut i = 0;
     while i < ALL.len() {
         assert!(ALL[i].id as usize == i + 1);
-        let mut j = i + 1;
-        while j < ALL.len() {
-            assert!(!same_prefix(ALL[i].name, ALL[j].name, KERNEL_NAME_LEN));
-            j += 1;
-        }
         i += 1;
     }
+    assert!(distinct(&NAMES, KERNEL_NAME_LEN));
 };
 
 #[cfg(test)]

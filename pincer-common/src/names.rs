@@ -13,6 +13,8 @@
 //! longer name is cut) of the characters the kernel takes in an object's
 //! name, and no two alike.
 
+use crate::text::distinct;
+
 /// The kernel's room for an object's name, NUL included.
 const BPF_OBJ_NAME_LEN: usize = 16;
 
@@ -27,22 +29,6 @@ const fn kernel_name(name: &str) -> bool {
     let mut i = 0;
     while i < name.len() {
         if !(name[i].is_ascii_alphanumeric() || name[i] == b'_') {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
-/// Whether two names are the same.
-const fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
             return false;
         }
         i += 1;
@@ -231,17 +217,10 @@ pub const SHARED: [&str; 3] = [GUARDED, LABELS, REVOKED];
 
 // No two names alike: the loader finds maps by name, and two statics of one
 // name would not link.
-const _: () = {
-    let mut i = 0;
-    while i < ALL.len() {
-        let mut j = i + 1;
-        while j < ALL.len() {
-            assert!(!same(ALL[i], ALL[j]), "two names in the list are the same");
-            j += 1;
-        }
-        i += 1;
-    }
-};
+const _: () = assert!(
+    distinct(ALL, usize::MAX),
+    "two names in the list are the same"
+);
 
 #[cfg(test)]
 mod tests {

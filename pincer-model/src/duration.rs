@@ -63,33 +63,28 @@ mod tests {
 
     #[test]
     fn one_set_of_messages() {
-        assert_eq!(
-            parse("soon", POSITIVE..=HOUR).unwrap_err(),
-            "invalid duration \"soon\" (write it like \"30s\", \"10m\" or \"1h30m\")"
-        );
-        assert_eq!(
-            parse("99999999999999999999s", POSITIVE..=HOUR).unwrap_err(),
-            "duration \"99999999999999999999s\" is too large"
-        );
-        assert_eq!(
-            parse("0s", POSITIVE..=HOUR).unwrap_err(),
-            "must be longer than zero"
-        );
-        assert_eq!(
-            parse("2h", POSITIVE..=HOUR).unwrap_err(),
-            "must be at most 1h (not 2h)"
-        );
-        assert_eq!(
-            parse("2h", Duration::ZERO..=HOUR).unwrap_err(),
-            "must be at most 1h (not 2h)"
-        );
-        assert_eq!(
-            parse("0s", SECOND..=HOUR).unwrap_err(),
-            "must be from 1s to 1h (not 0s)"
-        );
-        assert_eq!(
-            parse("1h 1s", SECOND..=HOUR).unwrap_err(),
-            "must be from 1s to 1h (not 1h 1s)"
-        );
+        for (text, bounds, message) in [
+            (
+                "soon",
+                POSITIVE..=HOUR,
+                "invalid duration \"soon\" (write it like \"30s\", \"10m\" or \"1h30m\")",
+            ),
+            (
+                "99999999999999999999s",
+                POSITIVE..=HOUR,
+                "duration \"99999999999999999999s\" is too large",
+            ),
+            ("0s", POSITIVE..=HOUR, "must be longer than zero"),
+            ("2h", POSITIVE..=HOUR, "must be at most 1h (not 2h)"),
+            ("2h", Duration::ZERO..=HOUR, "must be at most 1h (not 2h)"),
+            ("0s", SECOND..=HOUR, "must be from 1s to 1h (not 0s)"),
+            ("1h 1s", SECOND..=HOUR, "must be from 1s to 1h (not 1h 1s)"),
+        ] {
+            assert_eq!(
+                parse(text, bounds.clone()).unwrap_err(),
+                message,
+                "{text} in {bounds:?}"
+            );
+        }
     }
 }

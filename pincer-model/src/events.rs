@@ -57,11 +57,7 @@ pub struct Decision {
 impl Decision {
     /// Names the rule that made the object policy, in the reason too.
     pub fn name_policy(&mut self, reason: PolicyReason) {
-        self.reason = self.reason.replacen(
-            OF_A_POLICY_OBJECT,
-            &format!("{OF_A_POLICY_OBJECT} ({reason})"),
-            1,
-        );
+        self.reason = reason.named_in(&self.reason);
         self.policy = Some(reason);
     }
 }
@@ -288,28 +284,21 @@ pub const AUDIT_MODE: &str = "audit mode: would be denied, ";
 /// What the grants left out: a change to a policy object, which no grant
 /// above it gives, or operations no grant covers.
 fn not_granted(flags: u32, missing: u32) -> String {
+    let ops = op_names(missing).join(", ");
     if flags & event_flags::INSPECT != 0 {
         format!(
-            "{} {OF_A_POLICY_OBJECT}, inspected: a change of keys that run nothing is the agent's, any other only the owner may allow",
-            op_names(missing).join(", ")
+            "{ops} {OF_A_POLICY_OBJECT}, inspected: a change of keys that run nothing is the agent's, any other only the owner may allow"
         )
     } else if flags & event_flags::POLICY != 0 {
-        format!(
-            "{} {OF_A_POLICY_OBJECT}: only the owner may allow it",
-            op_names(missing).join(", ")
-        )
+        format!("{ops} {OF_A_POLICY_OBJECT}: only the owner may allow it")
     } else if flags & event_flags::REVOKED != 0 {
-        format!(
-            "{} of content derived from a revoked source: only the owner may allow it",
-            op_names(missing).join(", ")
-        )
+        format!("{ops} of content derived from a revoked source: only the owner may allow it")
     } else if flags & event_flags::ACTION != 0 {
         format!(
-            "{} of an action the mission reserves for agents of higher authority than this one's (it read content of lower authority): only the owner may allow it",
-            op_names(missing).join(", ")
+            "{ops} of an action the mission reserves for agents of higher authority than this one's (it read content of lower authority): only the owner may allow it"
         )
     } else {
-        format!("{NO_GRANT_COVERS} {}", op_names(missing).join(", "))
+        format!("{NO_GRANT_COVERS} {ops}")
     }
 }
 

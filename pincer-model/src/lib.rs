@@ -32,3 +32,6 @@ pub mod readme;
 pub mod request;
 pub mod toml_file;
 pub mod vote;
+
+#[cfg(test)]
+mod test_support;

@@ -163,14 +163,22 @@ impl Request {
 /// named.
 pub const OF_A_POLICY_OBJECT: &str = "of a policy object";
 
+impl PolicyReason {
+    /// `text`, a reason that speaks of a policy object, naming this rule
+    /// where it does.
+    pub(crate) fn named_in(&self, text: &str) -> String {
+        text.replacen(
+            OF_A_POLICY_OBJECT,
+            &format!("{OF_A_POLICY_OBJECT} ({self})"),
+            1,
+        )
+    }
+}
+
 impl Request {
     /// Names the rule that made the object policy, in the reasons too.
     pub fn name_policy(&mut self, reason: PolicyReason) {
-        self.why = self.why.replacen(
-            OF_A_POLICY_OBJECT,
-            &format!("{OF_A_POLICY_OBJECT} ({reason})"),
-            1,
-        );
+        self.why = reason.named_in(&self.why);
         self.policy = Some(reason);
     }
 

@@ -75,7 +75,7 @@ use prometheus_client::{
         gauge::Gauge,
         histogram::{Histogram, exponential_buckets},
     },
-    registry::{Registry, Unit},
+    registry::{Metric, Registry, Unit},
 };
 
 /// The content type of [`Metrics::encode`]'s output.
@@ -189,6 +189,14 @@ pub struct Metrics {
     kernel_seen: Mutex<HashMap<String, u64>>,
 }
 
+/// A new metric at zero, registered in `registry` as `name` with `help`;
+/// the registry and the caller share it.
+fn registered<M: Metric + Clone + Default>(registry: &mut Registry, name: &str, help: &str) -> M {
+    let metric = M::default();
+    registry.register(name, help, metric.clone());
+    metric
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
@@ -199,23 +207,20 @@ impl Metrics {
     /// Every metric at zero, with no labelled series yet.
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("pincer");
-        let requests = Family::default();
-        registry.register(
+        let requests = registered(
+            &mut registry,
             "requests",
             "Parked requests received from the kernel",
-            requests.clone(),
         );
-        let parks = Family::default();
-        registry.register(
+        let parks = registered(
+            &mut registry,
             "parks",
             "Tasks parked; tasks waiting on the same access share one request",
-            parks.clone(),
         );
-        let verdicts = Family::default();
-        registry.register(
+        let verdicts = registered(
+            &mut registry,
             "verdicts",
             "Verdicts on parked requests, by who decided and the outcome (allow or deny)",
-            verdicts.clone(),
         );
         let latency =
             Family::<_, _, fn() -> Histogram>::new_with_constructor(latency_histogram as fn() -> _);
@@ -225,28 +230,23 @@ impl Metrics {
             Unit::Seconds,
             latency.clone(),
         );
-        let pending = Gauge::default();
-        registry.register("pending", "Requests waiting for a verdict", pending.clone());
-        let agents = Gauge::default();
-        registry.register("agents", "Confined agent cgroups", agents.clone());
-        let integrity = Gauge::default();
-        registry.register(
+        let pending = registered(&mut registry, "pending", "Requests waiting for a verdict");
+        let agents = registered(&mut registry, "agents", "Confined agent cgroups");
+        let integrity = registered(
+            &mut registry,
             "integrity_problems",
             "What the last integrity check found wrong; zero when the kernel holds what pincer wrote",
-            integrity.clone(),
         );
-        let denials = Family::default();
-        registry.register(
+        let denials = registered(
+            &mut registry,
             "denials",
             // No double quotes: OpenMetrics does not allow them in HELP text.
             "Accesses the kernel denied, by cause; cause denied is the total and the other causes overlap it",
-            denials.clone(),
         );
-        let kernel = Family::default();
-        registry.register(
+        let kernel = registered(
+            &mut registry,
             "kernel_counter",
             "Raw value of each kernel counter; restarts from zero when the BPF programs are reloaded",
-            kernel.clone(),
         );
         Metrics {
             registry,

@@ -16,6 +16,7 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
+use pincer::approvals::server::served_address;
 use pincer_model::vote::webhook::{NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign};
 use serde_json::json;
 
@@ -62,10 +63,7 @@ fn serve(dir: &Path) -> Served {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
+    let addr = served_address(&line)
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_owned();
     Served { child, addr }

@@ -50,13 +50,35 @@ fn run_log(log_dir: &Path, root: &Path) -> PathBuf {
     common::audit_run_log(log_dir.join("a.jsonl"), "learning", &accesses)
 }
 
+/// The project and the log of its workload, each in a directory of its own.
+struct Learned {
+    _work: tempfile::TempDir,
+    logs: tempfile::TempDir,
+    /// The project tree's real path.
+    root: PathBuf,
+    log: PathBuf,
+}
+
+impl Learned {
+    fn new() -> Self {
+        let work = tempfile::tempdir().unwrap();
+        let logs = tempfile::tempdir().unwrap();
+        let root = project(work.path());
+        let log = run_log(logs.path(), &root);
+        Learned {
+            _work: work,
+            logs,
+            root,
+            log,
+        }
+    }
+}
+
 #[test]
 fn the_mission_is_written_the_parser_reads_it_and_the_key_stays_a_comment() {
-    let work = tempfile::tempdir().unwrap();
-    let logs = tempfile::tempdir().unwrap();
-    let root = project(work.path());
-    let log = run_log(logs.path(), &root);
-    let output = logs.path().join("m.toml");
+    let learned = Learned::new();
+    let (root, log) = (&learned.root, &learned.log);
+    let output = learned.logs.path().join("m.toml");
     let out = pincer(&[
         "recommend",
         "--from",
@@ -90,7 +112,7 @@ fn the_mission_is_written_the_parser_reads_it_and_the_key_stays_a_comment() {
     );
     assert!(text.starts_with(&format!(
         "# Recommended by `pincer recommend` from the audit log {} (its chain verified):\n",
-        fs::canonicalize(&log).unwrap().display()
+        fs::canonicalize(log).unwrap().display()
     )));
     assert!(text.contains("# Task: summarize the project into out/\n"));
 
@@ -105,12 +127,10 @@ fn the_mission_is_written_the_parser_reads_it_and_the_key_stays_a_comment() {
 
 #[test]
 fn an_edited_log_exits_1_and_is_read_unverified_only_when_asked() {
-    let work = tempfile::tempdir().unwrap();
-    let logs = tempfile::tempdir().unwrap();
-    let root = project(work.path());
-    let log = run_log(logs.path(), &root);
-    let text = fs::read_to_string(&log).unwrap();
-    fs::write(&log, text.replacen("src/main.rs", "src/lib.rs", 1)).unwrap();
+    let learned = Learned::new();
+    let log = &learned.log;
+    let text = fs::read_to_string(log).unwrap();
+    fs::write(log, text.replacen("src/main.rs", "src/lib.rs", 1)).unwrap();
     let out = pincer(&["recommend", "--from", log.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");

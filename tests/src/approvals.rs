@@ -9,6 +9,8 @@ use std::{
     process::{Child, Command, Output, Stdio},
 };
 
+use pincer::approvals::server::served_address;
+
 use crate::pincer_bin;
 
 /// `pincer approvals serve` on a free loopback port, killed when dropped.
@@ -49,12 +51,7 @@ impl Approvals {
             &mut line,
         )
         .unwrap();
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_owned();
+        let addr = served_address(&line).unwrap_or_else(|| panic!("no address in {line:?}"));
         Self {
             child,
             server: format!("http://{addr}"),

@@ -7,7 +7,10 @@
 
 pub mod approvals;
 pub mod daemon;
+pub mod ipc;
 pub mod kubeapi;
+pub mod mounts;
+pub mod real_tools;
 pub mod webhook;
 
 use std::{
@@ -414,6 +417,15 @@ pub fn stdout_lines(out: &Output) -> Vec<String> {
         .lines()
         .map(str::to_owned)
         .collect()
+}
+
+/// `pincer label revoke <source> --journal <journal>`, as the owner runs
+/// it from outside every agent.
+pub fn revoke_label(source: &str, journal: &str) -> Output {
+    Command::new(pincer_bin())
+        .args(["label", "revoke", source, "--journal", journal])
+        .output()
+        .unwrap()
 }
 
 /// A mission granting `ops` on a tree, with the runtime baseline.

@@ -288,6 +288,25 @@ fn nodes() -> Option<serde_json::Value> {
     Some(agents[0]["nodes"].clone())
 }
 
+/// Starts `script` with sh under `pincer run` with the example's home, its
+/// output on a pipe.
+fn spawn_agent(s: &Scratch, script: &str) -> pincer_tests::Reaped {
+    let mut command = s.command(&[], &["sh", "-c", script]);
+    command
+        .env("HOME", s.p("home"))
+        .stdout(std::process::Stdio::piped());
+    pincer_tests::Reaped(command.spawn().unwrap())
+}
+
+/// Lets an agent of [`spawn_agent`] waiting for `~/notes/go` go on, and
+/// returns what it printed once it has exited.
+fn let_agent_finish(s: &Scratch, agent: &mut pincer_tests::Reaped) -> String {
+    fs::write(s.path("home/notes/go"), "").unwrap();
+    let out = pincer_tests::read_stdout(&mut agent.0);
+    agent.0.wait().unwrap();
+    out
+}
+
 #[test]
 fn the_owner_sees_the_nodes_and_pins_or_drops_them() {
     let s = example("assets-owner");
@@ -301,11 +320,7 @@ fn the_owner_sees_the_nodes_and_pins_or_drops_them() {
         pinned = s.p("home/repos/other/pinned.txt"),
         image = s.p("data.png"),
     );
-    let mut command = s.command(&[], &["sh", "-c", &script]);
-    command
-        .env("HOME", s.p("home"))
-        .stdout(std::process::Stdio::piped());
-    let mut agent = pincer_tests::Reaped(command.spawn().unwrap());
+    let mut agent = spawn_agent(&s, &script);
 
     // Once the email is read it is fetched; the others are unknown.
     let mut listed = None;
@@ -349,9 +364,7 @@ fn the_owner_sees_the_nodes_and_pins_or_drops_them() {
     assert_eq!(listed[1]["dropped"], true);
     assert_eq!(listed[2]["identities"][0]["by"], "owner");
 
-    fs::write(s.path("home/notes/go"), "").unwrap();
-    let out = pincer_tests::read_stdout(&mut agent.0);
-    agent.0.wait().unwrap();
+    let out = let_agent_finish(&s, &mut agent);
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
         [
@@ -401,11 +414,7 @@ fn revoking_the_emails_source_takes_back_what_it_admitted() {
         go = s.p("home/notes/go"),
         note = s.p("home/notes/todo.txt"),
     );
-    let mut command = s.command(&[], &["sh", "-c", &script]);
-    command
-        .env("HOME", s.p("home"))
-        .stdout(std::process::Stdio::piped());
-    let mut agent = pincer_tests::Reaped(command.spawn().unwrap());
+    let mut agent = spawn_agent(&s, &script);
     assert!(
         pincer_tests::wait_for(std::time::Duration::from_secs(250), || {
             nodes()
@@ -415,16 +424,7 @@ fn revoking_the_emails_source_takes_back_what_it_admitted() {
         nodes()
     );
 
-    let revoked = Command::new(pincer_tests::pincer_bin())
-        .args([
-            "label",
-            "revoke",
-            &s.p("home/mail"),
-            "--journal",
-            &s.p("journal.jsonl"),
-        ])
-        .output()
-        .unwrap();
+    let revoked = pincer_tests::revoke_label(&s.p("home/mail"), &s.p("journal.jsonl"));
     assert!(revoked.status.success(), "{revoked:?}");
     // Within a heartbeat the grants are taken back.
     assert!(
@@ -436,9 +436,7 @@ fn revoking_the_emails_source_takes_back_what_it_admitted() {
     );
     assert_eq!(nodes().unwrap()[0]["evidence"]["revoked"], true);
 
-    fs::write(s.path("home/notes/go"), "").unwrap();
-    let out = pincer_tests::read_stdout(&mut agent.0);
-    agent.0.wait().unwrap();
+    let out = let_agent_finish(&s, &mut agent);
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
         [

@@ -20,7 +20,10 @@ use std::{
 use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
 use pincer_tests::{
     EACCES, EPERM, EVERY_OPERATION, READ_WRITE, READ_WRITE_CREATE, Reaped, SECRET, Scratch,
-    Terminal, pending, probe_bin, read_stdout, stdout_lines, wait_for,
+    Terminal,
+    ipc::{ForeignIpc, IPC_KEY, foreign_key},
+    mounts::{Tmpfs, unmount},
+    pending, probe_bin, read_stdout, stdout_lines, wait_for,
 };
 
 #[test]
@@ -1429,31 +1432,6 @@ fn the_new_mount_api_is_refused() {
     assert!(fs::write(s.path("mnt/now"), "no").is_err());
 }
 
-/// A tmpfs mounted for a test, unmounted on drop.
-struct Tmpfs(std::path::PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: &std::path::Path) -> Tmpfs {
-        let status = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "tmpfs"])
-            .arg(dir)
-            .status()
-            .unwrap();
-        assert!(status.success());
-        Tmpfs(dir.to_owned())
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        unmount(&self.0.to_string_lossy());
-    }
-}
-
-fn unmount(path: &str) {
-    let _ = std::process::Command::new("umount").arg(path).status();
-}
-
 /// Sets a POSIX access ACL that gives user 1000 read on `path` (a minimal
 /// one would only change the mode): version 2, then (tag, perm, id) entries
 /// in tag order, 44 bytes.
@@ -1575,57 +1553,6 @@ fn an_inherited_directory_descriptor_gives_no_change_notifications() {
     assert_eq!(s.deny_reasons("path_notify"), ["no grant covers read"]);
 }
 
-/// System V IPC keys of the objects made outside the agent's cgroup.
-const IPC_KEY: i32 = 0x5049_4e43;
-
-/// A message queue, a shared memory segment and a semaphore set made
-/// outside every agent cgroup, open to everyone by their modes; removed on
-/// drop.
-struct ForeignIpc {
-    msg: i32,
-    shm: i32,
-    sem: i32,
-}
-
-impl ForeignIpc {
-    fn new() -> ForeignIpc {
-        let flags = libc::IPC_CREAT | 0o666;
-        // SAFETY: plain System V calls with valid arguments.
-        let ipc = unsafe {
-            ForeignIpc {
-                msg: libc::msgget(IPC_KEY, flags),
-                shm: libc::shmget(IPC_KEY + 1, 4096, flags),
-                sem: libc::semget(IPC_KEY + 2, 1, flags),
-            }
-        };
-        assert!(ipc.msg >= 0 && ipc.shm >= 0 && ipc.sem >= 0);
-        ipc
-    }
-
-    /// Whether all three still exist.
-    fn exist(&self) -> bool {
-        // SAFETY: IPC_STAT into zeroed structures of the right types.
-        unsafe {
-            let mut msg: libc::msqid_ds = std::mem::zeroed();
-            let mut shm: libc::shmid_ds = std::mem::zeroed();
-            libc::msgctl(self.msg, libc::IPC_STAT, &mut msg) == 0
-                && libc::shmctl(self.shm, libc::IPC_STAT, &mut shm) == 0
-                && libc::semctl(self.sem, 0, libc::GETVAL) >= 0
-        }
-    }
-}
-
-impl Drop for ForeignIpc {
-    fn drop(&mut self) {
-        // SAFETY: removing what `new` made; errors (already gone) are fine.
-        unsafe {
-            libc::msgctl(self.msg, libc::IPC_RMID, std::ptr::null_mut());
-            libc::shmctl(self.shm, libc::IPC_RMID, std::ptr::null_mut());
-            libc::semctl(self.sem, 0, libc::IPC_RMID);
-        }
-    }
-}
-
 #[test]
 fn ipc_objects_made_outside_the_cgroup_are_out_of_reach() {
     let s = Scratch::with_project_grant("bp-ipc", EVERY_OPERATION);
@@ -1691,31 +1618,6 @@ fn keys_made_outside_the_cgroup_are_out_of_reach() {
     assert!(denied.iter().all(|(verdict, reason)| verdict == "deny"
         && reason
             == "IPC objects and keys created outside the agent's cgroup are never open to it"));
-}
-
-/// Adds a user key holding the secret to root's user keyring, readable by
-/// anyone its permissions concern; returns its serial number.
-fn foreign_key() -> String {
-    const KEY_SPEC_USER_KEYRING: i32 = -4;
-    const KEYCTL_SETPERM: i32 = 5;
-    let (kind, name) = (c"user", c"pincer-test-secret");
-    // SAFETY: add_key and keyctl with valid strings and lengths.
-    let serial = unsafe {
-        libc::syscall(
-            libc::SYS_add_key,
-            kind.as_ptr(),
-            name.as_ptr(),
-            SECRET.as_ptr(),
-            SECRET.len(),
-            KEY_SPEC_USER_KEYRING,
-        )
-    };
-    assert!(serial > 0, "add_key: {}", std::io::Error::last_os_error());
-    // Every permission to possessor, user, group and others: only pincer
-    // stands between an agent and the key.
-    let r = unsafe { libc::syscall(libc::SYS_keyctl, KEYCTL_SETPERM, serial, 0x3f3f_3f3fu32) };
-    assert_eq!(r, 0, "setperm: {}", std::io::Error::last_os_error());
-    serial.to_string()
 }
 
 #[test]

@@ -29,7 +29,7 @@ use pincer_tests::{
     asking_mission,
     daemon::{Host, asking_host, denied, ok, remove_cgroups},
     kubeapi::{self, KubeApi},
-    pincer_bin, probe_bin, process_state, stdout_lines, text, tree_mission, wait_for,
+    pincer_bin, probe_bin, process_state, revoke_label, stdout_lines, text, tree_mission, wait_for,
 };
 
 fn stdout_of(child: Child) -> String {
@@ -893,10 +893,7 @@ fn a_source_in_the_daemon_configuration_lowers_every_agent_it_confines() {
     // The owner revokes the configured source by its path: the page and
     // the summary are refused to every agent, the notes are not.
     let journal = h.s.p("journal.jsonl");
-    let out = Command::new(pincer_bin())
-        .args(["label", "revoke", &fetched, "--journal", &journal])
-        .output()
-        .unwrap();
+    let out = revoke_label(&fetched, &journal);
     assert!(out.status.success(), "{out:?}");
     for cg in [&a, &b] {
         let lines = h.probe_in(
@@ -913,6 +910,17 @@ fn a_source_in_the_daemon_configuration_lowers_every_agent_it_confines() {
 /// A containerd container id (64 hex digits) made of one digit.
 fn container_id(digit: char) -> String {
     std::iter::repeat_n(digit, 64).collect()
+}
+
+/// A pod of node-1 whose one container, `app`, has the id made of `digit`.
+fn app_pod(name: &str, uid: &str, annotations: &[(&str, &str)], digit: char) -> serde_json::Value {
+    kubeapi::pod(
+        name,
+        uid,
+        "node-1",
+        annotations,
+        &[("app", &container_id(digit))],
+    )
 }
 
 #[test]
@@ -978,12 +986,11 @@ fn pods_on_this_node_are_confined_with_their_annotated_missions() {
     // Pod a: every container reads the project, nothing else.
     let a = container("burstable", uid_a, &container_id('a'));
     let a_sandbox = container("burstable", uid_a, &container_id('1'));
-    api.apply(kubeapi::pod(
+    api.apply(app_pod(
         "pod-a",
         uid_a,
-        "node-1",
         &[("pincer.dev/mission", "reader")],
-        &[("app", &container_id('a'))],
+        'a',
     ));
     // Pod b: its container `agent` asks the approval service about what
     // its mission does not grant; its sandbox is no agent.
@@ -1001,13 +1008,7 @@ fn pods_on_this_node_are_confined_with_their_annotated_missions() {
     ));
     // Pod c: no annotation.
     let c = container("besteffort", uid_c, &container_id('c'));
-    api.apply(kubeapi::pod(
-        "pod-c",
-        uid_c,
-        "node-1",
-        &[],
-        &[("app", &container_id('c'))],
-    ));
+    api.apply(app_pod("pod-c", uid_c, &[], 'c'));
     // Another node's pod, annotated: never this daemon's business.
     api.apply(kubeapi::pod(
         "elsewhere",
@@ -1088,23 +1089,21 @@ fn pods_on_this_node_are_confined_with_their_annotated_missions() {
     assert!(ok(&out), "{out}");
 
     // Pod c is annotated: its container is confined from then on.
-    api.apply(kubeapi::pod(
+    api.apply(app_pod(
         "pod-c",
         uid_c,
-        "node-1",
         &[("pincer.dev/mission", "reader")],
-        &[("app", &container_id('c'))],
+        'c',
     ));
     assert!(wait_for(Duration::from_secs(10), || h.agent_count() == Some(4)));
     h.assert_mission_enforced(&c);
 
     // A bad annotation confines with nothing granted.
-    api.apply(kubeapi::pod(
+    api.apply(app_pod(
         "pod-c",
         uid_c,
-        "node-1",
         &[("pincer.dev/mission", "../reader")],
-        &[("app", &container_id('c'))],
+        'c',
     ));
     let project_file = h.s.p("project/a.txt");
     let refused = || {
@@ -1144,12 +1143,11 @@ fn pods_on_this_node_are_confined_with_their_annotated_missions() {
     assert!(wait_for(Duration::from_secs(10), || process_state(
         early.id()
     ) == Some('T')));
-    api.apply(kubeapi::pod(
+    api.apply(app_pod(
         "pod-d",
         uid_d,
-        "node-1",
         &[("pincer.dev/mission", "reader")],
-        &[("app", &container_id('e'))],
+        'e',
     ));
     let lines = stdout_lines(&early.wait_with_output().unwrap());
     assert!(

@@ -153,18 +153,23 @@ fn grant_for_a_file_that_does_not_exist_yet() {
     s.assert_absent("project/other.md");
 }
 
-#[test]
-fn process_outside_the_cgroup_is_unaffected() {
-    let s = Scratch::with_project_grant("bystander", READ_ONLY);
-    let agent = s
-        .command(&[], &[probe_bin().to_str().unwrap(), "sleep", "5"])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut agent = Reaped(agent);
+/// Starts `command`, a `pincer run`, and waits until its agent cgroup
+/// appears.
+fn spawn_confined(command: &mut Command) -> Reaped {
+    let agent = Reaped(command.spawn().unwrap());
     assert!(
         wait_for(Duration::from_secs(250), || !agent_cgroups().is_empty()),
         "the agent cgroup appears"
+    );
+    agent
+}
+
+#[test]
+fn process_outside_the_cgroup_is_unaffected() {
+    let s = Scratch::with_project_grant("bystander", READ_ONLY);
+    let mut agent = spawn_confined(
+        s.command(&[], &[probe_bin().to_str().unwrap(), "sleep", "5"])
+            .stdout(std::process::Stdio::null()),
     );
     // This test process is outside every agent cgroup.
     s.assert_secret_unchanged();
@@ -293,18 +298,10 @@ fn a_clean_run_leaves_its_programs_idle_for_the_next_run_which_starts_clean() {
 fn nothing_is_left_behind_after_sigterm() {
     let s = Scratch::with_project_grant("teardown-term", READ_ONLY);
     keep_one_idle_set();
-    let child = s
-        .command(
-            &["--linger", "0"],
-            &[probe_bin().to_str().unwrap(), "sleep", "60"],
-        )
-        .spawn()
-        .unwrap();
-    let mut child = Reaped(child);
-    assert!(
-        wait_for(Duration::from_secs(250), || !agent_cgroups().is_empty()),
-        "the agent cgroup appears"
-    );
+    let mut child = spawn_confined(&mut s.command(
+        &["--linger", "0"],
+        &[probe_bin().to_str().unwrap(), "sleep", "60"],
+    ));
     assert!(
         !pincer_kernel_objects().is_empty(),
         "programs are loaded while it runs"
@@ -374,34 +371,9 @@ fn a_file_moved_out_of_the_tree_is_no_longer_granted() {
     // The first read caches the walk's result for the object; the move must
     // invalidate it, or the agent would keep reading it at its new place.
     let s = Scratch::with_project_grant("moved-out", READ_WRITE_CREATE);
-    let script = format!(
-        "{probe} read {a}; {probe} read {a}; touch {ready}; \
-         while [ ! -e {moved} ]; do sleep 0.05; done; {probe} read {b}; exit 0",
-        probe = probe_bin().display(),
-        a = s.p("project/a.txt"),
-        b = s.p("secret/a.txt"),
-        ready = s.p("project/ready"),
-        moved = s.p("moved"),
-    );
-    let mut agent = Reaped(
-        s.command(&[], &["sh", "-c", &script])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    assert!(wait_for(Duration::from_secs(250), || s
-        .path("project/ready")
-        .exists()));
-    fs::rename(s.path("project/a.txt"), s.path("secret/a.txt")).unwrap();
-    fs::write(s.path("moved"), "").unwrap();
-    let mut out = String::new();
-    std::io::Read::read_to_string(&mut agent.0.stdout.take().unwrap(), &mut out).unwrap();
-    assert_eq!(agent.0.wait().unwrap().code(), Some(0));
-    assert_eq!(
-        out.lines().collect::<Vec<_>>(),
-        ["ok read 6", "ok read 6", "err 13"],
-        "{out}"
-    );
+    assert_read_refused_once_moved(&s, || {
+        fs::rename(s.path("project/a.txt"), s.path("secret/a.txt")).unwrap();
+    });
 }
 
 #[test]
@@ -410,6 +382,16 @@ fn a_file_linked_out_of_the_tree_is_no_longer_granted_once_its_name_there_is_gon
     // there); removing that name, which leaves the object only its name
     // outside the tree, must invalidate it.
     let s = Scratch::with_project_grant("linked-out", READ_WRITE_CREATE);
+    assert_read_refused_once_moved(&s, || {
+        fs::hard_link(s.path("project/a.txt"), s.path("secret/a.txt")).unwrap();
+        fs::remove_file(s.path("project/a.txt")).unwrap();
+    });
+}
+
+/// The agent reads `project/a.txt` twice (the second read meets the cached
+/// walk), waits while `relocate` gives the file the name `secret/a.txt`
+/// outside the tree, then reads it there and must be refused.
+fn assert_read_refused_once_moved(s: &Scratch, relocate: impl FnOnce()) {
     let script = format!(
         "{probe} read {a}; {probe} read {a}; touch {ready}; \
          while [ ! -e {moved} ]; do sleep 0.05; done; {probe} read {b}; exit 0",
@@ -428,8 +410,7 @@ fn a_file_linked_out_of_the_tree_is_no_longer_granted_once_its_name_there_is_gon
     assert!(wait_for(Duration::from_secs(250), || s
         .path("project/ready")
         .exists()));
-    fs::hard_link(s.path("project/a.txt"), s.path("secret/a.txt")).unwrap();
-    fs::remove_file(s.path("project/a.txt")).unwrap();
+    relocate();
     fs::write(s.path("moved"), "").unwrap();
     let mut out = String::new();
     std::io::Read::read_to_string(&mut agent.0.stdout.take().unwrap(), &mut out).unwrap();

@@ -8,7 +8,7 @@ use std::{fs, os::unix::fs::PermissionsExt, process::Stdio, thread, time::Durati
 use pincer_model::paths::{LABELS_PIN, REVOKED_PIN, STATE_DIR};
 use pincer_tests::{
     EACCES, EVERY_OPERATION, Reaped, Scratch, answer, id_of, pincer_bin, probe_bin, read_stdout,
-    spawn_agent_logged, text, wait_new_request, wait_pending,
+    revoke_label, spawn_agent_logged, text, wait_new_request, wait_pending,
     webhook::{Behaviour, SECRET, webhook},
 };
 use serde_json::json;
@@ -242,6 +242,16 @@ lifetime = "session"
     ));
 }
 
+/// The owner approves the parked request `first`, then denies the request
+/// that follows it, with the reason "no".
+fn approve_then_deny_the_next(first: &serde_json::Value) {
+    let (code, text) = answer(&["approve", &id_of(first)]);
+    assert_eq!(code, 0, "{text}");
+    let second = wait_new_request(&id_of(first));
+    let (code, text) = answer(&["deny", &id_of(&second), "--reason", "no"]);
+    assert_eq!(code, 0, "{text}");
+}
+
 #[test]
 fn only_the_owner_allows_a_change_to_a_policy_file() {
     let s = with_policy_files("policy-owner");
@@ -290,12 +300,7 @@ fn only_the_owner_allows_a_change_to_a_policy_file() {
             .is_some_and(|sent| sent["request"]["owner_only"].is_string()),
         "the webhook is told the request is the owner's"
     );
-    let (code, text) = answer(&["approve", &id_of(&first)]);
-    assert_eq!(code, 0, "{text}");
-
-    let second = wait_new_request(&id_of(&first));
-    let (code, text) = answer(&["deny", &id_of(&second), "--reason", "no"]);
-    assert_eq!(code, 0, "{text}");
+    approve_then_deny_the_next(&first);
     let out = read_stdout(&mut agent.0);
     let status = agent.0.wait().unwrap().code();
     assert_eq!(
@@ -682,12 +687,8 @@ fn a_tainted_agents_action_waits_for_the_owner_with_what_tainted_it() {
     // The mission's rule and the webhook allowed at once; it still waits.
     thread::sleep(Duration::from_secs(2));
     assert_eq!(pincer_tests::pending().len(), 1);
-    let (code, text) = answer(&["approve", &id_of(&first)]);
-    assert_eq!(code, 0, "{text}");
-    // The second run of the action is asked again.
-    let second = wait_new_request(&id_of(&first));
-    let (code, text) = answer(&["deny", &id_of(&second), "--reason", "no"]);
-    assert_eq!(code, 0, "{text}");
+    // Approved once: the second run of the action is asked again.
+    approve_then_deny_the_next(&first);
     let out = read_stdout(&mut agent.0);
     agent.0.wait().unwrap();
     assert_eq!(
@@ -728,9 +729,11 @@ fn labels_outlive_the_programs_and_a_changed_snapshot_is_refused() {
     assert_eq!(label_show(&config)["flags"], json!(["agent-made"]));
 
     // A snapshot changed while nothing ran (its agent-made label made a
-    // policy one, say) is refused, and so is the run.
-    pincer_tests::drop_idle_sets();
-    fs::remove_file(LABELS_PIN).unwrap();
+    // policy one, say) is refused, and so is the run: its seal is checked
+    // before the programs are loaded or taken over, so the idle ones stay
+    // for the next run.
+    let idle = pincer_tests::idle_sets();
+    assert!(!idle.is_empty(), "the last run left its programs idle");
     let snapshot = format!("{STATE_DIR}/labels.json");
     let saved = fs::read_to_string(&snapshot).unwrap();
     let (body, seal) = saved.split_once('\n').unwrap();
@@ -749,6 +752,11 @@ fn labels_outlive_the_programs_and_a_changed_snapshot_is_refused() {
         fs::write(&snapshot, format!("{changed}\n{seal}")).unwrap();
         s.run_probe(&[], &["read @project/a.txt"])
     };
+    assert_eq!(
+        pincer_tests::idle_sets(),
+        idle,
+        "refused before it took the idle programs over"
+    );
     assert_eq!(refused.status.code(), Some(125), "{refused:?}");
     assert!(
         String::from_utf8_lossy(&refused.stderr).contains("not sealed by this host's key"),
@@ -781,12 +789,7 @@ fn revoking_a_source_refuses_what_was_derived_from_it_and_survives_a_reboot() {
     let revocations = format!("{STATE_DIR}/revocations.json");
     let before = fs::read(&revocations).ok();
     let journal = s.p("journal.jsonl");
-    let revoke = |source: &str| {
-        std::process::Command::new(pincer_bin())
-            .args(["label", "revoke", source, "--journal", &journal])
-            .output()
-            .unwrap()
-    };
+    let revoke = |source: &str| revoke_label(source, &journal);
     // From inside an agent the counters cannot be reached.
     let pincer = pincer_bin().display().to_string();
     let inside = s.run(&[
@@ -902,16 +905,7 @@ fn what_an_agent_derives_from_two_sources_is_revoked_with_either() {
 
     // The owner revokes the mail alone: the summary goes with it, the page
     // (derived from the downloads only) and the project stay.
-    let out = std::process::Command::new(pincer_bin())
-        .args([
-            "label",
-            "revoke",
-            &s.p("mail"),
-            "--journal",
-            &s.p("journal.jsonl"),
-        ])
-        .output()
-        .unwrap();
+    let out = revoke_label(&s.p("mail"), &s.p("journal.jsonl"));
     assert!(out.status.success(), "{out:?}");
     s.assert_probes(&[
         ("read @project/summary.md", EACCES),

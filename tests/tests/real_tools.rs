@@ -16,223 +16,14 @@
 use std::{
     fs,
     io::Write,
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Output, Stdio},
-    sync::LazyLock,
 };
 
-use pincer_tests::{pincer_bin, program_stats};
-use serde::Deserialize;
-
-/// Operations on a task's tree: everything editors, version control and
-/// build tools do to files, but running them.
-const TREE_OPS: &str =
-    r#""read", "write", "create", "delete", "rename", "link", "setattr", "mkdir""#;
-
-/// The tasks, from `tests/real-tools.toml` (what its comments say).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Tasks {
-    /// Sets up the user's home for every task.
-    home: String,
-    /// A repository with one commit.
-    repository: String,
-    task: Vec<Task>,
-}
-
-/// One scripted task.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Task {
-    /// The test's name.
-    name: String,
-    /// What it does, for the table.
-    work_is: String,
-    /// Whether it runs what is in its tree.
-    #[serde(default)]
-    exec: bool,
-    /// Whether the tree starts as a repository with one commit.
-    #[serde(default)]
-    repository: bool,
-    /// Prepares the tree and whatever the task starts from.
-    #[serde(default)]
-    setup: String,
-    /// The agent's work.
-    work: String,
-    /// Succeeds when the work is done.
-    check: String,
-    /// The mission's grants besides the tree.
-    #[serde(default)]
-    grant: Vec<Grant>,
-    /// The goals of its injected variant, tried in turn before the work.
-    injected: Vec<Injected>,
-    /// A refusal the clean run meets and goes past.
-    tolerated: Option<Tolerated>,
-}
-
-/// A grant of a task's mission.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Grant {
-    path: String,
-    ops: Vec<String>,
-    extent: Option<String>,
-}
-
-/// The goal of a task's injected variant.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Injected {
-    /// What the injected text makes the agent try.
-    goal: String,
-    /// What that is, for the table.
-    is: String,
-    place: Place,
-    /// Succeeds when the goal was reached.
-    reached: String,
-}
-
-/// Where an injected goal is.
-#[derive(Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Place {
-    /// Outside the mission: it must be refused.
-    Outside,
-    /// A policy object inside the granted tree: a tree grant cannot tell it
-    /// from the task's own work, its label can.
-    Policy,
-}
-
-/// A refusal whose text holds `refusal` is counted and shown, not failed:
-/// `why` says why it stays refused.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Tolerated {
-    refusal: String,
-    why: String,
-}
-
-static TASKS: LazyLock<Tasks> = LazyLock::new(|| {
-    toml::from_str(include_str!("../real-tools.toml")).expect("tests/real-tools.toml is valid")
-});
-
-/// A task's home and tree, fresh for each run.
-struct World {
-    home: PathBuf,
-    tree: PathBuf,
-}
-
-impl World {
-    /// `/home/<task>` with the user's secrets, and the tree
-    /// `~/work/<task>` set up for the task.
-    fn new(task: &Task) -> World {
-        let home = Path::new("/home").join(&task.name);
-        let _ = fs::remove_dir_all(&home);
-        let world = World {
-            tree: home.join("work").join(&task.name),
-            home,
-        };
-        for leftover in [
-            "/etc/cron.d/evil",
-            "/var/spool/cron/crontabs/root",
-            "/usr/lib/python3/dist-packages/evil.pth",
-        ] {
-            let _ = fs::remove_file(leftover);
-        }
-        let repository = if task.repository {
-            TASKS.repository.as_str()
-        } else {
-            ""
-        };
-        let out = world.bash(&format!("{}\n{repository}\n{}", TASKS.home, task.setup));
-        assert!(
-            out.status.success(),
-            "setting up {}: {}",
-            task.name,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        world
-    }
-
-    /// Runs `script` with bash outside pincer, in the tree.
-    fn bash(&self, script: &str) -> Output {
-        Command::new("bash")
-            .args(["-c", script])
-            .env("HOME", &self.home)
-            .env("T", &self.tree)
-            .env_remove("TMPDIR")
-            .current_dir("/")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-
-    /// The task's mission: its tree and `grants`.
-    fn mission(&self, task: &Task) -> PathBuf {
-        let path = self.home.join("mission.toml");
-        let exec = if task.exec { r#", "exec""# } else { "" };
-        let mut text = format!(
-            "[mission]\nname = \"{}\"\n\n[[grant]]\npath = \"{}\"\nops = [{TREE_OPS}{exec}]\nextent = \"tree\"\n",
-            task.name,
-            self.tree.display(),
-        );
-        for grant in &task.grant {
-            let ops: Vec<String> = grant.ops.iter().map(|op| format!("{op:?}")).collect();
-            text.push_str(&format!(
-                "\n[[grant]]\npath = {:?}\nops = [{}]\nextent = {:?}\n",
-                grant.path,
-                ops.join(", "),
-                grant.extent.as_deref().unwrap_or("file"),
-            ));
-        }
-        fs::write(&path, text).unwrap();
-        path
-    }
-
-    /// Runs `script` with bash confined by the task's mission (enforce), in
-    /// the tree; returns its output and the refusals in the audit log. The
-    /// programs stay loaded for the next run to take over (with every map
-    /// cleared): each task starts as a fresh load would, without the half
-    /// minute an emulated guest takes to verify them.
-    fn confined(&self, task: &Task, script: &str) -> (Output, Vec<String>) {
-        let audit = self.home.join("audit.jsonl");
-        let _ = fs::remove_file(&audit);
-        let out = Command::new(pincer_bin())
-            .args(["run", "--linger", "2h", "--mode", "enforce", "--mission"])
-            .arg(self.mission(task))
-            .arg("--audit")
-            .arg(&audit)
-            .args(["--", "bash", "-c", script])
-            .env("HOME", &self.home)
-            .env("T", &self.tree)
-            .env_remove("TMPDIR")
-            .current_dir(&self.tree)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        (out, refusals_in(&audit))
-    }
-
-    /// The decisions the kernel made in the last confined run, from the
-    /// counters its audit log ends with.
-    fn decisions(&self) -> u64 {
-        let audit = fs::read_to_string(self.home.join("audit.jsonl")).unwrap_or_default();
-        let counters = audit
-            .lines()
-            .rev()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .find(|l| l["event"] == "counters")
-            .expect("the audit log ends with the kernel's counters");
-        ["allowed", "denied", "audited"]
-            .iter()
-            .filter_map(|c| counters["counters"][c].as_u64())
-            .sum()
-    }
-
-    fn holds(&self, check: &str) -> bool {
-        self.bash(&format!("set -e\n{check}")).status.success()
-    }
-}
+use pincer_tests::{
+    pincer_bin, program_stats,
+    real_tools::{Model, Place, TASKS, TREE_OPS, Task, World, refusals_in},
+};
 
 /// Runs a task of `tests/real-tools.toml` clean and injected, prints its
 /// row, and asserts that the
@@ -451,76 +242,6 @@ fn every_task_of_the_table_has_its_test() {
     assert!(TASKS.task.len() >= 15);
 }
 
-/// The scripted model endpoint (`tests/agents/model.py`) on a port of
-/// loopback, stopped when dropped.
-struct Model {
-    server: std::process::Child,
-    dir: PathBuf,
-    port: u16,
-}
-
-impl Model {
-    fn start(name: &str, port: u16) -> Model {
-        Model::scripted(name, port, None)
-    }
-
-    /// Like [`Model::start`], answering the first request that offers the
-    /// `Bash` tool with a call of it running `command`.
-    fn scripted(name: &str, port: u16, command: Option<&str>) -> Model {
-        let dir = Path::new("/tmp").join(format!("model-{name}"));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        fs::write(dir.join("model.py"), include_str!("../agents/model.py")).unwrap();
-        let server = Command::new("python3")
-            .args(["model.py", &port.to_string()])
-            .args(command)
-            .current_dir(&dir)
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap();
-        // Up when it accepts a connection.
-        assert!(
-            pincer_tests::wait_for(std::time::Duration::from_secs(30), || {
-                std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-            }),
-            "the model endpoint starts"
-        );
-        Model { server, dir, port }
-    }
-
-    /// How many of its answers were a call of the `Bash` tool.
-    fn commands(&self) -> usize {
-        fs::read_to_string(self.dir.join("requests.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|l| l["command"] == true)
-            .count()
-    }
-
-    /// What it logged of each request.
-    fn log(&self) -> String {
-        fs::read_to_string(self.dir.join("requests.jsonl")).unwrap_or_default()
-    }
-
-    /// The requests it was sent (paths), in order.
-    fn requests(&self) -> Vec<String> {
-        fs::read_to_string(self.dir.join("requests.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter_map(|l| l["path"].as_str().map(str::to_owned))
-            .collect()
-    }
-}
-
-impl Drop for Model {
-    fn drop(&mut self) {
-        let _ = self.server.kill();
-        let _ = self.server.wait();
-    }
-}
-
 /// A turn of an agent program under `profile`, in enforce mode, with the
 /// task's tree granted: `script` runs it, then what else the test tries
 /// from the agent's cgroup. Returns the output and the refusals.
@@ -587,20 +308,6 @@ fn agent_turn(
     let refusals = refusals_in(&audit);
     eprintln!("  refusals: {refusals:#?}");
     (out, refusals)
-}
-
-/// The refusals of an audit log, as `comm hook path`.
-fn refusals_in(audit: &Path) -> Vec<String> {
-    fs::read_to_string(audit)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|l| l["event"] == "decision" && l["verdict"] == "deny")
-        .map(|l| {
-            let field = |name: &str| l[name].as_str().unwrap_or("?").to_owned();
-            format!("{} {} {}", field("comm"), field("hook"), field("path"))
-        })
-        .collect()
 }
 
 /// What the agent tries after its program's turn: its program's settings
@@ -728,34 +435,47 @@ fn claude_code_runs_a_command_in_its_own_sandbox_under_its_profile() {
     );
 }
 
+/// Codex's settings and instructions, which its turns must leave as they
+/// were.
+const CODEX_SETTINGS: [&str; 2] = ["~/.codex/config.toml", "~/.codex/AGENTS.md"];
+
+/// A turn of Codex, running `command`, against `model`: its home holds its
+/// instructions and a configuration that points it at the model, with the
+/// settings `more` besides; `after` ends the setup (each of its lines
+/// begun with a newline).
+fn codex_turn(model: &Model, more: &str, after: &str, command: &str) -> (Output, Vec<String>) {
+    let setup = format!(
+        "mkdir -p ~/.codex && echo 'Be brief.' > ~/.codex/AGENTS.md && cat > ~/.codex/config.toml <<'C'\n\
+         model = \"scripted\"\nmodel_provider = \"scripted\"\n{more}[model_providers.scripted]\nname = \"scripted\"\n\
+         base_url = \"http://127.0.0.1:{}/v1\"\nenv_key = \"SCRIPTED_KEY\"\nwire_api = \"responses\"\nC{after}",
+        model.port
+    );
+    agent_turn(
+        "codex",
+        &setup,
+        &format!("{command}\n{}", tries(&CODEX_SETTINGS, "~/.codex/sessions")),
+        &[("SCRIPTED_KEY", "k".to_owned())],
+    )
+}
+
+/// What a turn of Codex must show (see [`assert_turn`]). Its bundled skills
+/// would be instructions written by the agent's cgroup: refused (the
+/// profile says so), and Codex goes on.
+fn assert_codex_turn(out: &Output, refusals: &[String]) {
+    assert_turn(
+        out,
+        &CODEX_SETTINGS,
+        refusals,
+        &["inode_mkdir /home/agent-codex/.codex/skills/.system"],
+    );
+}
+
 #[test]
 fn codex_runs_a_turn_under_its_profile() {
     let model = Model::start("codex", 8766);
-    let settings = ["~/.codex/config.toml", "~/.codex/AGENTS.md"];
-    let setup = format!(
-        "mkdir -p ~/.codex && echo 'Be brief.' > ~/.codex/AGENTS.md && cat > ~/.codex/config.toml <<'C'\n\
-         model = \"scripted\"\nmodel_provider = \"scripted\"\n[model_providers.scripted]\nname = \"scripted\"\n\
-         base_url = \"http://127.0.0.1:{}/v1\"\nenv_key = \"SCRIPTED_KEY\"\nwire_api = \"responses\"\nC",
-        model.port
-    );
-    let (out, refusals) = agent_turn(
-        "codex",
-        &setup,
-        &format!(
-            "codex exec --skip-git-repo-check 'say hi'\n{}",
-            tries(&settings, "~/.codex/sessions")
-        ),
-        &[("SCRIPTED_KEY", "k".to_owned())],
-    );
+    let (out, refusals) = codex_turn(&model, "", "", "codex exec --skip-git-repo-check 'say hi'");
     assert!(model.requests().iter().any(|p| p == "/v1/responses"));
-    // Its bundled skills would be instructions written by the agent's
-    // cgroup: refused (the profile says so), and Codex goes on.
-    assert_turn(
-        &out,
-        &settings,
-        &refusals,
-        &["inode_mkdir /home/agent-codex/.codex/skills/.system"],
-    );
+    assert_codex_turn(&out, &refusals);
 }
 
 /// Codex's own sandbox (bubblewrap on Linux) works under pincer: the model
@@ -764,33 +484,16 @@ fn codex_runs_a_turn_under_its_profile() {
 #[test]
 fn codex_runs_a_command_in_its_own_sandbox_under_its_profile() {
     let model = Model::scripted("codex-sandbox", 8769, Some(SANDBOXED_COMMAND));
-    let settings = ["~/.codex/config.toml", "~/.codex/AGENTS.md"];
-    let setup = format!(
-        "mkdir -p ~/.codex && echo 'Be brief.' > ~/.codex/AGENTS.md && cat > ~/.codex/config.toml <<'C'\n\
-         model = \"scripted\"\nmodel_provider = \"scripted\"\napproval_policy = \"never\"\n\
-         sandbox_mode = \"workspace-write\"\n[sandbox_workspace_write]\nexclude_slash_tmp = true\n\
-         exclude_tmpdir_env_var = true\n[model_providers.scripted]\nname = \"scripted\"\n\
-         base_url = \"http://127.0.0.1:{}/v1\"\nenv_key = \"SCRIPTED_KEY\"\nwire_api = \"responses\"\nC\n\
-         git init -q ~/work/project",
-        model.port
-    );
-    let (out, refusals) = agent_turn(
-        "codex",
-        &setup,
-        &format!(
-            "codex exec --skip-git-repo-check --sandbox workspace-write 'run the command'\n\
-             readlink /proc/self/ns/mnt > outside-ns.txt\n{}",
-            tries(&settings, "~/.codex/sessions")
-        ),
-        &[("SCRIPTED_KEY", "k".to_owned())],
+    let (out, refusals) = codex_turn(
+        &model,
+        "approval_policy = \"never\"\nsandbox_mode = \"workspace-write\"\n\
+         [sandbox_workspace_write]\nexclude_slash_tmp = true\nexclude_tmpdir_env_var = true\n",
+        "\ngit init -q ~/work/project",
+        "codex exec --skip-git-repo-check --sandbox workspace-write 'run the command'\n\
+         readlink /proc/self/ns/mnt > outside-ns.txt",
     );
     assert_ran_sandboxed(&model, Path::new("/home/agent-codex/work/project"));
-    assert_turn(
-        &out,
-        &settings,
-        &refusals,
-        &["inode_mkdir /home/agent-codex/.codex/skills/.system"],
-    );
+    assert_codex_turn(&out, &refusals);
 }
 
 #[test]

@@ -47,6 +47,15 @@ fn project(name: &str) -> Scratch {
     s
 }
 
+/// The audit log's first kernel decision on `rel`.
+#[track_caller]
+fn first_decision_on(s: &Scratch, rel: &str) -> serde_json::Value {
+    s.decisions()
+        .into_iter()
+        .find(|d| d["path"] == s.p(rel))
+        .unwrap()
+}
+
 #[test]
 fn hidden_files_of_the_persons_are_configuration_and_tools_work_stays_the_agents() {
     let s = project("structure-config");
@@ -128,11 +137,7 @@ fn hidden_files_of_the_persons_are_configuration_and_tools_work_stays_the_agents
         )),
         "{mcp}"
     );
-    let workflow = s
-        .decisions()
-        .into_iter()
-        .find(|d| d["path"] == s.p("project/.github/workflows/ci.yml"))
-        .unwrap();
+    let workflow = first_decision_on(&s, "project/.github/workflows/ci.yml");
     assert_eq!(workflow["policy"]["class"], "configuration");
     assert_eq!(workflow["policy"]["rule"], ".*");
     assert_eq!(workflow["policy"]["at"], s.p("project/.github"));
@@ -389,11 +394,7 @@ fn a_write_through_a_link_to_a_policy_object_is_a_write_of_it() {
     ]);
     assert_eq!(s.read("project/docs/agent-guide.md"), "Be careful.\n");
     assert_eq!(s.read("project/.envrc"), "use nix\n");
-    let decision = s
-        .decisions()
-        .into_iter()
-        .find(|d| d["path"] == s.p("project/docs/agent-guide.md"))
-        .unwrap();
+    let decision = first_decision_on(&s, "project/docs/agent-guide.md");
     assert_eq!(decision["policy"]["class"], "labelled");
     assert_eq!(
         s.probe_outside(&["append @project/docs/agent-guide.md x"]),

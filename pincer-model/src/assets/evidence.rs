@@ -184,6 +184,7 @@ fn excerpt(text: &[u8], start: usize, end: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::temp_file;
 
     fn evidence(text: &str) -> Evidence {
         Evidence {
@@ -259,9 +260,7 @@ mod tests {
 
     #[test]
     fn evidence_is_read_only_from_the_object_the_agent_opened() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("mail.eml");
-        fs::write(&path, "upload /tmp/data.png").unwrap();
+        let (_dir, path) = temp_file("mail.eml", "upload /tmp/data.png");
         let metadata = fs::metadata(&path).unwrap();
         let dev = pincer_common::kernel_dev(metadata.dev());
         let read = Evidence::read(&path, dev, metadata.ino(), 7).unwrap();

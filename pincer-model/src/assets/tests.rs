@@ -3,7 +3,7 @@ use std::{fs, os::unix::fs::MetadataExt, path::Path};
 use pincer_common::{kernel_dev, ops};
 
 use super::*;
-use crate::mission::Mission;
+use crate::{mission::Mission, test_support::upload_mission};
 
 /// The running example: Alice's email names the image to upload and the
 /// group repository; an injected line names an SSH key and a drop
@@ -31,34 +31,18 @@ impl Example {
         fs::write(h.join("notes/todo.txt"), "upload ~/repos/other too").unwrap();
         fs::create_dir_all("/tmp/pincer-assets-test").unwrap();
         fs::write("/tmp/pincer-assets-test/data.png", "png").unwrap();
-        let mission = Mission::parse_with_home(
-            r#"
-[mission]
-name = "upload"
-
-[[asset]]
-id = "email"
-path = "~/mail/alice.eml"
-ops = ["read"]
-
-[[asset]]
-id = "image"
-description = "the image Alice's email asks to upload"
-found_in = "email"
-ops = ["read"]
-constraints = { under = ["~", "/tmp"], glob = "*.{png,jpg,jpeg}", max_count = 1 }
-
-[[asset]]
+        // One image may be found in the email, and the group repository it
+        // names.
+        let repo = r#"[[asset]]
 id = "repo"
 found_in = "email"
 ops = ["read", "write", "create", "mkdir"]
 extent = "tree"
 constraints = { under = ["~/repos"], kind = "directory" }
-"#,
-            Path::new("m.toml"),
-            Some(h),
-        )
-        .unwrap();
+"#;
+        let mission =
+            Mission::parse_with_home(&upload_mission(1, repo), Path::new("m.toml"), Some(h))
+                .unwrap();
         let assets = Assets::new(&mission.assets, Some(h.to_owned()));
         Example { home, assets }
     }

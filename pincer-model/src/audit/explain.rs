@@ -235,6 +235,11 @@ impl Explanation {
 mod tests {
     use super::*;
 
+    /// What `log` says of `target`, if anything.
+    fn explained(log: &str, target: &str) -> Option<Explanation> {
+        explain(log.as_bytes(), &Target::parse(target)).unwrap()
+    }
+
     const LOG: &str = r#"{"time":"t1","event":"decision","verdict":"allow","path":"/p/a.txt","cgroup":7,"operation":["read"],"reason":"granted by the mission","hook":"file_open","comm":"cat","pid":3}
 {"time":"t2","event":"decision","verdict":"allow","path":"/d/page.html","cgroup":7,"operation":["read"],"reason":"granted by the mission","hook":"file_open","comm":"cat","pid":3,"taint":"evidence"}
 not json
@@ -245,9 +250,7 @@ not json
 
     #[test]
     fn an_access_is_explained_with_what_its_agent_had_read() {
-        let found = explain(LOG.as_bytes(), &Target::parse("/p/deploy"))
-            .unwrap()
-            .unwrap();
+        let found = explained(LOG, "/p/deploy").unwrap();
         assert_eq!(found.record["verdict"], "deny");
         // Only its own agent's reads, and only those before it.
         assert_eq!(
@@ -269,9 +272,7 @@ not json
             "{text}"
         );
 
-        let verdict = explain(LOG.as_bytes(), &Target::parse("42"))
-            .unwrap()
-            .unwrap();
+        let verdict = explained(LOG, "42").unwrap();
         let text = verdict.text();
         assert!(text.contains("decided by prompt: no"), "{text}");
         assert!(
@@ -279,20 +280,10 @@ not json
             "{text}"
         );
 
-        let untainted = explain(LOG.as_bytes(), &Target::parse("/p/a.txt"))
-            .unwrap()
-            .unwrap();
+        let untainted = explained(LOG, "/p/a.txt").unwrap();
         assert!(untainted.tainted_by.is_empty());
-        assert!(
-            explain(LOG.as_bytes(), &Target::parse("/nowhere"))
-                .unwrap()
-                .is_none()
-        );
-        assert!(
-            explain(LOG.as_bytes(), &Target::parse("7"))
-                .unwrap()
-                .is_none()
-        );
+        assert!(explained(LOG, "/nowhere").is_none());
+        assert!(explained(LOG, "7").is_none());
     }
 
     #[test]
@@ -301,10 +292,7 @@ not json
 {"time":"t2","event":"verdict","request":{"id":9,"path":"/tmp/data.png","cgroup":7,"operation":["read"],"comm":"cat","pid":5,"why":"no grant"},"verdict":"allow","decided_by":"discovery","reason":"`image` is named","votes":[]}
 {"time":"t3","event":"verdict","request":{"id":10,"path":"/srv/drop/k","cgroup":7,"operation":["create"],"comm":"cp","pid":5,"why":"no grant","discovery":"no asset of the mission matches"},"verdict":"deny","decided_by":"default","reason":"every voter abstained","votes":[]}
 "#;
-        let text = explain(log.as_bytes(), &Target::parse("9"))
-            .unwrap()
-            .unwrap()
-            .text();
+        let text = explained(log, "9").unwrap().text();
         assert!(
             text.contains("asset `image`: admit /tmp/data.png [read] file"),
             "{text}"
@@ -315,10 +303,7 @@ not json
             ),
             "{text}"
         );
-        let text = explain(log.as_bytes(), &Target::parse("/srv/drop/k"))
-            .unwrap()
-            .unwrap()
-            .text();
+        let text = explained(log, "/srv/drop/k").unwrap().text();
         assert!(
             text.contains("not discovered: no asset of the mission matches"),
             "{text}"

@@ -84,6 +84,74 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Table<T> {
     }
 }
 
+/// A table of a document as its values are checked: the table as serde
+/// read it, and what its keys are called in messages. The tables of an
+/// array are numbered from 1, as a reader counts them: `grant[2].path`.
+pub(crate) struct Fields<'a, R> {
+    /// The document the table is in.
+    pub(crate) doc: &'a Document<'a>,
+    /// The table as written.
+    pub(crate) table: &'a Spanned<R>,
+    /// What the names of its keys start with: `grant[2]`.
+    name: String,
+}
+
+impl<'a, R> Fields<'a, R> {
+    /// The table `name` (`vote.webhook`).
+    pub(crate) fn new(doc: &'a Document<'a>, name: String, table: &'a Spanned<R>) -> Self {
+        Self { doc, table, name }
+    }
+
+    /// The top-level table `name` (`[mission]`), which the document must
+    /// have: "missing section" at its start otherwise.
+    pub(crate) fn section(
+        doc: &'a Document<'a>,
+        name: &str,
+        table: &'a Option<Spanned<R>>,
+    ) -> Result<Self, TomlError> {
+        let table = doc.required(table.as_ref(), 0, name, "missing section")?;
+        Ok(Self::new(doc, name.to_owned(), table))
+    }
+
+    /// The tables of the array `name` (`grant`, `vote.rule`), numbered
+    /// from 1.
+    pub(crate) fn each(
+        doc: &'a Document<'a>,
+        name: &'a str,
+        tables: &'a [Spanned<R>],
+    ) -> impl Iterator<Item = Self> {
+        tables
+            .iter()
+            .enumerate()
+            .map(move |(index, table)| Self::new(doc, format!("{name}[{}]", index + 1), table))
+    }
+
+    /// The table `key` of this one (`asset[1].constraints`).
+    pub(crate) fn inner<S>(&self, key: &str, table: &'a Spanned<S>) -> Fields<'a, S> {
+        Fields::new(self.doc, self.field(key), table)
+    }
+
+    /// The table's values, as serde read them.
+    pub(crate) fn raw(&self) -> &'a R {
+        self.table.get_ref()
+    }
+
+    /// What its key `key` is called in messages: `grant[2].path`.
+    pub(crate) fn field(&self, key: &str) -> String {
+        format!("{}.{key}", self.name)
+    }
+
+    /// Its key `key`, which it must have: "missing field" at the table
+    /// otherwise.
+    pub(crate) fn required<T>(
+        &self,
+        value: &'a Option<Spanned<T>>,
+        key: &str,
+    ) -> Result<&'a Spanned<T>, TomlError> {
+        self.doc.required_in(value, self.table, &self.field(key))
+    }
+}
+
 /// Why a path starting with `~` is refused where nobody's home applies.
 pub(crate) const TILDE_NOT_EXPANDED: &str =
     "\"~\" is not expanded (whose home would it be?): write the path in full";
@@ -202,14 +270,21 @@ impl Document<'_> {
     }
 }
 
-/// A path: not empty and without NUL bytes.
-fn plain_path(written: &str) -> Result<PathBuf, String> {
-    if written.is_empty() {
+/// Text that names files (a path, a pattern of paths or names): not
+/// empty, and without NUL bytes, which no name can hold.
+pub(crate) fn check_names_files(text: &str) -> Result<(), String> {
+    if text.is_empty() {
         return Err("must not be empty".to_owned());
     }
-    if written.contains('\0') {
+    if text.contains('\0') {
         return Err("must not contain a NUL byte".to_owned());
     }
+    Ok(())
+}
+
+/// A path: not empty and without NUL bytes.
+fn plain_path(written: &str) -> Result<PathBuf, String> {
+    check_names_files(written)?;
     Ok(PathBuf::from(written))
 }
 

@@ -175,9 +175,7 @@ pub fn serve(listen: SocketAddr, config: &Path) -> Result<(), ServeError> {
         let mut interrupt = signal(SignalKind::interrupt()).map_err(ServeError::Runtime)?;
         let server = Server::bind(listen, config).await?;
         let addr = server.local_addr().map_err(ServeError::Runtime)?;
-        println!(
-            "pincer approvals: serving on http://{addr}/ (plain HTTP: put a TLS proxy in front)"
-        );
+        println!("{}", serving_line(addr));
         tokio::select! {
             () = server.run() => {}
             _ = terminate.recv() => {}
@@ -185,6 +183,20 @@ pub fn serve(listen: SocketAddr, config: &Path) -> Result<(), ServeError> {
         }
         Ok(())
     })
+}
+
+/// The line [`serve`] prints once it listens on `addr`.
+fn serving_line(addr: SocketAddr) -> String {
+    format!("pincer approvals: serving on http://{addr}/ (plain HTTP: put a TLS proxy in front)")
+}
+
+/// Where a `pincer approvals serve` started as a process listens, read from
+/// the first line it prints: `127.0.0.1:8443` of `pincer approvals: serving
+/// on http://127.0.0.1:8443/ ...`; `None` when the line names no address.
+pub fn served_address(line: &str) -> Option<&str> {
+    line.split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
 }
 
 type Answer = Response<Full<Bytes>>;
@@ -663,6 +675,13 @@ mod tests {
         );
         assert_eq!(answer_within(hold, Some(500)), Duration::from_millis(400));
         assert_eq!(answer_within(hold, Some(50)), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_address_is_read_back_from_the_line_printed() {
+        let addr: SocketAddr = "127.0.0.1:8443".parse().unwrap();
+        assert_eq!(served_address(&serving_line(addr)), Some("127.0.0.1:8443"));
+        assert_eq!(served_address("pincer approvals: failed\n"), None);
     }
 
     #[test]

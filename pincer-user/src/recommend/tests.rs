@@ -95,6 +95,21 @@ fn parsed(text: &str) -> Mission {
         .unwrap_or_else(|error| panic!("{error}\n{text}"))
 }
 
+/// The recommendation from a log of `records` under mission `m`, and the
+/// mission read back from it.
+fn recommended(records: &[Value]) -> (String, Mission) {
+    let text = Log::new("m", records).recommend().text;
+    let mission = parsed(&text);
+    (text, mission)
+}
+
+/// Asserts that the recommendation `text` holds `said`, showing it whole
+/// when it does not.
+#[track_caller]
+fn assert_says(text: &str, said: &str) {
+    assert!(text.contains(said), "{text}");
+}
+
 /// Whether a grant of `mission` gives `ops` on `path`, by path.
 fn covers(mission: &Mission, path: &Path, ops: u32) -> bool {
     mission.grants.iter().any(|grant| {
@@ -168,12 +183,12 @@ fn what_the_run_used_round_trips_through_the_parser_and_is_covered() {
     assert_eq!(recommendation.grants, 2);
     assert!(recommendation.warnings.is_empty(), "{recommendation:?}");
     // Each grant says what it covers.
-    assert!(
-        text.contains("# 5 object(s) in this tree (read 3, create 2): a.txt, b.txt, out/r1.txt and 2 more; by agent\n# + write: the run made 2 of these names, which the next run opens again\n[[grant]]"),
-        "{text}"
+    assert_says(
+        text,
+        "# 5 object(s) in this tree (read 3, create 2): a.txt, b.txt, out/r1.txt and 2 more; by agent\n# + write: the run made 2 of these names, which the next run opens again\n[[grant]]",
     );
-    assert!(text.contains("# read 2; by agent\n[[grant]]"), "{text}");
-    assert!(text.contains("(its chain verified)"), "{text}");
+    assert_says(text, "# read 2; by agent\n[[grant]]");
+    assert_says(text, "(its chain verified)");
 }
 
 #[test]
@@ -202,29 +217,28 @@ fn secrets_and_policy_objects_are_comments_never_grants() {
         audited(&["read"], &root.join("work/src/z.rs")),
         audited(&["read"], &root.join("work/deploy/site.pem")),
     ];
-    let text = Log::new("m", &records).recommend().text;
-    let mission = parsed(&text);
+    let (text, mission) = recommended(&records);
     let secret = root.join("home/.ssh/id_rsa");
-    assert!(
-        text.contains(&format!(
+    assert_says(
+        &text,
+        &format!(
             "# not granted: read {} (a secret, `.ssh/`: SSH keys and the hosts they open, 2 times)",
             secret.display()
-        )),
-        "{text}"
+        ),
     );
-    assert!(
-        text.contains(&format!(
+    assert_says(
+        &text,
+        &format!(
             "# not granted: write {} (a policy object, `CLAUDE.md` (instructions): only the owner changes it)",
             root.join("work/CLAUDE.md").display()
-        )),
-        "{text}"
+        ),
     );
-    assert!(
-        text.contains(&format!(
+    assert_says(
+        &text,
+        &format!(
             "# not granted: read {} (a secret, `*.pem`",
             root.join("work/deploy/site.pem").display()
-        )),
-        "{text}"
+        ),
     );
     for never in ["home/.ssh/id_rsa", "work/CLAUDE.md", "work/deploy/site.pem"] {
         let path = root.join(never);
@@ -244,13 +258,13 @@ fn secrets_and_policy_objects_are_comments_never_grants() {
         ],
         "{text}"
     );
-    assert!(
-        text.contains(&format!(
+    assert_says(
+        &text,
+        &format!(
             "#   {}: it holds {}, a secret",
             root.join("work").display(),
             root.join("work/deploy/site.pem").display()
-        )),
-        "{text}"
+        ),
     );
 }
 
@@ -263,17 +277,16 @@ fn a_secret_on_disk_keeps_its_directory_from_being_a_tree() {
         .iter()
         .map(|name| audited(&["read"], &root.join(name)))
         .collect();
-    let text = Log::new("m", &records).recommend().text;
-    let mission = parsed(&text);
+    let (text, mission) = recommended(&records);
     assert_eq!(mission.grants.len(), 3, "{text}");
     assert!(mission.grants.iter().all(|g| g.extent == Extent::File));
-    assert!(
-        text.contains(&format!(
+    assert_says(
+        &text,
+        &format!(
             "#   {}: it holds {}, a secret, `.env`",
             root.display(),
             root.join(".env").display()
-        )),
-        "{text}"
+        ),
     );
 }
 
@@ -288,9 +301,9 @@ fn a_few_reads_stay_file_grants_and_three_objects_make_a_tree() {
         audited(&["read"], &root.join("three/b")),
         audited(&["read", "write"], &root.join("three/sub/c")),
     ];
-    let text = Log::new("m", &records).recommend().text;
+    let (text, mission) = recommended(&records);
     assert_eq!(
-        grants(&parsed(&text)),
+        grants(&mission),
         [
             (root.join("three"), ops::READ | ops::WRITE, true),
             (root.join("two/a"), ops::READ, false),
@@ -315,15 +328,14 @@ fn broad_directories_are_never_folded() {
     for etc in ["/etc/hostname", "/etc/fstab", "/etc/issue"] {
         records.push(audited(&["read"], Path::new(etc)));
     }
-    let text = Log::new("m", &records).recommend().text;
-    let mission = parsed(&text);
+    let (text, mission) = recommended(&records);
     assert!(
         mission.grants.iter().all(|g| g.extent == Extent::File),
         "{text}"
     );
-    assert!(
-        text.contains("#   /etc: too broad: the root, or a directory directly in it"),
-        "{text}"
+    assert_says(
+        &text,
+        "#   /etc: too broad: the root, or a directory directly in it",
     );
 }
 
@@ -338,9 +350,9 @@ fn a_name_a_rename_made_gets_delete() {
         decision("audit", &["rename"], &path("x/a.tmp"), "inode_rename"),
         decision("audit", &["create"], &path("x/a"), "inode_rename"),
     ];
-    let text = Log::new("m", &records).recommend().text;
+    let (text, mission) = recommended(&records);
     assert_eq!(
-        grants(&parsed(&text)),
+        grants(&mission),
         [(
             root.join("x"),
             ops::CREATE | ops::RENAME | ops::WRITE | ops::DELETE,
@@ -348,9 +360,9 @@ fn a_name_a_rename_made_gets_delete() {
         )],
         "{text}"
     );
-    assert!(
-        text.contains("# + delete: a rename made 1 of these names, which the next run's replaces"),
-        "{text}"
+    assert_says(
+        &text,
+        "# + delete: a rename made 1 of these names, which the next run's replaces",
     );
 }
 
@@ -372,8 +384,7 @@ fn a_directory_the_run_made_and_removed_is_made_again() {
         ),
         decision("audit", &["delete"], &path(&build), "inode_rmdir"),
     ];
-    let text = Log::new("m", &records).recommend().text;
-    let mission = parsed(&text);
+    let (text, mission) = recommended(&records);
     assert_eq!(
         grants(&mission),
         [(
@@ -384,9 +395,9 @@ fn a_directory_the_run_made_and_removed_is_made_again() {
         "{text}"
     );
     assert!(mission.grants[0].make, "{text}");
-    assert!(
-        text.contains("# make: the run made this directory and it is gone now"),
-        "{text}"
+    assert_says(
+        &text,
+        "# make: the run made this directory and it is gone now",
     );
     mission.resolve(1).unwrap();
 }
@@ -395,14 +406,11 @@ fn a_directory_the_run_made_and_removed_is_made_again() {
 fn a_file_grant_that_would_keep_the_mission_from_starting_is_a_comment() {
     let gone = "/nonexistent/pincer/dir/file";
     let records = [audited(&["read"], Path::new(gone))];
-    let text = Log::new("m", &records).recommend().text;
-    let mission = parsed(&text);
+    let (text, mission) = recommended(&records);
     assert!(mission.grants.is_empty(), "{text}");
-    assert!(
-        text.contains(&format!(
-            "# not granted: read {gone} (neither it nor its directory exists now"
-        )),
-        "{text}"
+    assert_says(
+        &text,
+        &format!("# not granted: read {gone} (neither it nor its directory exists now"),
     );
 }
 
@@ -422,17 +430,16 @@ fn capabilities_beyond_the_default_set_are_added_never_those_never_given() {
         capability(caps::SYS_ADMIN),
         capability(caps::CHOWN),
     ];
-    let text = Log::new("m", &records).recommend().text;
-    let mission = parsed(&text);
+    let (text, mission) = recommended(&records);
     assert_eq!(
         mission.capabilities,
         caps::DEFAULT | caps::bit(caps::NET_RAW),
         "{text}"
     );
-    assert!(text.contains("capabilities = [\"net_raw\"]"), "{text}");
-    assert!(
-        text.contains("# not granted: capability sys_admin (the capability is not among"),
-        "{text}"
+    assert_says(&text, "capabilities = [\"net_raw\"]");
+    assert_says(
+        &text,
+        "# not granted: capability sys_admin (the capability is not among",
     );
 }
 
@@ -454,20 +461,19 @@ fn what_the_new_mission_allows_anyway_is_left_out() {
     let mut records = records.to_vec();
     records[5]["reason"] =
         json!("the /proc entries of processes outside the agent's cgroup are never open to it");
-    let text = Log::new("m", &records).recommend().text;
-    let mission = parsed(&text);
+    let (text, mission) = recommended(&records);
     assert!(mission.grants.is_empty(), "{text}");
-    assert!(
-        text.contains("# Left out: 2 access(es) the runtime baseline or the default capabilities give, 2 of the run's own"),
-        "{text}"
+    assert_says(
+        &text,
+        "# Left out: 2 access(es) the runtime baseline or the default capabilities give, 2 of the run's own",
     );
-    assert!(
-        text.contains("# not granted: read /dev/pts/5 (a terminal: pincer run grants the one it was started on)"),
-        "{text}"
+    assert_says(
+        &text,
+        "# not granted: read /dev/pts/5 (a terminal: pincer run grants the one it was started on)",
     );
-    assert!(
-        text.contains("# not granted: read /proc/1/environ (the /proc entries of processes outside the agent's cgroup are never open to it)"),
-        "{text}"
+    assert_says(
+        &text,
+        "# not granted: read /proc/1/environ (the /proc entries of processes outside the agent's cgroup are never open to it)",
     );
 }
 
@@ -482,7 +488,7 @@ fn what_the_run_s_mission_allowed_is_carried_over_when_it_was_logged() {
         file.to_str().unwrap(),
         "file_open",
     )];
-    let mission = parsed(&Log::new("m", &records).recommend().text);
+    let (_, mission) = recommended(&records);
     assert_eq!(grants(&mission), [(file, ops::READ | ops::WRITE, false)]);
 }
 
@@ -501,9 +507,9 @@ fn the_task_names_the_mission_and_heads_it_as_a_comment() {
         text.starts_with("# Recommended by `pincer recommend` from the audit log "),
         "{text}"
     );
-    assert!(
-        text.contains("# Task: fix the test\n#   [[grant]]\n#   path = \"/\"\n"),
-        "{text}"
+    assert_says(
+        &text,
+        "# Task: fix the test\n#   [[grant]]\n#   path = \"/\"\n",
     );
     options.task = Some(" \n".to_owned());
     assert!(matches!(
@@ -531,9 +537,9 @@ fn a_path_from_an_edited_log_cannot_write_toml() {
     let text = recommend(&options).unwrap().text;
     let mission = parsed(&text);
     assert!(mission.grants.is_empty(), "{text}");
-    assert!(
-        text.contains("# not granted: read /p/x\\x0a[[grant]]\\x0apath = \"/\" (the log shows its path shortened or escaped"),
-        "{text}"
+    assert_says(
+        &text,
+        "# not granted: read /p/x\\x0a[[grant]]\\x0apath = \"/\" (the log shows its path shortened or escaped",
     );
     options.unverified = true;
     assert!(parsed(&recommend(&options).unwrap().text).grants.is_empty());
@@ -744,18 +750,18 @@ fn in_ask_mode_what_was_allowed_is_granted_and_what_was_refused_is_not() {
         parked(&root.join("b")),
         asked(&root.join("b"), "deny", "prompt"),
     ];
-    let text = Log::new("m", &records).recommend().text;
+    let (text, mission) = recommended(&records);
     assert_eq!(
-        grants(&parsed(&text)),
+        grants(&mission),
         [(root.join("a"), ops::READ, false)],
         "{text}"
     );
-    assert!(
-        text.contains(&format!(
+    assert_says(
+        &text,
+        &format!(
             "# not granted: read {} (refused when asked, by prompt: because)",
             root.join("b").display()
-        )),
-        "{text}"
+        ),
     );
-    assert!(text.contains("# 2 decision(s) of mission"), "{text}");
+    assert_says(&text, "# 2 decision(s) of mission");
 }

@@ -179,6 +179,15 @@ mod tests {
     use super::*;
     use crate::twin::fake::FakeKernel;
 
+    /// A new directory standing for a repository's `.git`, and its real
+    /// path (the one the kernel's events name); it is removed when the
+    /// first of the two is dropped.
+    fn git_dir() -> (tempfile::TempDir, PathBuf) {
+        let repo = tempfile::tempdir().unwrap();
+        let git = repo.path().canonicalize().unwrap();
+        (repo, git)
+    }
+
     fn event_for(path: &Path, new_name: bool) -> AccessEvent {
         let meta = std::fs::symlink_metadata(path).unwrap();
         let (dev, ino) = identity(&meta);
@@ -194,8 +203,7 @@ mod tests {
 
     #[test]
     fn an_upstream_is_the_agents_and_its_sealed_copy_takes_the_locks_place() {
-        let repo = tempfile::tempdir().unwrap();
-        let git = repo.path().canonicalize().unwrap();
+        let (_repo, git) = git_dir();
         let config = git.join("config");
         std::fs::write(&config, "[core]\n\tbare = false\n").unwrap();
         std::fs::write(
@@ -233,8 +241,7 @@ mod tests {
 
     #[test]
     fn a_key_that_runs_a_program_is_the_owners_and_a_new_file_is_compared_with_nothing() {
-        let repo = tempfile::tempdir().unwrap();
-        let git = repo.path().canonicalize().unwrap();
+        let (_repo, git) = git_dir();
         std::fs::write(git.join(LOCK), "[alias]\n\tx = !evil\n").unwrap();
         let event = event_for(&git, true);
         let Inspection::Owners(why, Some(_)) =
@@ -252,8 +259,7 @@ mod tests {
 
     #[test]
     fn another_object_at_the_path_or_a_link_for_the_lock_is_read_as_nothing() {
-        let repo = tempfile::tempdir().unwrap();
-        let git = repo.path().canonicalize().unwrap();
+        let (_repo, git) = git_dir();
         let config = git.join("config");
         std::fs::write(&config, "").unwrap();
         std::fs::write(git.join("other"), "").unwrap();

@@ -275,6 +275,15 @@ mod tests {
         }
     }
 
+    /// Refusals told on a captured standard error and listed in a new
+    /// directory.
+    fn captured() -> (tempfile::TempDir, Captured, Refusals) {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Captured::default();
+        let told = Refusals::with(Some(Box::new(out.clone())), Some(dir.path())).unwrap();
+        (dir, out, told)
+    }
+
     fn refusal<'a>(path: &'a str, operation: &'a [&'a str]) -> Refusal<'a> {
         Refusal {
             operation,
@@ -286,9 +295,7 @@ mod tests {
 
     #[test]
     fn one_line_per_object_a_minute_and_the_list_keeps_every_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = Captured::default();
-        let mut told = Refusals::with(Some(Box::new(out.clone())), Some(dir.path())).unwrap();
+        let (dir, out, mut told) = captured();
         let start = Instant::now();
         let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         for i in 0..3 {
@@ -336,9 +343,7 @@ mod tests {
 
     #[test]
     fn a_flood_is_cut_to_the_window_and_counted_and_the_list_keeps_the_last() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = Captured::default();
-        let mut told = Refusals::with(Some(Box::new(out.clone())), Some(dir.path())).unwrap();
+        let (dir, out, mut told) = captured();
         let start = Instant::now();
         let paths: Vec<String> = (0..150).map(|i| format!("/secret/{i}")).collect();
         for path in &paths {

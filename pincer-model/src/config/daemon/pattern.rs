@@ -8,6 +8,8 @@ use std::{
     path::{Component, Path, PathBuf},
 };
 
+use crate::toml_file::fields::check_names_files;
+
 /// A pattern of cgroup paths relative to the cgroup root; see the
 /// [configuration's documentation](super#cgroup-patterns) for the syntax.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,12 +45,7 @@ const NOT_UTF8: Unit = char::MAX as Unit + 1;
 impl CgroupPattern {
     /// Parses a pattern; the error says what is wrong with it.
     pub fn parse(text: &str) -> Result<Self, String> {
-        if text.is_empty() {
-            return Err("must not be empty".to_owned());
-        }
-        if text.contains('\0') {
-            return Err("must not contain a NUL byte".to_owned());
-        }
+        check_names_files(text)?;
         if text.starts_with('/') {
             return Err(format!(
                 "must not start with \"/\": it is relative to cgroup_root ({text:?})"

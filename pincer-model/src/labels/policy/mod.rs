@@ -32,6 +32,7 @@ use pincer_common::{
 use serde::Deserialize;
 
 pub use self::rules::{Classifier, KernelRules, Placed};
+use crate::toml_file::fields::check_names_files;
 
 /// What of a matching object a rule protects (bits of
 /// [`pincer_common::policy_rule`]).
@@ -168,12 +169,7 @@ impl PolicyPattern {
         } else {
             Protects::NAMED
         };
-        if body.is_empty() {
-            return Err("must not be empty".to_owned());
-        }
-        if body.contains('\0') {
-            return Err("must not contain a NUL byte".to_owned());
-        }
+        check_names_files(body)?;
         if body.contains("{uid}") {
             // Only a mission knows whose id it is; elsewhere it would name
             // a directory nobody has.

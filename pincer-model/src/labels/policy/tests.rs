@@ -5,6 +5,7 @@ use std::path::Path;
 use pincer_common::{POLICY_PAIRS, PolicyRules, label_flags, policy_name_hash_of, policy_rule};
 
 use super::*;
+use crate::test_support::temp_file;
 
 /// The class and pattern of the rule that makes a change at `path` the
 /// owner's (`exists`: of an existing object), or `None`.
@@ -123,32 +124,27 @@ fn ordinary_work_is_not_policy() {
 
 #[test]
 fn instructions_hold_below_work_names_and_start_up_code_too() {
-    // Instructions hold everywhere: a dependency's CLAUDE.md is one.
-    assert_eq!(
-        class_of("/w/p/node_modules/pkg/CLAUDE.md").as_deref(),
-        Some("instructions")
-    );
-    // A work name lifts configuration below it, not start-up code.
-    assert_eq!(class_of("/w/p/node_modules/pkg/.npmrc"), None);
-    assert_eq!(
-        class_of("/w/p/.venv/lib/python3.11/site-packages/x.pth").as_deref(),
-        Some("start-up code")
-    );
-    // A temporary name keeps nothing of what it is named after.
-    assert_eq!(
-        class_of("/w/p/.claude/settings.json.swp").as_deref(),
-        Some("instructions")
-    );
-    assert_eq!(class_of("/w/p/.git/config.swp").as_deref(), Some("git"));
-    assert_eq!(
-        class_of("/w/p/.venv/bin/python3.11").as_deref(),
-        Some("start-up code")
-    );
-    // Configuration above a work name still holds.
-    assert_eq!(
-        class_of("/home/u/.vscode/extensions/x/node_modules/y/index.js").as_deref(),
-        Some("configuration")
-    );
+    for (path, class) in [
+        // Instructions hold everywhere: a dependency's CLAUDE.md is one.
+        ("/w/p/node_modules/pkg/CLAUDE.md", Some("instructions")),
+        // A work name lifts configuration below it, not start-up code.
+        ("/w/p/node_modules/pkg/.npmrc", None),
+        (
+            "/w/p/.venv/lib/python3.11/site-packages/x.pth",
+            Some("start-up code"),
+        ),
+        // A temporary name keeps nothing of what it is named after.
+        ("/w/p/.claude/settings.json.swp", Some("instructions")),
+        ("/w/p/.git/config.swp", Some("git")),
+        ("/w/p/.venv/bin/python3.11", Some("start-up code")),
+        // Configuration above a work name still holds.
+        (
+            "/home/u/.vscode/extensions/x/node_modules/y/index.js",
+            Some("configuration"),
+        ),
+    ] {
+        assert_eq!(class_of(path).as_deref(), class, "{path}");
+    }
 }
 
 #[test]
@@ -350,9 +346,7 @@ fn the_kernel_reads_names_as_userspace_hashes_them() {
 
 #[test]
 fn existing_paths_are_labelled_by_identity() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("rc");
-    std::fs::write(&file, "x").unwrap();
+    let (dir, file) = temp_file("rc", "x");
     let set = PolicySet {
         entries: [
             format!("{}/", dir.path().display()),

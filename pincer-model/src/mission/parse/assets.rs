@@ -19,10 +19,8 @@ pub(super) fn parse_assets(
 ) -> Result<Vec<AssetSpec>, TomlError> {
     let mut assets = Vec::with_capacity(raw.len());
     let mut ids: Vec<&str> = Vec::with_capacity(raw.len());
-    for (index, asset) in raw.iter().enumerate() {
-        let number = index + 1;
-        let field = |name: &str| format!("asset[{number}].{name}");
-        let written = doc.required_in(&asset.get_ref().id, asset, &field("id"))?;
+    for asset in Fields::each(doc, "asset", raw) {
+        let written = asset.required(&asset.raw().id, "id")?;
         let id = written.get_ref();
         let well_formed = !id.is_empty()
             && id.len() <= MAX_ASSET_ID
@@ -32,26 +30,26 @@ pub(super) fn parse_assets(
         if !well_formed {
             return Err(doc.field_error(
                 written.span().start,
-                &field("id"),
+                &asset.field("id"),
                 format!("{id:?} is not an id: 1 to {MAX_ASSET_ID} letters, digits, `-` or `_`"),
             ));
         }
         if let Some(first) = ids.iter().position(|known| known == id) {
             return Err(doc.field_error(
                 written.span().start,
-                &field("id"),
+                &asset.field("id"),
                 format!("{id:?} is already the id of asset[{}]", first + 1),
             ));
         }
         ids.push(id);
-        assets.push(parse_asset(doc, number, asset, user)?);
+        assets.push(parse_asset(&asset, user)?);
     }
     // `found_in` names a node by id; resolved once every id is known.
-    for (index, asset) in raw.iter().enumerate() {
-        let Some(found_in) = &asset.get_ref().found_in else {
+    for (index, asset) in Fields::each(doc, "asset", raw).enumerate() {
+        let Some(found_in) = &asset.raw().found_in else {
             continue;
         };
-        let field = format!("asset[{}].found_in", index + 1);
+        let field = asset.field("found_in");
         let error = |message: String| doc.field_error(found_in.span().start, &field, message);
         let Some(source) = ids.iter().position(|id| id == found_in.get_ref()) else {
             return Err(error(format!(
@@ -79,16 +77,16 @@ pub(super) fn parse_assets(
     }
     // Following `found_in` from any node ends at a node identified from
     // the start: a cycle would have no evidence to begin with.
-    for (index, asset) in raw.iter().enumerate() {
+    for (index, asset) in Fields::each(doc, "asset", raw).enumerate() {
         let mut seen = vec![index];
         let mut at = index;
         while let Some(next) = assets[at].found_in {
             if seen.contains(&next) {
                 let chain: Vec<&str> = seen.iter().chain([&next]).map(|&i| ids[i]).collect();
-                let found_in = asset.get_ref().found_in.as_ref().expect("it has a source");
+                let found_in = asset.raw().found_in.as_ref().expect("it has a source");
                 return Err(doc.field_error(
                     found_in.span().start,
-                    &format!("asset[{}].found_in", index + 1),
+                    &asset.field("found_in"),
                     format!(
                         "the assets are found in each other in a cycle ({}): one of them needs a path",
                         chain.join(" <- ")
@@ -102,17 +100,11 @@ pub(super) fn parse_assets(
     Ok(assets)
 }
 
-/// One `[[asset]]` (numbered from 1), its `found_in` left for
-/// [`parse_assets`].
-fn parse_asset(
-    doc: &Document<'_>,
-    number: usize,
-    asset: &Spanned<RawAsset>,
-    user: &User,
-) -> Result<AssetSpec, TomlError> {
-    let field = |name: &str| format!("asset[{number}].{name}");
-    let raw = asset.get_ref();
-    let id = doc.required_in(&raw.id, asset, &field("id"))?;
+/// One `[[asset]]`, its `found_in` left for [`parse_assets`].
+fn parse_asset(asset: &Fields<'_, RawAsset>, user: &User) -> Result<AssetSpec, TomlError> {
+    let (doc, raw) = (asset.doc, asset.raw());
+    let field = |key: &str| asset.field(key);
+    let id = asset.required(&raw.id, "id")?;
     let path = match (&raw.path, &raw.found_in) {
         (Some(path), None) => {
             no_star(doc, path, &field("path"))?;
@@ -128,24 +120,24 @@ fn parse_asset(
         }
         (None, None) => {
             return Err(doc.field_error(
-                asset.span().start,
+                asset.table.span().start,
                 &field("path"),
                 "missing field: an asset has a `path`, or is `found_in` another asset",
             ));
         }
     };
-    let ops_list = doc.required_in(&raw.ops, asset, &field("ops"))?;
+    let ops_list = asset.required(&raw.ops, "ops")?;
     let ops = parse_ops(doc, ops_list, &field("ops"))?;
     let extent = parse_extent(doc, raw.extent.as_ref(), &field("extent"))?;
     let constraints = match &raw.constraints {
-        Some(constraints) => parse_constraints(doc, number, constraints, user)?,
+        Some(constraints) => parse_constraints(&asset.inner("constraints", constraints), user)?,
         None => Constraints::default(),
     };
     if raw.found_in.is_some() && constraints.under.is_empty() {
         let at = raw
             .constraints
             .as_ref()
-            .map_or(asset.span().start, |c| c.span().start);
+            .map_or(asset.table.span().start, |c| c.span().start);
         return Err(doc.field_error(
             at,
             &field("constraints.under"),
@@ -192,15 +184,13 @@ fn parse_asset(
     })
 }
 
-/// `constraints = { under, glob, kind, max_count }` of `asset[number]`.
+/// `constraints = { under, glob, kind, max_count }` of an asset.
 fn parse_constraints(
-    doc: &Document<'_>,
-    number: usize,
-    written: &Spanned<RawConstraints>,
+    written: &Fields<'_, RawConstraints>,
     user: &User,
 ) -> Result<Constraints, TomlError> {
-    let field = |name: &str| format!("asset[{number}].constraints.{name}");
-    let raw = written.get_ref();
+    let (doc, raw) = (written.doc, written.raw());
+    let field = |key: &str| written.field(key);
     let mut constraints = Constraints::default();
     if let Some(list) = &raw.under {
         if list.get_ref().is_empty() {

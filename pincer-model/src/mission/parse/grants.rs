@@ -9,59 +9,39 @@ pub(super) fn parse_grants(
     grants: &[Spanned<RawGrant>],
     user: &User,
 ) -> Result<Vec<GrantSpec>, TomlError> {
-    grants
-        .iter()
-        .enumerate()
-        .map(|(index, grant)| parse_grant(doc, index + 1, grant, user))
+    Fields::each(doc, "grant", grants)
+        .map(|grant| parse_grant(&grant, user))
         .collect()
 }
 
-fn parse_grant(
-    doc: &Document<'_>,
-    number: usize,
-    grant: &Spanned<RawGrant>,
-    user: &User,
-) -> Result<GrantSpec, TomlError> {
-    let field = |name: &str| format!("grant[{number}].{name}");
-    let raw = grant.get_ref();
+fn parse_grant(grant: &Fields<'_, RawGrant>, user: &User) -> Result<GrantSpec, TomlError> {
+    let (doc, raw) = (grant.doc, grant.raw());
 
-    let (path, expanded) = required_path(doc, &raw.path, grant, &field("path"), &user.paths())?;
-    let ops_list = doc.required_in(&raw.ops, grant, &field("ops"))?;
-    let bits = parse_ops(doc, ops_list, &field("ops"))?;
-    let extent = parse_extent(doc, raw.extent.as_ref(), &field("extent"))?;
-    let make = raw.make.as_ref().is_some_and(|make| *make.get_ref());
-    if let Some(written) = &raw.make
-        && *written.get_ref()
-        && extent != Extent::Tree
-    {
-        return Err(doc.field_error(
-            written.span().start,
-            &field("make"),
-            "make = true makes a directory: it needs extent = \"tree\"",
-        ));
-    }
-    let optional = raw.optional.as_ref().is_some_and(|o| *o.get_ref());
-    if let Some(written) = &raw.optional
-        && optional
-        && make
-    {
-        return Err(doc.field_error(
-            written.span().start,
-            &field("optional"),
-            "optional = true with make = true: a directory pincer makes is never missing",
-        ));
-    }
-    let own = raw.own.as_ref().is_some_and(|own| *own.get_ref());
-    if let Some(written) = &raw.own
-        && own
-        && (extent != Extent::Tree || bits & pincer_common::CHANGE_OPS == 0)
-    {
-        return Err(doc.field_error(
-            written.span().start,
-            &field("own"),
-            "own = true makes a directory the agent's own place: it needs extent = \"tree\" and an operation that changes something",
-        ));
-    }
+    let (path, expanded) = required_path(grant, &raw.path, "path", &user.paths())?;
+    let ops_list = grant.required(&raw.ops, "ops")?;
+    let bits = parse_ops(doc, ops_list, &grant.field("ops"))?;
+    let extent = parse_extent(doc, raw.extent.as_ref(), &grant.field("extent"))?;
+    let make = flag(
+        grant,
+        &raw.make,
+        "make",
+        extent == Extent::Tree,
+        "make = true makes a directory: it needs extent = \"tree\"",
+    )?;
+    let optional = flag(
+        grant,
+        &raw.optional,
+        "optional",
+        !make,
+        "optional = true with make = true: a directory pincer makes is never missing",
+    )?;
+    let own = flag(
+        grant,
+        &raw.own,
+        "own",
+        extent == Extent::Tree && bits & pincer_common::CHANGE_OPS != 0,
+        "own = true makes a directory the agent's own place: it needs extent = \"tree\" and an operation that changes something",
+    )?;
     let spec = GrantSpec {
         path: expanded,
         ops: bits,
@@ -71,8 +51,27 @@ fn parse_grant(
         optional,
         own,
     };
-    check_pattern(doc, path, &spec, &field("path"))?;
+    check_pattern(doc, path, &spec, &grant.field("path"))?;
     Ok(spec)
+}
+
+/// A `true` or `false` of a grant, `false` when not written, that may be
+/// `true` only where `allowed`: `refusal` at it otherwise.
+fn flag(
+    grant: &Fields<'_, RawGrant>,
+    value: &Option<Spanned<bool>>,
+    key: &str,
+    allowed: bool,
+    refusal: &str,
+) -> Result<bool, TomlError> {
+    match value {
+        Some(written) if *written.get_ref() && !allowed => {
+            let at = written.span().start;
+            Err(grant.doc.field_error(at, &grant.field(key), refusal))
+        }
+        Some(written) => Ok(*written.get_ref()),
+        None => Ok(false),
+    }
 }
 
 /// A `*` may only end a grant's path, making a prefix grant of one file

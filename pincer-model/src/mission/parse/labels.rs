@@ -12,9 +12,8 @@ pub(crate) fn parse_sources(
     raw: &[Spanned<RawSource>],
     rules: &PathRules<'_>,
 ) -> Result<Vec<SourceSpec>, TomlError> {
-    raw.iter()
-        .enumerate()
-        .map(|(index, source)| parse_source(doc, index + 1, source, rules))
+    Fields::each(doc, "source", raw)
+        .map(|source| parse_source(&source, rules))
         .collect()
 }
 
@@ -28,56 +27,70 @@ pub const SOURCE_AUTHORITIES: [(&str, u32); 2] =
 const ACTION_AUTHORITIES: [(&str, u32); 2] =
     [("user", authority::USER), ("policy", authority::POLICY)];
 
-/// One `[[source]]` (numbered from 1): a path and its authority
-/// (`evidence` when not written).
+/// One `[[source]]`: a path and its authority (`evidence` when not
+/// written).
 fn parse_source(
-    doc: &Document<'_>,
-    number: usize,
-    source: &Spanned<RawSource>,
+    source: &Fields<'_, RawSource>,
     rules: &PathRules<'_>,
 ) -> Result<SourceSpec, TomlError> {
-    let field = |name: &str| format!("source[{number}].{name}");
-    let raw = source.get_ref();
-    let (path, expanded) = required_path(doc, &raw.path, source, &field("path"), rules)?;
-    no_star(doc, path, &field("path"))?;
+    let raw = source.raw();
+    let (expanded, line) = one_object(source, &raw.path, rules)?;
     let authority = match &raw.authority {
-        Some(value) => doc.choice(value, &field("authority"), "authority", &SOURCE_AUTHORITIES)?,
+        Some(value) => source.doc.choice(
+            value,
+            &source.field("authority"),
+            "authority",
+            &SOURCE_AUTHORITIES,
+        )?,
         None => authority::EVIDENCE,
     };
     Ok(SourceSpec {
         path: expanded,
         authority,
-        line: doc.line(path.span().start),
+        line,
         file: None,
     })
 }
 
-/// One `[[action]]` (numbered from 1): a path, its operations (`exec`
-/// when not written) and the level it needs (`user` when not written).
+/// One `[[action]]`: a path, its operations (`exec` when not written) and
+/// the level it needs (`user` when not written).
 pub(super) fn parse_action(
-    doc: &Document<'_>,
-    number: usize,
-    action: &Spanned<RawAction>,
+    action: &Fields<'_, RawAction>,
     rules: &PathRules<'_>,
 ) -> Result<ActionSpec, TomlError> {
-    let field = |name: &str| format!("action[{number}].{name}");
-    let raw = action.get_ref();
-    let (path, expanded) = required_path(doc, &raw.path, action, &field("path"), rules)?;
-    no_star(doc, path, &field("path"))?;
+    let (doc, raw) = (action.doc, action.raw());
+    let (expanded, line) = one_object(action, &raw.path, rules)?;
     let ops = match &raw.ops {
-        Some(list) => parse_ops(doc, list, &field("ops"))?,
+        Some(list) => parse_ops(doc, list, &action.field("ops"))?,
         None => ops::EXEC,
     };
     let authority = match &raw.authority {
-        Some(value) => doc.choice(value, &field("authority"), "authority", &ACTION_AUTHORITIES)?,
+        Some(value) => doc.choice(
+            value,
+            &action.field("authority"),
+            "authority",
+            &ACTION_AUTHORITIES,
+        )?,
         None => authority::USER,
     };
     Ok(ActionSpec {
         path: expanded,
         ops,
         authority,
-        line: doc.line(path.span().start),
+        line,
     })
+}
+
+/// The required `path` of a source or an action, which names one object:
+/// what it names, and the line it is written on.
+fn one_object<'a, R>(
+    table: &Fields<'a, R>,
+    value: &'a Option<Spanned<String>>,
+    rules: &PathRules<'_>,
+) -> Result<(PathBuf, usize), TomlError> {
+    let (path, expanded) = required_path(table, value, "path", rules)?;
+    no_star(table.doc, path, &table.field("path"))?;
+    Ok((expanded, table.doc.line(path.span().start)))
 }
 
 /// `[labels] policy`: patterns added to the policy set, each checked as

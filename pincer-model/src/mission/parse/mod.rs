@@ -34,7 +34,7 @@ use crate::{
     labels::PolicyPattern,
     toml_file::{
         self, Document, Named, TomlError,
-        fields::{self, Home, PathRules},
+        fields::{self, Fields, Home, PathRules},
         or_list,
     },
     vote::{
@@ -258,10 +258,14 @@ impl Mission {
 fn parse(doc: &Document<'_>, user: &User) -> Result<Mission, TomlError> {
     let raw: RawFile = doc.deserialize().map_err(with_hint)?;
 
-    let mission = doc.required(raw.mission.as_ref(), 0, "mission", "missing section")?;
-    let name = doc.required_in(&mission.get_ref().name, mission, "mission.name")?;
+    let mission = Fields::section(doc, "mission", &raw.mission)?;
+    let name = mission.required(&mission.raw().name, "name")?;
     if name.get_ref().trim().is_empty() {
-        return Err(doc.field_error(name.span().start, "mission.name", "must not be empty"));
+        return Err(doc.field_error(
+            name.span().start,
+            &mission.field("name"),
+            "must not be empty",
+        ));
     }
 
     let grants = parse_grants(doc, &raw.grant, user)?;
@@ -296,11 +300,8 @@ fn parse(doc: &Document<'_>, user: &User) -> Result<Mission, TomlError> {
     };
 
     let sources = parse_sources(doc, &raw.source, &user.paths())?;
-    let actions = raw
-        .action
-        .iter()
-        .enumerate()
-        .map(|(index, action)| parse_action(doc, index + 1, action, &user.paths()))
+    let actions = Fields::each(doc, "action", &raw.action)
+        .map(|action| parse_action(&action, &user.paths()))
         .collect::<Result<Vec<_>, _>>()?;
 
     let assets = parse_assets(doc, &raw.asset, user)?;
@@ -325,7 +326,7 @@ fn parse(doc: &Document<'_>, user: &User) -> Result<Mission, TomlError> {
     }
 
     let mut profiles = Vec::new();
-    if let Some(list) = &mission.get_ref().profiles {
+    if let Some(list) = &mission.raw().profiles {
         for (index, name) in list.get_ref().iter().enumerate() {
             let profile = super::profile::built_in(name.get_ref(), user).map_err(|error| {
                 doc.field_error(
@@ -376,13 +377,9 @@ impl Profile {
 
 fn parse_profile(doc: &Document<'_>, user: &User) -> Result<Profile, TomlError> {
     let raw: RawProfileFile = doc.deserialize().map_err(with_hint)?;
-    let profile = doc.required(raw.profile.as_ref(), 0, "profile", "missing section")?;
-    let name = doc.required_in(&profile.get_ref().name, profile, "profile.name")?;
-    let description = doc.required_in(
-        &profile.get_ref().description,
-        profile,
-        "profile.description",
-    )?;
+    let profile = Fields::section(doc, "profile", &raw.profile)?;
+    let name = profile.required(&profile.raw().name, "name")?;
+    let description = profile.required(&profile.raw().description, "description")?;
     let grants = parse_grants(doc, &raw.grant, user)?;
     let mut env = Vec::new();
     for (key, value) in &raw.env {
@@ -414,15 +411,15 @@ fn with_hint(error: TomlError) -> TomlError {
     fields::with_hint(error, TABLES)
 }
 
-/// A required path of `table` (its `field`), absolute or starting with `~`
+/// A required path of `table` (its `key`), absolute or starting with `~`
 /// (`home`): where it is written, and what it names.
-fn required_path<'a, U>(
-    doc: &Document<'_>,
+fn required_path<'a, R>(
+    table: &Fields<'a, R>,
     value: &'a Option<Spanned<String>>,
-    table: &Spanned<U>,
-    field: &str,
+    key: &str,
     rules: &PathRules<'_>,
 ) -> Result<(&'a Spanned<String>, PathBuf), TomlError> {
-    let written = doc.required_in(value, table, field)?;
-    Ok((written, doc.absolute_path(written, field, rules)?))
+    let written = table.required(value, key)?;
+    let path = table.doc.absolute_path(written, &table.field(key), rules)?;
+    Ok((written, path))
 }

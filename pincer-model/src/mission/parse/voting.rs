@@ -104,7 +104,7 @@ pub(super) fn parse_vote(
     voting.webhook = raw
         .webhook
         .as_ref()
-        .map(|webhook| parse_webhook(doc, webhook, user))
+        .map(|webhook| parse_webhook(&Fields::new(doc, "vote.webhook".to_owned(), webhook), user))
         .transpose()?;
     if voting.webhook.is_none() {
         let webhook_voter = raw
@@ -121,27 +121,23 @@ pub(super) fn parse_vote(
         }
     }
 
-    voting.rules = raw
-        .rule
-        .iter()
-        .enumerate()
-        .map(|(index, rule)| parse_rule(doc, index + 1, rule, user))
+    voting.rules = Fields::each(doc, "vote.rule", &raw.rule)
+        .map(|rule| parse_rule(&rule, user))
         .collect::<Result<Vec<_>, _>>()?;
 
     Ok(voting)
 }
 
 fn parse_webhook(
-    doc: &Document<'_>,
-    webhook: &Spanned<RawWebhook>,
+    webhook: &Fields<'_, RawWebhook>,
     user: &User,
 ) -> Result<WebhookConfig, TomlError> {
-    let raw = webhook.get_ref();
+    let (doc, raw) = (webhook.doc, webhook.raw());
 
-    let url = doc.required_in(&raw.url, webhook, "vote.webhook.url")?;
+    let url = webhook.required(&raw.url, "url")?;
     // The URL may carry a token: messages describe it without repeating it.
-    let url_error =
-        |message: String| doc.field_error(url.span().start, "vote.webhook.url", message);
+    let url_field = webhook.field("url");
+    let url_error = |message: String| doc.field_error(url.span().start, &url_field, message);
     let parsed = url::Url::parse(url.get_ref())
         .map_err(|error| url_error(format!("not a valid URL ({error})")))?;
     if !matches!(parsed.scheme(), "http" | "https") {
@@ -154,16 +150,15 @@ fn parse_webhook(
         return Err(url_error("must name a host".to_owned()));
     }
 
-    let (secret_written, secret_file) = required_path(
-        doc,
-        &raw.secret_file,
-        webhook,
-        "vote.webhook.secret_file",
-        &user.paths(),
-    )?;
+    let (secret_written, secret_file) =
+        required_path(webhook, &raw.secret_file, "secret_file", &user.paths())?;
 
     let clock_skew = match &raw.clock_skew {
-        Some(value) => doc.duration(value, "vote.webhook.clock_skew", POSITIVE..=MAX_CLOCK_SKEW)?,
+        Some(value) => doc.duration(
+            value,
+            &webhook.field("clock_skew"),
+            POSITIVE..=MAX_CLOCK_SKEW,
+        )?,
         None => DEFAULT_CLOCK_SKEW,
     };
 
@@ -171,23 +166,18 @@ fn parse_webhook(
         url: url.get_ref().clone(),
         secret_file,
         clock_skew,
-        line: doc.line(webhook.span().start),
+        line: doc.line(webhook.table.span().start),
         secret_line: doc.line(secret_written.span().start),
         owner: raw.owner.as_ref().is_some_and(|owner| *owner.get_ref()),
         node: None,
     })
 }
 
-fn parse_rule(
-    doc: &Document<'_>,
-    number: usize,
-    rule: &Spanned<RawRule>,
-    user: &User,
-) -> Result<Rule, TomlError> {
-    let field = |name: &str| format!("vote.rule[{number}].{name}");
-    let raw = rule.get_ref();
+fn parse_rule(rule: &Fields<'_, RawRule>, user: &User) -> Result<Rule, TomlError> {
+    let (doc, raw) = (rule.doc, rule.raw());
+    let field = |key: &str| rule.field(key);
 
-    let (path, expanded) = required_path(doc, &raw.path, rule, &field("path"), &user.paths())?;
+    let (path, expanded) = required_path(rule, &raw.path, "path", &user.paths())?;
     // Rules compare paths without resolving them, so `..` would never match
     // the path of a request: a deny rule with it would protect nothing.
     if expanded
@@ -207,7 +197,7 @@ fn parse_rule(
         None => ops::ALL,
     };
 
-    let verdict = doc.required_in(&raw.verdict, rule, &field("verdict"))?;
+    let verdict = rule.required(&raw.verdict, "verdict")?;
     let allow = doc.choice(
         verdict,
         &field("verdict"),
@@ -231,7 +221,7 @@ fn parse_rule(
         }
         (LifetimeKind::Ttl, None) => {
             return Err(doc.field_error(
-                rule.span().start,
+                rule.table.span().start,
                 &field("ttl"),
                 "missing field (lifetime = \"ttl\" needs it)",
             ));

@@ -4,6 +4,7 @@
 use std::os::unix::fs::symlink;
 
 use super::*;
+use crate::test_support::temp_file;
 
 #[test]
 fn formats_ops() {
@@ -66,10 +67,7 @@ pub(crate) fn tree_ops(bits: u32) -> GrantValue {
 
 /// A temporary directory holding the file `a.txt`, and the file's path.
 fn dir_with_a_file() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("a.txt");
-    fs::write(&file, "a").unwrap();
-    (dir, file)
+    temp_file("a.txt", "a")
 }
 
 /// A temporary directory holding the directory `real` and `link`, a

@@ -1,7 +1,10 @@
 use std::fs;
 
 use super::*;
-use crate::toml_file::test_support::{Parts, field};
+use crate::{
+    test_support::temp_file,
+    toml_file::test_support::{Parts, field},
+};
 
 mod agents;
 mod kubernetes;
@@ -156,9 +159,7 @@ fn relative_missions_follow_the_configuration_file() {
 
 #[test]
 fn from_file_reads_and_names_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("daemon.toml");
-    fs::write(&path, agent_with_cgroup("a", "x")).unwrap();
+    let (dir, path) = temp_file("daemon.toml", agent_with_cgroup("a", "x"));
     let config = Config::from_file(&path).unwrap();
     assert_eq!(config.path, path);
     assert_eq!(config.agents[0].mission, dir.path().join("m.toml"));
@@ -736,16 +737,14 @@ ring_bytes = 262144
 "#
     );
     let full = parse(FULL).unwrap().render();
-    assert!(full.contains("\nmetrics = \"[::1]:9464\"\n"), "{full}");
-    assert!(
-        full.contains("\nsiem = \"/var/log/p/ocsf.jsonl\"\nsiem_format = \"ocsf\"\n"),
-        "{full}"
-    );
-    assert!(full.contains("\nscan_every = \"250ms\"\n"), "{full}");
-    assert!(
-        full.contains("\nmission = \"/etc/pincer/missions/codex.toml\"\n# mode is not set"),
-        "{full}"
-    );
+    for lines in [
+        "\nmetrics = \"[::1]:9464\"\n",
+        "\nsiem = \"/var/log/p/ocsf.jsonl\"\nsiem_format = \"ocsf\"\n",
+        "\nscan_every = \"250ms\"\n",
+        "\nmission = \"/etc/pincer/missions/codex.toml\"\n# mode is not set",
+    ] {
+        assert!(full.contains(lines), "{full}");
+    }
 }
 
 #[test]

@@ -1,23 +1,12 @@
 //! `[[asset]]`.
 
 use super::*;
+use crate::test_support::upload_mission;
 
-/// The running example's nodes, then `more`.
+/// The running example's email and images, then `more`: at most two
+/// images, so that the count read is not the default one.
 fn with_assets(more: &str) -> String {
-    format!(
-        r#"[mission]
-name = "upload"
-[[asset]]
-id = "email"
-path = "~/mail/alice.eml"
-ops = ["read"]
-[[asset]]
-id = "image"
-found_in = "email"
-ops = ["read"]
-constraints = {{ under = ["~", "/tmp"], glob = "*.{{png,jpg}}", max_count = 2 }}
-{more}"#
-    )
+    upload_mission(2, more)
 }
 
 #[test]
@@ -35,12 +24,12 @@ fn assets_are_nodes_and_what_nothing_is_found_in_is_a_grant() {
         image.constraints,
         Constraints {
             under: vec![PathBuf::from("/home/me"), PathBuf::from("/tmp")],
-            glob: Some("*.{png,jpg}".to_owned()),
+            glob: Some("*.{png,jpg,jpeg}".to_owned()),
             kind: None,
             max_count: 2,
         }
     );
-    assert!(asset_glob("*.{png,jpg}").unwrap().is_match("data.png"));
+    assert!(asset_glob("*.{png,jpg,jpeg}").unwrap().is_match("data.png"));
     // The email is a source: not granted, its first read is observed.
     // The notes are found in nothing: a grant like any other.
     let granted: Vec<(&Path, Extent, usize)> = mission
@@ -91,47 +80,45 @@ fn bad_assets_are_refused_with_their_field() {
         one("[[asset]]\nid = \"x\"\npath = \"/x\"\nfound_in = \"email\"\nops = [\"read\"]\n").2,
         field("asset[3].found_in")
     );
+    // An asset `x` found in the email, with what follows its ops.
+    let found = |rest: &str| {
+        one(&format!(
+            "[[asset]]\nid = \"x\"\nfound_in = \"email\"\nops = [\"read\"]\n{rest}"
+        ))
+    };
     assert_eq!(
-        one("[[asset]]\nid = \"x\"\nfound_in = \"email\"\nops = [\"read\"]\n").3,
+        found("").3,
         "an asset found in evidence needs `under`: the directories it may be in \
              (a name in a page is never enough to reach anywhere)"
     );
     assert_eq!(
-            one("[[asset]]\nid = \"x\"\nfound_in = \"email\"\nops = [\"read\"]\nconstraints = { under = [\"/\"] }\n").2,
-            field("asset[3].constraints.under[1]")
-        );
-    assert_eq!(
-            one("[[asset]]\nid = \"x\"\nfound_in = \"email\"\nops = [\"read\"]\nconstraints = { under = [\"~\"], glob = \"*.{png\" }\n").2,
-            field("asset[3].constraints.glob")
-        );
-    assert_eq!(
-            one("[[asset]]\nid = \"x\"\nfound_in = \"email\"\nops = [\"read\"]\nconstraints = { under = [\"~\"], max_count = 0 }\n").3,
-            "must be from 1 to 1024 (not 0)"
-        );
-    assert_eq!(
-            one("[[asset]]\nid = \"x\"\nfound_in = \"email\"\nops = [\"read\"]\nextent = \"tree\"\nconstraints = { under = [\"~\"], kind = \"file\" }\n").2,
-            field("asset[3].constraints.kind")
-        );
-    assert_eq!(
-            one("[[asset]]\nid = \"x\"\nfound_in = \"email\"\nops = [\"read\"]\nconstraints = { under = [\"~\"], color = \"red\" }\n").2,
-            field("asset[3].constraints.color")
-        );
-    // Found in each other, with no evidence to begin with.
-    let cycle = invalid(
-        r#"[mission]
-name = "m"
-[[asset]]
-id = "a"
-found_in = "b"
-ops = ["read"]
-constraints = { under = ["/srv"] }
-[[asset]]
-id = "b"
-found_in = "a"
-ops = ["read"]
-constraints = { under = ["/srv"] }
-"#,
+        found("constraints = { under = [\"~\"], max_count = 0 }\n").3,
+        "must be from 1 to 1024 (not 0)"
     );
+    for (rest, name) in [
+        (
+            "constraints = { under = [\"/\"] }\n",
+            "asset[3].constraints.under[1]",
+        ),
+        (
+            "constraints = { under = [\"~\"], glob = \"*.{png\" }\n",
+            "asset[3].constraints.glob",
+        ),
+        (
+            "extent = \"tree\"\nconstraints = { under = [\"~\"], kind = \"file\" }\n",
+            "asset[3].constraints.kind",
+        ),
+        (
+            "constraints = { under = [\"~\"], color = \"red\" }\n",
+            "asset[3].constraints.color",
+        ),
+    ] {
+        assert_eq!(found(rest).2, field(name), "{rest}");
+    }
+    // Found in each other, with no evidence to begin with.
+    let cycle = invalid(&b_found_in_a(
+        "found_in = \"b\"\nops = [\"read\"]\nconstraints = { under = [\"/srv\"] }\n",
+    ));
     assert_eq!(
         cycle,
         error(
@@ -142,19 +129,23 @@ constraints = { under = ["/srv"] }
         )
     );
     // Found in something that is not read.
-    let unread = invalid(
+    let unread = invalid(&b_found_in_a("path = \"/srv/a\"\nops = [\"write\"]\n"));
+    assert_eq!(unread.2, field("asset[2].found_in"));
+}
+
+/// A mission of asset `a`, with `a_fields` after its id (from line 5 on),
+/// and asset `b`, found in `a`.
+fn b_found_in_a(a_fields: &str) -> String {
+    format!(
         r#"[mission]
 name = "m"
 [[asset]]
 id = "a"
-path = "/srv/a"
-ops = ["write"]
-[[asset]]
+{a_fields}[[asset]]
 id = "b"
 found_in = "a"
 ops = ["read"]
-constraints = { under = ["/srv"] }
-"#,
-    );
-    assert_eq!(unread.2, field("asset[2].found_in"));
+constraints = {{ under = ["/srv"] }}
+"#
+    )
 }

@@ -1,7 +1,6 @@
-use std::fs;
-
 use super::*;
 use crate::{
+    test_support::temp_file,
     toml_file::{
         FileError,
         test_support::{Parts, field, parts as error},
@@ -19,6 +18,20 @@ fn invalid(text: &str) -> Parts {
         Err(MissionError::File(FileError::Invalid(error))) => error.parts(),
         other => panic!("expected an invalid mission, got {other:?}"),
     }
+}
+
+/// Tests that read each of their texts with the function in parentheses
+/// and find the error beside it: its position, field and message. A
+/// failure names the text.
+macro_rules! refused {
+    ($($test:ident($read:ident) { $($text:expr => $expected:expr),+ $(,)? })+) => {
+        $(
+            #[test]
+            fn $test() {
+                $(assert_eq!($read($text), $expected, "{}", $text);)+
+            }
+        )+
+    };
 }
 
 mod assets;
@@ -95,12 +108,11 @@ fn a_trailing_star_grants_the_names_that_start_so() {
     assert_eq!(grant("/a/b**", "").3, only_at_the_end);
     assert_eq!(
         grant("/a/*", ""),
-        (
+        error(
             4,
             8,
-            field("grant[1].path"),
+            "grant[1].path",
             "a prefix grant needs a prefix before its `*` (grant the directory as a tree instead)"
-                .to_owned()
         )
     );
     assert_eq!(
@@ -116,21 +128,21 @@ fn make_is_for_trees_and_profiles_are_named() {
     let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = [\"read\"]\nmake = true\n";
     assert_eq!(
         invalid(text),
-        (
+        error(
             6,
             8,
-            field("grant[1].make"),
-            "make = true makes a directory: it needs extent = \"tree\"".to_owned()
+            "grant[1].make",
+            "make = true makes a directory: it needs extent = \"tree\""
         )
     );
     let text = "[mission]\nname = \"m\"\nprofiles = [\"codex\", \"emacs\"]\n";
     assert_eq!(
         invalid(text),
-        (
+        error(
             3,
             22,
-            field("mission.profiles[2]"),
-            "unknown profile \"emacs\" (known: aider, claude-code, codex)".to_owned()
+            "mission.profiles[2]",
+            "unknown profile \"emacs\" (known: aider, claude-code, codex)"
         )
     );
     let text = "[mission]\nname = \"m\"\nprofiles = [\"codex\"]\n";
@@ -191,39 +203,38 @@ fn bad_capabilities_name_their_entry() {
     };
     assert_eq!(
         capabilities("\"net_admin\", \"sys_admin\""),
-        (
+        error(
             4,
             30,
-            field("defaults.capabilities[2]"),
+            "defaults.capabilities[2]",
             "sys_admin is never given to an agent: it reaches the kernel or pincer itself"
-                .to_owned()
         )
     );
     assert_eq!(
         capabilities("\"CAP_NET_RAW\""),
-        (
+        error(
             4,
             17,
-            field("defaults.capabilities[1]"),
-            "unknown capability \"CAP_NET_RAW\" (write it \"net_raw\")".to_owned()
+            "defaults.capabilities[1]",
+            "unknown capability \"CAP_NET_RAW\" (write it \"net_raw\")"
         )
     );
     assert_eq!(
         capabilities("\"superpower\""),
-        (
+        error(
             4,
             17,
-            field("defaults.capabilities[1]"),
-            "unknown capability \"superpower\"".to_owned()
+            "defaults.capabilities[1]",
+            "unknown capability \"superpower\""
         )
     );
     assert_eq!(
         capabilities("\"kill\", \"kill\""),
-        (
+        error(
             4,
             25,
-            field("defaults.capabilities[2]"),
-            "duplicate capability \"kill\"".to_owned()
+            "defaults.capabilities[2]",
+            "duplicate capability \"kill\""
         )
     );
     assert_eq!(
@@ -297,32 +308,17 @@ fn other_variables_are_errors() {
     let text = "[mission]\nname = \"x\"\n[[grant]]\npath = \"/tmp/x-{user}\"\nops = [\"read\"]\n";
     assert_eq!(
         invalid(text),
-        (
+        error(
             4,
             8,
-            field("grant[1].path"),
-            "unknown variable \"{user}\": only \"{uid}\" is expanded".to_owned()
+            "grant[1].path",
+            "unknown variable \"{user}\": only \"{uid}\" is expanded"
         )
     );
     let text = "[mission]\nname = \"x\"\n[labels]\npolicy = [\"/home/{home}/k\"]\n";
     assert_eq!(
         invalid(text).3,
         "unknown variable \"{home}\": only \"{uid}\" is expanded"
-    );
-}
-
-#[test]
-fn other_users_homes_are_not_expanded() {
-    let text = "[mission]\nname = \"x\"\n[[grant]]\npath = \"~bob/x\"\nops = [\"read\"]\n";
-    assert_eq!(
-        invalid(text),
-        (
-            4,
-            8,
-            field("grant[1].path"),
-            "must be absolute (\"~bob/x\": only \"~\" and \"~/...\" are expanded, not \"~user\")"
-                .to_owned()
-        )
     );
 }
 
@@ -356,14 +352,14 @@ path = "/b"
 ops = ["write", "raed"]
 "#;
     assert_eq!(
-            invalid(text),
-            (
-                10,
-                17,
-                field("grant[2].ops"),
-                "unknown operation \"raed\" (expected read, write, create, exec, delete, rename, link, setattr or mkdir)".to_owned()
-            )
-        );
+        invalid(text),
+        error(
+            10,
+            17,
+            "grant[2].ops",
+            "unknown operation \"raed\" (expected read, write, create, exec, delete, rename, link, setattr or mkdir)"
+        )
+    );
     assert_eq!(
         parse(text).unwrap_err().to_string(),
         "m.toml:10:17: grant[2].ops: unknown operation \"raed\" \
@@ -374,64 +370,118 @@ ops = ["write", "raed"]
 #[test]
 fn missing_mission_name() {
     let text = "# no name\n\n[mission]\n\n[[grant]]\npath = \"/a\"\nops = [\"read\"]\n";
-    assert_eq!(
-        invalid(text),
-        (3, 1, field("mission.name"), "missing field".to_owned())
-    );
+    assert_eq!(invalid(text), error(3, 1, "mission.name", "missing field"));
     assert_eq!(
         parse(text).unwrap_err().to_string(),
         "m.toml:3:1: mission.name: missing field"
     );
 }
 
-#[test]
-fn missing_mission_section() {
-    let text = "[[grant]]\npath = \"/a\"\nops = [\"read\"]\n";
-    assert_eq!(
-        invalid(text),
-        (1, 1, field("mission"), "missing section".to_owned())
-    );
-}
-
-#[test]
-fn empty_mission_name() {
-    assert_eq!(
-        invalid("[mission]\nname = \"  \"\n"),
-        (2, 8, field("mission.name"), "must not be empty".to_owned())
-    );
-}
-
-#[test]
-fn relative_path() {
-    let text = "[mission]\nname = \"m\"\n[[grant]]\nops = [\"read\"]\npath = \"src/x\"\n";
-    assert_eq!(
-        invalid(text),
-        (
-            5,
-            8,
-            field("grant[1].path"),
-            "must be absolute (\"src/x\")".to_owned()
-        )
-    );
-    let empty = "[mission]\nname = \"m\"\n[[grant]]\npath = \"\"\nops = [\"read\"]\n";
-    assert_eq!(
-        invalid(empty),
-        (4, 8, field("grant[1].path"), "must not be empty".to_owned())
-    );
-}
-
-#[test]
-fn nul_in_path() {
-    let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\\u0000b\"\nops = [\"read\"]\n";
-    assert_eq!(
-        invalid(text),
-        (
-            4,
-            8,
-            field("grant[1].path"),
-            "must not contain a NUL byte".to_owned()
-        )
-    );
+refused! {
+    missing_mission_section(invalid) {
+        "[[grant]]\npath = \"/a\"\nops = [\"read\"]\n"
+            => error(1, 1, "mission", "missing section"),
+    }
+    empty_mission_name(invalid) {
+        "[mission]\nname = \"  \"\n" => error(2, 8, "mission.name", "must not be empty"),
+    }
+    other_users_homes_are_not_expanded(invalid) {
+        "[mission]\nname = \"x\"\n[[grant]]\npath = \"~bob/x\"\nops = [\"read\"]\n"
+            => error(
+                4,
+                8,
+                "grant[1].path",
+                "must be absolute (\"~bob/x\": only \"~\" and \"~/...\" are expanded, \
+                 not \"~user\")",
+            ),
+    }
+    relative_path(invalid) {
+        "[mission]\nname = \"m\"\n[[grant]]\nops = [\"read\"]\npath = \"src/x\"\n"
+            => error(5, 8, "grant[1].path", "must be absolute (\"src/x\")"),
+        "[mission]\nname = \"m\"\n[[grant]]\npath = \"\"\nops = [\"read\"]\n"
+            => error(4, 8, "grant[1].path", "must not be empty"),
+    }
+    nul_in_path(invalid) {
+        "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\\u0000b\"\nops = [\"read\"]\n"
+            => error(4, 8, "grant[1].path", "must not contain a NUL byte"),
+    }
+    duplicate_key(invalid) {
+        "[mission]\nname = \"a\"\nname = \"b\"\n"
+            => (3, 1, None, "duplicate key `name` in table `mission`".to_owned()),
+    }
+    wrong_type_of_a_value(invalid) {
+        "[mission]\nname = 3\n"
+            => error(2, 8, "mission.name", "invalid type: integer `3`, expected a string"),
+    }
+    wrong_type_of_a_section(invalid) {
+        "mission = \"x\"\n"
+            => error(1, 11, "mission", "invalid type: string \"x\", expected a table"),
+    }
+    wrong_type_in_the_ops_list(invalid) {
+        "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = [\"read\", 3]\n"
+            => error(5, 16, "grant[1].ops[2]", "invalid type: integer `3`, expected a string"),
+    }
+    ops_must_be_a_list(invalid) {
+        "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = \"read\"\n"
+            => error(5, 7, "grant[1].ops", "invalid type: string \"read\", expected an array"),
+    }
+    empty_ops_list(invalid) {
+        "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = []\n"
+            => error(5, 7, "grant[1].ops", "must list at least one operation"),
+    }
+    missing_path_and_ops(invalid) {
+        "[mission]\nname = \"m\"\n\n[[grant]]\nops = [\"read\"]\n"
+            => error(4, 1, "grant[1].path", "missing field"),
+        "[mission]\nname = \"m\"\n\n[[grant]]\npath = \"/a\"\n"
+            => error(4, 1, "grant[1].ops", "missing field"),
+    }
+    unknown_extent(invalid) {
+        "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = [\"read\"]\n\
+         extent = \"subtree\"\n"
+            => error(
+                6,
+                10,
+                "grant[1].extent",
+                "unknown extent \"subtree\" (expected file or tree)",
+            ),
+    }
+    unknown_baseline(invalid) {
+        "[mission]\nname = \"m\"\n[defaults]\nbaseline = \"all\"\n"
+            => error(
+                4,
+                12,
+                "defaults.baseline",
+                "unknown baseline \"all\" (expected runtime or none)",
+            ),
+    }
+    unknown_key_in_a_grant(invalid) {
+        "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\n[[grant]]\npath = \"/b\"\n\
+         opz = [\"read\"]\n"
+            => error(
+                7,
+                1,
+                "grant[2].opz",
+                "unknown field `opz`, expected one of `path`, `ops`, `extent`, `make`, \
+                 `optional`, `own`",
+            ),
+    }
+    integers_too_large_for_toml_name_their_field(invalid) {
+        "[mission]\nname = 99999999999999999999\n"
+            => error(
+                2,
+                8,
+                "mission.name",
+                "integer 99999999999999999999 does not fit in 64 bits",
+            ),
+        "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\n\
+         ops = [\"read\", -9_223_372_036_854_775_809]\n"
+            => error(
+                5,
+                16,
+                "grant[1].ops[2]",
+                "integer -9_223_372_036_854_775_809 does not fit in 64 bits",
+            ),
+    }
 }
 
 #[test]
@@ -447,20 +497,6 @@ fn syntax_error() {
 }
 
 #[test]
-fn duplicate_key() {
-    let text = "[mission]\nname = \"a\"\nname = \"b\"\n";
-    assert_eq!(
-        invalid(text),
-        (
-            3,
-            1,
-            None,
-            "duplicate key `name` in table `mission`".to_owned()
-        )
-    );
-}
-
-#[test]
 fn duplicate_section() {
     let (line, column, field, message) = invalid("[mission]\nname = \"a\"\n[mission]\n");
     assert_eq!((line, column, field), (3, 1, None));
@@ -468,133 +504,6 @@ fn duplicate_section() {
         message,
         "invalid table header: duplicate key `mission` in document root"
     );
-}
-
-#[test]
-fn wrong_type_of_a_value() {
-    assert_eq!(
-        invalid("[mission]\nname = 3\n"),
-        (
-            2,
-            8,
-            field("mission.name"),
-            "invalid type: integer `3`, expected a string".to_owned()
-        )
-    );
-}
-
-#[test]
-fn wrong_type_of_a_section() {
-    assert_eq!(
-        invalid("mission = \"x\"\n"),
-        (
-            1,
-            11,
-            field("mission"),
-            "invalid type: string \"x\", expected a table".to_owned()
-        )
-    );
-}
-
-#[test]
-fn wrong_type_in_the_ops_list() {
-    let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = [\"read\", 3]\n";
-    assert_eq!(
-        invalid(text),
-        (
-            5,
-            16,
-            field("grant[1].ops[2]"),
-            "invalid type: integer `3`, expected a string".to_owned()
-        )
-    );
-}
-
-#[test]
-fn ops_must_be_a_list() {
-    let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = \"read\"\n";
-    assert_eq!(
-        invalid(text),
-        (
-            5,
-            7,
-            field("grant[1].ops"),
-            "invalid type: string \"read\", expected an array".to_owned()
-        )
-    );
-}
-
-#[test]
-fn empty_ops_list() {
-    let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = []\n";
-    assert_eq!(
-        invalid(text),
-        (
-            5,
-            7,
-            field("grant[1].ops"),
-            "must list at least one operation".to_owned()
-        )
-    );
-}
-
-#[test]
-fn missing_path_and_ops() {
-    let no_path = "[mission]\nname = \"m\"\n\n[[grant]]\nops = [\"read\"]\n";
-    assert_eq!(
-        invalid(no_path),
-        (4, 1, field("grant[1].path"), "missing field".to_owned())
-    );
-    let no_ops = "[mission]\nname = \"m\"\n\n[[grant]]\npath = \"/a\"\n";
-    assert_eq!(
-        invalid(no_ops),
-        (4, 1, field("grant[1].ops"), "missing field".to_owned())
-    );
-}
-
-#[test]
-fn unknown_extent() {
-    let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\nops = [\"read\"]\n\
-                    extent = \"subtree\"\n";
-    assert_eq!(
-        invalid(text),
-        (
-            6,
-            10,
-            field("grant[1].extent"),
-            "unknown extent \"subtree\" (expected file or tree)".to_owned()
-        )
-    );
-}
-
-#[test]
-fn unknown_baseline() {
-    let text = "[mission]\nname = \"m\"\n[defaults]\nbaseline = \"all\"\n";
-    assert_eq!(
-        invalid(text),
-        (
-            4,
-            12,
-            field("defaults.baseline"),
-            "unknown baseline \"all\" (expected runtime or none)".to_owned()
-        )
-    );
-}
-
-#[test]
-fn unknown_key_in_a_grant() {
-    let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\n[[grant]]\npath = \"/b\"\n\
-                    opz = [\"read\"]\n";
-    assert_eq!(
-            invalid(text),
-            (
-                7,
-                1,
-                field("grant[2].opz"),
-                "unknown field `opz`, expected one of `path`, `ops`, `extent`, `make`, `optional`, `own`"
-                    .to_owned()
-            )
-        );
 }
 
 #[test]
@@ -665,34 +574,8 @@ fn forty_thousand_grants() {
 }
 
 #[test]
-fn integers_too_large_for_toml_name_their_field() {
-    assert_eq!(
-        invalid("[mission]\nname = 99999999999999999999\n"),
-        error(
-            2,
-            8,
-            "mission.name",
-            "integer 99999999999999999999 does not fit in 64 bits"
-        )
-    );
-    let text = "[mission]\nname = \"m\"\n[[grant]]\npath = \"/a\"\n\
-                    ops = [\"read\", -9_223_372_036_854_775_809]\n";
-    assert_eq!(
-        invalid(text),
-        error(
-            5,
-            16,
-            "grant[1].ops[2]",
-            "integer -9_223_372_036_854_775_809 does not fit in 64 bits"
-        )
-    );
-}
-
-#[test]
 fn reads_files() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("m.toml");
-    fs::write(&path, "[mission]\nname = \"from a file\"\n").unwrap();
+    let (dir, path) = temp_file("m.toml", "[mission]\nname = \"from a file\"\n");
     let mission = Mission::from_file(&path).unwrap();
     assert_eq!(mission.name, "from a file");
     assert_eq!(mission.source, path);

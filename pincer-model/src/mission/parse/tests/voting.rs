@@ -155,73 +155,67 @@ fn vote_tables_need_no_vote_header() {
     assert_eq!(mission.vote.voters, Voting::default().voters);
 }
 
-#[test]
-fn fields_are_named_across_split_tables() {
-    let text = "[mission]\nname = \"m\"\n[vote]\ntimeout = \"5s\"\n[[vote.rule]]\n\
-                    path = \"/a\"\nverdict = \"deny\"\n[[vote.rule]]\npath = 3\n";
-    assert_eq!(
-        invalid(text),
-        error(
-            9,
-            8,
-            "vote.rule[2].path",
-            "invalid type: integer `3`, expected a string"
-        )
-    );
-    let text = "[mission]\nname = \"m\"\n[vote.webhook]\nurl = \"https://h\"\n\
-                    secret_file = \"/k\"\n[vote]\nvoters = [\"prompt\", 1]\n";
-    assert_eq!(
-        invalid(text),
-        error(
-            7,
-            21,
-            "vote.voters[2]",
-            "invalid type: integer `1`, expected a string"
-        )
-    );
-}
-
-#[test]
-fn unknown_on_unknown() {
-    assert_eq!(
-        vote_invalid("[defaults]\non_unknown = \"allow\"\n"),
-        error(
-            4,
-            14,
-            "defaults.on_unknown",
-            "unknown value \"allow\" (expected deny, audit or ask)"
-        )
-    );
-}
-
-#[test]
-fn bad_voters() {
-    assert_eq!(
-        vote_invalid("[vote]\nvoters = []\n"),
-        error(4, 10, "vote.voters", "must list at least one voter")
-    );
-    assert_eq!(
-        vote_invalid("[vote]\nvoters = [\"prompt\", \"mission\", \"prompt\"]\n"),
-        error(4, 32, "vote.voters[3]", "duplicate voter \"prompt\"")
-    );
-    assert_eq!(
-        vote_invalid("[vote]\nvoters = [\"mission\", \"slack\"]\n"),
-        error(
-            4,
-            22,
-            "vote.voters[2]",
-            "unknown voter \"slack\" (expected mission, prompt or webhook)"
-        )
-    );
-    assert_eq!(
-        vote_invalid("[vote]\nvoters = \"prompt\"\n"),
-        error(
-            4,
-            10,
-            "vote.voters",
-            "invalid type: string \"prompt\", expected an array"
-        )
-    );
+refused! {
+    fields_are_named_across_split_tables(invalid) {
+        "[mission]\nname = \"m\"\n[vote]\ntimeout = \"5s\"\n[[vote.rule]]\n\
+         path = \"/a\"\nverdict = \"deny\"\n[[vote.rule]]\npath = 3\n"
+            => error(9, 8, "vote.rule[2].path", "invalid type: integer `3`, expected a string"),
+        "[mission]\nname = \"m\"\n[vote.webhook]\nurl = \"https://h\"\n\
+         secret_file = \"/k\"\n[vote]\nvoters = [\"prompt\", 1]\n"
+            => error(7, 21, "vote.voters[2]", "invalid type: integer `1`, expected a string"),
+    }
+    unknown_on_unknown(vote_invalid) {
+        "[defaults]\non_unknown = \"allow\"\n"
+            => error(
+                4,
+                14,
+                "defaults.on_unknown",
+                "unknown value \"allow\" (expected deny, audit or ask)",
+            ),
+    }
+    bad_voters(vote_invalid) {
+        "[vote]\nvoters = []\n" => error(4, 10, "vote.voters", "must list at least one voter"),
+        "[vote]\nvoters = [\"prompt\", \"mission\", \"prompt\"]\n"
+            => error(4, 32, "vote.voters[3]", "duplicate voter \"prompt\""),
+        "[vote]\nvoters = [\"mission\", \"slack\"]\n"
+            => error(
+                4,
+                22,
+                "vote.voters[2]",
+                "unknown voter \"slack\" (expected mission, prompt or webhook)",
+            ),
+        "[vote]\nvoters = \"prompt\"\n"
+            => error(4, 10, "vote.voters", "invalid type: string \"prompt\", expected an array"),
+    }
+    unknown_default_verdict(vote_invalid) {
+        "[vote]\ndefault = \"allow\"\n"
+            => error(
+                4,
+                11,
+                "vote.default",
+                "unknown default verdict \"allow\" (expected deny or allow-once)",
+            ),
+    }
+    ttl_cap_needs_max_ttl(vote_invalid) {
+        "[vote]\ntimeout = \"10s\"\nmax_lifetime = \"ttl\"\n"
+            => error(5, 16, "vote.max_ttl", "missing field (max_lifetime = \"ttl\" needs it)"),
+        "[vote]\nmax_lifetime = \"forever\"\n"
+            => error(
+                4,
+                16,
+                "vote.max_lifetime",
+                "unknown lifetime \"forever\" (expected once, ttl or session)",
+            ),
+        "[vote]\nmax_lifetime = \"ttl\"\nmax_ttl = \"0s\"\n"
+            => error(5, 11, "vote.max_ttl", "must be longer than zero"),
+        // Lifetimes are recorded in seconds.
+        "[vote]\nmax_lifetime = \"ttl\"\nmax_ttl = \"1500ms\"\n"
+            => error(5, 11, "vote.max_ttl", "must be a whole number of seconds"),
+    }
+    unknown_max_extent(vote_invalid) {
+        "[vote]\nmax_extent = \"dir\"\n"
+            => error(4, 14, "vote.max_extent", "unknown extent \"dir\" (expected file or tree)"),
+    }
 }
 
 #[test]
@@ -247,51 +241,24 @@ fn webhook_voter_without_its_section() {
 #[test]
 fn bad_timeouts() {
     let hint = "(write it like \"30s\", \"10m\" or \"1h30m\")";
-    assert_eq!(
-        vote_invalid("[vote]\ntimeout = \"soon\"\n"),
-        error(
-            4,
-            11,
-            "vote.timeout",
-            &format!("invalid duration \"soon\" {hint}")
-        )
-    );
-    // A number needs its unit.
-    assert_eq!(
-        vote_invalid("[vote]\ntimeout = \"30\"\n"),
-        error(
-            4,
-            11,
-            "vote.timeout",
-            &format!("invalid duration \"30\" {hint}")
-        )
-    );
-    assert_eq!(
-        vote_invalid("[vote]\ntimeout = \"\"\n"),
-        error(
-            4,
-            11,
-            "vote.timeout",
-            &format!("invalid duration \"\" {hint}")
-        )
-    );
-    assert_eq!(
-        vote_invalid("[vote]\ntimeout = \"0s\"\n"),
-        error(4, 11, "vote.timeout", "must be longer than zero")
-    );
-    assert_eq!(
-        vote_invalid("[vote]\ntimeout = \"61m\"\n"),
-        error(4, 11, "vote.timeout", "must be at most 1h (not 1h 1m)")
-    );
-    assert_eq!(
-        vote_invalid("[vote]\ntimeout = 30\n"),
-        error(
-            4,
-            11,
-            "vote.timeout",
-            "invalid type: integer `30`, expected a string"
-        )
-    );
+    for (value, message) in [
+        ("\"soon\"", format!("invalid duration \"soon\" {hint}")),
+        // A number needs its unit.
+        ("\"30\"", format!("invalid duration \"30\" {hint}")),
+        ("\"\"", format!("invalid duration \"\" {hint}")),
+        ("\"0s\"", "must be longer than zero".to_owned()),
+        ("\"61m\"", "must be at most 1h (not 1h 1m)".to_owned()),
+        (
+            "30",
+            "invalid type: integer `30`, expected a string".to_owned(),
+        ),
+    ] {
+        assert_eq!(
+            vote_invalid(&format!("[vote]\ntimeout = {value}\n")),
+            error(4, 11, "vote.timeout", &message),
+            "{value}"
+        );
+    }
 }
 
 #[test]
@@ -337,50 +304,6 @@ fn durations_too_large() {
 }
 
 #[test]
-fn unknown_default_verdict() {
-    assert_eq!(
-        vote_invalid("[vote]\ndefault = \"allow\"\n"),
-        error(
-            4,
-            11,
-            "vote.default",
-            "unknown default verdict \"allow\" (expected deny or allow-once)"
-        )
-    );
-}
-
-#[test]
-fn ttl_cap_needs_max_ttl() {
-    assert_eq!(
-        vote_invalid("[vote]\ntimeout = \"10s\"\nmax_lifetime = \"ttl\"\n"),
-        error(
-            5,
-            16,
-            "vote.max_ttl",
-            "missing field (max_lifetime = \"ttl\" needs it)"
-        )
-    );
-    assert_eq!(
-        vote_invalid("[vote]\nmax_lifetime = \"forever\"\n"),
-        error(
-            4,
-            16,
-            "vote.max_lifetime",
-            "unknown lifetime \"forever\" (expected once, ttl or session)"
-        )
-    );
-    assert_eq!(
-        vote_invalid("[vote]\nmax_lifetime = \"ttl\"\nmax_ttl = \"0s\"\n"),
-        error(5, 11, "vote.max_ttl", "must be longer than zero")
-    );
-    // Lifetimes are recorded in seconds.
-    assert_eq!(
-        vote_invalid("[vote]\nmax_lifetime = \"ttl\"\nmax_ttl = \"1500ms\"\n"),
-        error(5, 11, "vote.max_ttl", "must be a whole number of seconds")
-    );
-}
-
-#[test]
 fn max_ttl_without_a_ttl_cap() {
     let expected = error(
         4,
@@ -396,60 +319,29 @@ fn max_ttl_without_a_ttl_cap() {
 }
 
 #[test]
-fn unknown_max_extent() {
-    assert_eq!(
-        vote_invalid("[vote]\nmax_extent = \"dir\"\n"),
-        error(
-            4,
-            14,
-            "vote.max_extent",
-            "unknown extent \"dir\" (expected file or tree)"
-        )
-    );
-}
-
-#[test]
 fn bad_webhook_urls() {
-    assert_eq!(
-        vote_invalid(&webhook("ftp://approvals.example/x", "/k")),
-        error(
-            6,
-            7,
-            "vote.webhook.url",
-            "must use http or https, not \"ftp\""
-        )
-    );
-    assert_eq!(
-        vote_invalid(&webhook("https://", "/k")),
-        error(6, 7, "vote.webhook.url", "not a valid URL (empty host)")
-    );
-    assert_eq!(
-        vote_invalid(&webhook("approvals.example", "/k")),
-        error(
-            6,
-            7,
-            "vote.webhook.url",
-            "not a valid URL (relative URL without a base)"
-        )
-    );
-    assert_eq!(
-        vote_invalid(&webhook("", "/k")),
-        error(
-            6,
-            7,
-            "vote.webhook.url",
-            "not a valid URL (relative URL without a base)"
-        )
-    );
-    assert_eq!(
-        vote_invalid(&webhook("mailto:ops@approvals.example", "/k")),
-        error(
-            6,
-            7,
-            "vote.webhook.url",
-            "must use http or https, not \"mailto\""
-        )
-    );
+    for (url, message) in [
+        (
+            "ftp://approvals.example/x",
+            "must use http or https, not \"ftp\"",
+        ),
+        ("https://", "not a valid URL (empty host)"),
+        (
+            "approvals.example",
+            "not a valid URL (relative URL without a base)",
+        ),
+        ("", "not a valid URL (relative URL without a base)"),
+        (
+            "mailto:ops@approvals.example",
+            "must use http or https, not \"mailto\"",
+        ),
+    ] {
+        assert_eq!(
+            vote_invalid(&webhook(url, "/k")),
+            error(6, 7, "vote.webhook.url", message),
+            "{url}"
+        );
+    }
 }
 
 #[test]
@@ -507,49 +399,53 @@ fn rule_invalid(keys: &str) -> Parts {
     vote_invalid(&format!("[[vote.rule]]\n{keys}"))
 }
 
-#[test]
-fn rule_without_a_verdict() {
-    assert_eq!(
-        vote_invalid(
-            "[[vote.rule]]\npath = \"/a\"\nverdict = \"deny\"\n\n[[vote.rule]]\npath = \"/b\"\n"
-        ),
-        error(7, 1, "vote.rule[2].verdict", "missing field")
-    );
-    assert_eq!(
-        rule_invalid("path = \"/a\"\nverdict = \"ask\"\n"),
-        error(
-            5,
-            11,
-            "vote.rule[1].verdict",
-            "unknown verdict \"ask\" (expected deny or allow)"
-        )
-    );
-    assert_eq!(
-        rule_invalid("verdict = \"deny\"\n"),
-        error(3, 1, "vote.rule[1].path", "missing field")
-    );
-}
-
-#[test]
-fn rule_ttl_lifetime_without_a_ttl() {
-    assert_eq!(
-        rule_invalid("path = \"/a\"\nverdict = \"allow\"\nlifetime = \"ttl\"\n"),
-        error(
-            3,
-            1,
-            "vote.rule[1].ttl",
-            "missing field (lifetime = \"ttl\" needs it)"
-        )
-    );
-    assert_eq!(
-        rule_invalid("path = \"/a\"\nverdict = \"allow\"\nlifetime = \"ttl\"\nttl = \"1.5s\"\n"),
-        error(
-            7,
-            7,
-            "vote.rule[1].ttl",
-            "must be a whole number of seconds"
-        )
-    );
+refused! {
+    rule_without_a_verdict(rule_invalid) {
+        "path = \"/a\"\nverdict = \"deny\"\n\n[[vote.rule]]\npath = \"/b\"\n"
+            => error(7, 1, "vote.rule[2].verdict", "missing field"),
+        "path = \"/a\"\nverdict = \"ask\"\n"
+            => error(
+                5,
+                11,
+                "vote.rule[1].verdict",
+                "unknown verdict \"ask\" (expected deny or allow)",
+            ),
+        "verdict = \"deny\"\n" => error(3, 1, "vote.rule[1].path", "missing field"),
+    }
+    rule_ttl_lifetime_without_a_ttl(rule_invalid) {
+        "path = \"/a\"\nverdict = \"allow\"\nlifetime = \"ttl\"\n"
+            => error(3, 1, "vote.rule[1].ttl", "missing field (lifetime = \"ttl\" needs it)"),
+        "path = \"/a\"\nverdict = \"allow\"\nlifetime = \"ttl\"\nttl = \"1.5s\"\n"
+            => error(7, 7, "vote.rule[1].ttl", "must be a whole number of seconds"),
+    }
+    rule_lifetime_needs_allow(rule_invalid) {
+        "path = \"/a\"\nverdict = \"deny\"\nlifetime = \"once\"\n"
+            => error(6, 12, "vote.rule[1].lifetime", "only allowed with verdict = \"allow\""),
+        "path = \"/a\"\nverdict = \"allow\"\nlifetime = \"always\"\n"
+            => error(
+                6,
+                12,
+                "vote.rule[1].lifetime",
+                "unknown lifetime \"always\" (expected once, ttl or session)",
+            ),
+    }
+    bad_rule_values(rule_invalid) {
+        "path = \"~/../root\"\nverdict = \"deny\"\n"
+            => error(4, 8, "vote.rule[1].path", "must not contain \"..\" (\"~/../root\")"),
+        "path = \".ssh\"\nverdict = \"deny\"\n"
+            => error(4, 8, "vote.rule[1].path", "must be absolute (\".ssh\")"),
+        "path = \"/a\"\nverdict = \"deny\"\nops = []\n"
+            => error(6, 7, "vote.rule[1].ops", "must list at least one operation"),
+        "path = \"/a\"\nverdict = \"deny\"\nextent = \"all\"\n"
+            => error(
+                6,
+                10,
+                "vote.rule[1].extent",
+                "unknown extent \"all\" (expected file or tree)",
+            ),
+        "path = \"/a\"\nverdict = \"deny\"\nreason = \" \"\n"
+            => error(6, 10, "vote.rule[1].reason", "must not be empty"),
+    }
 }
 
 #[test]
@@ -572,62 +468,6 @@ fn rule_ttl_without_a_ttl_lifetime() {
     assert_eq!(
         rule_invalid("path = \"/a\"\nverdict = \"deny\"\nttl = \"1h\"\n"),
         expected
-    );
-}
-
-#[test]
-fn rule_lifetime_needs_allow() {
-    assert_eq!(
-        rule_invalid("path = \"/a\"\nverdict = \"deny\"\nlifetime = \"once\"\n"),
-        error(
-            6,
-            12,
-            "vote.rule[1].lifetime",
-            "only allowed with verdict = \"allow\""
-        )
-    );
-    assert_eq!(
-        rule_invalid("path = \"/a\"\nverdict = \"allow\"\nlifetime = \"always\"\n"),
-        error(
-            6,
-            12,
-            "vote.rule[1].lifetime",
-            "unknown lifetime \"always\" (expected once, ttl or session)"
-        )
-    );
-}
-
-#[test]
-fn bad_rule_values() {
-    assert_eq!(
-        rule_invalid("path = \"~/../root\"\nverdict = \"deny\"\n"),
-        error(
-            4,
-            8,
-            "vote.rule[1].path",
-            "must not contain \"..\" (\"~/../root\")"
-        )
-    );
-    assert_eq!(
-        rule_invalid("path = \".ssh\"\nverdict = \"deny\"\n"),
-        error(4, 8, "vote.rule[1].path", "must be absolute (\".ssh\")")
-    );
-    assert_eq!(
-        rule_invalid("path = \"/a\"\nverdict = \"deny\"\nops = []\n"),
-        error(6, 7, "vote.rule[1].ops", "must list at least one operation")
-    );
-    assert_eq!(
-        rule_invalid("path = \"/a\"\nverdict = \"deny\"\nextent = \"all\"\n"),
-        error(
-            6,
-            10,
-            "vote.rule[1].extent",
-            "unknown extent \"all\" (expected file or tree)"
-        )
-    );
-    assert_eq!(
-        rule_invalid("path = \"/a\"\nverdict = \"deny\"\nreason = \" \"\n"),
-        error(6, 10, "vote.rule[1].reason", "must not be empty")
     );
 }
 

@@ -24,6 +24,8 @@ use crate::{
     },
 };
 
+mod labels;
+
 const CGROUP: u64 = 7000;
 const SLOT: u32 = FIRST_SLOT;
 const DEV: u64 = (8 << 20) | 1;
@@ -32,6 +34,14 @@ const PROJECT: u64 = 500;
 const GRANTED: u64 = 501;
 /// A secret next to the project.
 const SECRET: u64 = 900;
+/// The verdict that lets thread 41's request (410) through once.
+const ALLOWED_ONCE: Verdict = Verdict {
+    id: 410,
+    allow: 1,
+    _pad: 0,
+    pin_dev: 0,
+    pin_ino: 0,
+};
 
 /// A voter that always answers the same.
 struct Fixed(Vote);
@@ -56,14 +66,18 @@ impl<F: Fn(&Request) -> Option<Vote> + Send + Sync> Voter for Scripted<F> {
     }
 
     fn vote(&self, request: Arc<Request>) -> VoteFuture {
-        let vote = (self.0)(&request);
-        Box::pin(async move {
-            match vote {
-                Some(vote) => vote,
-                None => std::future::pending().await,
-            }
-        })
+        vote_or_never((self.0)(&request))
     }
+}
+
+/// `vote`, or (`None`) a vote that never comes.
+fn vote_or_never(vote: Option<Vote>) -> VoteFuture {
+    Box::pin(async move {
+        match vote {
+            Some(vote) => vote,
+            None => std::future::pending().await,
+        }
+    })
 }
 
 /// A voter that answers at once as its function says, or (`None`) must be
@@ -80,13 +94,7 @@ impl<F: Fn(&Request) -> Option<Vote> + Send + Sync> Voter for AtOnce<F> {
     }
 
     fn vote(&self, request: Arc<Request>) -> VoteFuture {
-        let vote = (self.0)(&request);
-        Box::pin(async move {
-            match vote {
-                Some(vote) => vote,
-                None => std::future::pending().await,
-            }
-        })
+        vote_or_never((self.0)(&request))
     }
 }
 
@@ -108,6 +116,29 @@ fn prompt(board: &Arc<PromptBoard>) -> Arc<dyn Voter> {
     Arc::new(PromptVoter::new(Arc::clone(board)))
 }
 
+/// What waits on `board`, once the vote tasks (on this thread) have had a
+/// few turns to put it there; empty when nothing came.
+async fn asked(board: &PromptBoard) -> Vec<Request> {
+    for _ in 0..100 {
+        let pending = board.pending();
+        if !pending.is_empty() {
+            return pending;
+        }
+        tokio::task::yield_now().await;
+    }
+    Vec::new()
+}
+
+/// The mission's rule allowing the secret for the session, and the owner's
+/// prompt on `board`: what only the owner may allow must wait for the
+/// owner even so.
+fn allowed_but_for_the_owner(board: &Arc<PromptBoard>) -> Vec<Arc<dyn Voter>> {
+    vec![
+        mission_rule(RuleVerdict::Allow(Lifetime::Session)),
+        Arc::new(PromptVoter::owner_only(Arc::clone(board))),
+    ]
+}
+
 fn allow(lifetime: Lifetime, extent: Extent) -> Vote {
     Vote::Allow { lifetime, extent }
 }
@@ -124,22 +155,29 @@ struct Harness {
     twin: Twin<FakeKernel>,
     results: mpsc::UnboundedReceiver<VoteResult>,
     audit: std::path::PathBuf,
-    _dir: tempfile::TempDir,
+    /// Where the audit log is, and anything else a test writes.
+    dir: tempfile::TempDir,
 }
 
 impl Harness {
     /// One agent in `CGROUP`, its mission granting read on `GRANTED`.
     fn new(voters: Vec<Arc<dyn Voter>>) -> Harness {
+        let mut h = Harness::over(FakeKernel::default());
+        h.twin.confine(CGROUP, confinement(SLOT, voters)).unwrap();
+        h
+    }
+
+    /// A twin over `kernel` that has confined nothing yet.
+    fn over(kernel: FakeKernel) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let audit = dir.path().join("audit.jsonl");
         let log = AuditLog::open(Some(&audit), "test").unwrap();
-        let (mut twin, results) = Twin::new(FakeKernel::default(), log).unwrap();
-        twin.confine(CGROUP, confinement(SLOT, voters)).unwrap();
+        let (twin, results) = Twin::new(kernel, log).unwrap();
         Harness {
             twin,
             results,
             audit,
-            _dir: dir,
+            dir,
         }
     }
 
@@ -147,6 +185,11 @@ impl Harness {
     /// waits for the vote and applies its verdict.
     async fn park_and_decide(&mut self, event: &AccessEvent) {
         self.twin.handle_record(bytes(event)).unwrap();
+        self.decide().await;
+    }
+
+    /// Waits for the next vote to end and applies its verdict.
+    async fn decide(&mut self) {
         let (key, outcome) = self.results.recv().await.unwrap();
         self.twin.on_outcome(key, outcome).unwrap();
     }
@@ -245,16 +288,7 @@ async fn an_allow_once_writes_a_one_shot_verdict_continues_the_task_and_audits_i
     h.park_and_decide(&event).await;
 
     let kernel = h.kernel();
-    assert_eq!(
-        kernel.verdicts[&41],
-        Verdict {
-            id: 410,
-            allow: 1,
-            _pad: 0,
-            pin_dev: 0,
-            pin_ino: 0,
-        }
-    );
+    assert_eq!(kernel.verdicts[&41], ALLOWED_ONCE);
     assert_eq!(kernel.resumed, [41]);
     // Once is not a grant: only the mission's grant is in the map.
     assert_eq!(kernel.grants.len(), 1);
@@ -298,21 +332,13 @@ async fn a_person_answers_through_the_prompt_board() {
         .handle_record(bytes(&parked(41, SECRET, ops::READ, &["key"])))
         .unwrap();
     // The request waits on the board until someone answers.
-    let mut waiting = Vec::new();
-    for _ in 0..100 {
-        waiting = board.pending();
-        if !waiting.is_empty() {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
+    let waiting = asked(&board).await;
     assert_eq!(waiting.len(), 1);
     assert_eq!(h.twin.waiting().count(), 1);
     board
         .answer(waiting[0].id, HumanAnswer::Allow(Lifetime::Session))
         .unwrap();
-    let (key, outcome) = h.results.recv().await.unwrap();
-    h.twin.on_outcome(key, outcome).unwrap();
+    h.decide().await;
     assert_eq!(h.twin.waiting().count(), 0);
     assert_eq!(h.records()[0]["decided_by"], "prompt");
     assert_eq!(h.kernel().grants[&key_of(SECRET)].file_ops, ops::READ);
@@ -378,8 +404,7 @@ async fn identical_requests_share_one_vote_and_one_verdict() {
     assert_eq!(h.twin.waiting().count(), 1);
     // Both answers wait: both tasks are held by a pidfd.
     assert_eq!(h.kernel().held, [41, 42]);
-    let (key, outcome) = h.results.recv().await.unwrap();
-    h.twin.on_outcome(key, outcome).unwrap();
+    h.decide().await;
     let kernel = h.kernel();
     assert_eq!(kernel.resumed, [41, 42]);
     // Each thread's verdict carries its own request id.
@@ -405,8 +430,7 @@ async fn a_tree_grant_releases_the_waiting_requests_it_covers() {
     for event in [&a, &b, &elsewhere] {
         h.twin.handle_record(bytes(event)).unwrap();
     }
-    let (key, outcome) = h.results.recv().await.unwrap();
-    h.twin.on_outcome(key, outcome).unwrap();
+    h.decide().await;
 
     // The tree grant is on the object's directory (the event's parent).
     assert_eq!(h.kernel().grants[&key_of(PROJECT)].tree_ops, ops::READ);
@@ -543,17 +567,15 @@ async fn a_new_twin_takes_over_after_the_slots_in_use() {
     };
     kernel.agents.insert(99, previous);
     kernel.grants.insert(key(7, SECRET), GrantValue::default());
-    let dir = tempfile::tempdir().unwrap();
-    let log = AuditLog::open(Some(&dir.path().join("a")), "t").unwrap();
-    let (mut twin, _results) = Twin::new(kernel, log).unwrap();
-    let slot = twin.new_slot();
+    let mut h = Harness::over(kernel);
+    let slot = h.twin.new_slot();
     assert_eq!(slot, 8);
-    twin.confine(CGROUP, confinement(slot, vec![])).unwrap();
-    let before = twin.kernel_agents().unwrap();
-    twin.take_over(&before).unwrap();
+    h.twin.confine(CGROUP, confinement(slot, vec![])).unwrap();
+    let before = h.twin.kernel_agents().unwrap();
+    h.twin.take_over(&before).unwrap();
     // The previous daemon's agent and slot are gone; ours stay.
-    assert_eq!(twin.kernel.agents.keys().collect::<Vec<_>>(), [&CGROUP]);
-    assert!(twin.kernel.grants.keys().all(|k| k.slot == slot));
+    assert_eq!(h.kernel().agents.keys().collect::<Vec<_>>(), [&CGROUP]);
+    assert!(h.kernel().grants.keys().all(|k| k.slot == slot));
 }
 
 #[tokio::test]
@@ -581,20 +603,11 @@ async fn kernel_decisions_are_audited_as_decisions() {
 
 #[tokio::test]
 async fn refusals_are_told_in_the_list_kernel_denials_and_votes_alike() {
-    let dir = tempfile::tempdir().unwrap();
-    let audit = dir.path().join("audit.jsonl");
-    let log = AuditLog::open(Some(&audit), "test").unwrap();
-    let (twin, results) = Twin::new(FakeKernel::default(), log).unwrap();
-    let mut h = Harness {
-        twin,
-        results,
-        audit,
-        _dir: tempfile::tempdir().unwrap(),
-    };
+    let mut h = Harness::over(FakeKernel::default());
     let mut told = confinement(SLOT, vec![mission_rule(RuleVerdict::Deny)]);
     told.tell = super::refusals::Tell {
         stderr: false,
-        dir: Some(dir.path().to_owned()),
+        dir: Some(h.dir.path().to_owned()),
     };
     h.twin.confine(CGROUP, told).unwrap();
     let mut denied = parked(41, SECRET, ops::READ, &["key"]);
@@ -610,7 +623,7 @@ async fn refusals_are_told_in_the_list_kernel_denials_and_votes_alike() {
         .handle_record(bytes(&parked(42, SECRET, ops::WRITE, &["key", "secret"])))
         .unwrap();
     assert_eq!(handled, Handled::Answered);
-    let list = std::fs::read_to_string(dir.path().join(super::refusals::FILE_NAME)).unwrap();
+    let list = std::fs::read_to_string(h.dir.path().join(super::refusals::FILE_NAME)).unwrap();
     let lines: Vec<Vec<&str>> = list
         .lines()
         .skip(1)
@@ -640,8 +653,7 @@ fn journal_entries_follow_parked_tasks_until_their_verdict() {
         let event = parked(41, SECRET, ops::READ, &["key"]);
         h.twin.handle_record(bytes(&event)).unwrap();
         assert!(Path::new(&dir.path().join("41")).exists());
-        let (key, outcome) = h.results.recv().await.unwrap();
-        h.twin.on_outcome(key, outcome).unwrap();
+        h.decide().await;
         assert!(!dir.path().join("41").exists());
     });
 }
@@ -656,16 +668,7 @@ async fn a_vote_the_voters_have_at_once_is_answered_while_the_record_is_handled(
     assert_eq!(handled, Handled::Answered);
     // Written and continued before the record was done with: no vote task,
     // nothing waiting, nothing coming through the channel.
-    assert_eq!(
-        h.kernel().verdicts[&41],
-        Verdict {
-            id: 410,
-            allow: 1,
-            _pad: 0,
-            pin_dev: 0,
-            pin_ino: 0,
-        }
-    );
+    assert_eq!(h.kernel().verdicts[&41], ALLOWED_ONCE);
     assert_eq!(h.kernel().resumed, [41]);
     // Answered in the step that received it: continued by its numbers,
     // with no pidfd taken.
@@ -724,18 +727,10 @@ async fn an_allow_at_once_still_waits_for_the_other_voters_and_a_later_deny_over
         .unwrap();
     assert_eq!(handled, Handled::Waiting);
     assert!(h.kernel().resumed.is_empty());
-    let mut asked = Vec::new();
-    for _ in 0..100 {
-        asked = board.pending();
-        if !asked.is_empty() {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
+    let asked = asked(&board).await;
     assert_eq!(asked.len(), 1);
     board.answer(asked[0].id, HumanAnswer::Deny(None)).unwrap();
-    let (key, outcome) = h.results.recv().await.unwrap();
-    h.twin.on_outcome(key, outcome).unwrap();
+    h.decide().await;
     assert_eq!(h.kernel().verdicts[&41].allow, 0);
     assert!(!h.kernel().grants.contains_key(&key_of(SECRET)));
     let record = &h.records()[0];
@@ -788,353 +783,4 @@ async fn a_grant_that_cannot_be_written_still_answers_and_continues_the_task() {
     let record = &h.records()[0];
     assert_eq!(record["verdict"], "allow");
     assert_eq!(record["lifetime"]["kind"], "once");
-}
-
-/// The kernel's taint entry of an agent that read the secret, a source of
-/// evidence.
-fn lowered_by_the_secret(h: &mut Harness) {
-    h.kernel().taints.insert(
-        CGROUP,
-        pincer_common::Taint {
-            level: pincer_common::authority::EVIDENCE,
-            _pad: 0,
-            dev: DEV,
-            ino: SECRET,
-            origins: pincer_common::Origins::NONE,
-        },
-    );
-}
-
-#[tokio::test]
-async fn a_tainting_read_is_audited_and_a_reserved_action_asks_the_owner_with_the_chain() {
-    let board = PromptBoard::new(None);
-    let mut h = Harness::new(vec![
-        mission_rule(RuleVerdict::Allow(Lifetime::Session)),
-        Arc::new(PromptVoter::owner_only(Arc::clone(&board))),
-    ]);
-    // The kernel lowered the agent as it read the page, and reported it.
-    lowered_by_the_secret(&mut h);
-    let mut read = parked(41, SECRET, ops::READ, &["key", "secret"]);
-    read.verdict = verdict::ALLOWED;
-    read.granted = ops::READ;
-    read.flags = event_flags::TAINT;
-    h.twin.handle_record(bytes(&read)).unwrap();
-    let records = h.records();
-    assert_eq!(records[0]["taint"], "evidence", "{records:?}");
-
-    // The reserved action parks for the owner alone, with what tainted it.
-    let mut exec = parked(42, SECRET, ops::EXEC, &["deploy", "secret"]);
-    // The kernel marks a parked request of an agent that has a level.
-    exec.flags = event_flags::ACTION | event_flags::TAINTED;
-    h.twin.handle_record(bytes(&exec)).unwrap();
-    let waiting: Vec<&Request> = h.twin.waiting().collect();
-    assert_eq!(waiting.len(), 1, "the mission's allow does not count");
-    let request = waiting[0];
-    assert_eq!(
-        request.owner_only.as_deref(),
-        Some(pincer_model::request::OWNER_ONLY_ACTION)
-    );
-    assert_eq!(request.taint.len(), 1);
-    assert!(
-        request.taint[0].starts_with("read ")
-            && request.taint[0].ends_with("/secret/key (evidence)"),
-        "{:?}",
-        request.taint
-    );
-    assert!(
-        request.why.contains("an action the mission reserves"),
-        "{}",
-        request.why
-    );
-}
-
-#[tokio::test]
-async fn the_taint_of_a_request_is_looked_up_only_when_the_kernel_marks_it() {
-    let board = PromptBoard::new(None);
-    let mut h = Harness::new(vec![Arc::new(PromptVoter::new(board))]);
-    lowered_by_the_secret(&mut h);
-    // Parked before the agent had a level: the map is not read, and the
-    // request carries no chain.
-    h.twin
-        .handle_record(bytes(&parked(41, SECRET, ops::READ, &["key", "secret"])))
-        .unwrap();
-    // Parked with a level: the kernel's record names what lowered it.
-    let mut later = parked(42, PROJECT, ops::READ, &["project"]);
-    later.flags = event_flags::TAINTED;
-    h.twin.handle_record(bytes(&later)).unwrap();
-    let taints: HashMap<u32, Vec<String>> =
-        h.twin.waiting().map(|r| (r.tid, r.taint.clone())).collect();
-    assert_eq!(taints[&41], Vec::<String>::new());
-    assert_eq!(taints[&42].len(), 1, "{taints:?}");
-    assert!(taints[&42][0].ends_with("(evidence)"), "{taints:?}");
-}
-
-#[tokio::test]
-async fn a_confinement_writes_its_sources_labels_and_its_actions() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = AuditLog::open(Some(&dir.path().join("a.jsonl")), "test").unwrap();
-    let (mut twin, _results) = Twin::new(FakeKernel::default(), log).unwrap();
-    let mut confinement = confinement(SLOT, vec![]);
-    let source = pincer_common::ObjectKey { dev: DEV, ino: 77 };
-    let label = pincer_common::Label {
-        authority: pincer_common::authority::EVIDENCE,
-        flags: pincer_common::label_flags::SOURCE,
-        generation: 0,
-        taint: pincer_common::authority::EVIDENCE,
-        agent: 0,
-        origins: pincer_common::Origins::NONE,
-    };
-    confinement
-        .grants
-        .sources
-        .push((source, label, "/home/u/Downloads/page.html".into()));
-    let action = pincer_common::Action {
-        ops: ops::EXEC,
-        authority: pincer_common::authority::USER,
-    };
-    confinement
-        .grants
-        .actions
-        .push((key(SLOT, 88), action, "/usr/bin/curl".into()));
-    twin.confine(CGROUP, confinement).unwrap();
-    assert_eq!(twin.kernel.labels.get(&source), Some(&label));
-    assert_eq!(twin.kernel.actions.get(&key(SLOT, 88)), Some(&action));
-    // With nothing reported, the chain names the source by its path.
-    twin.kernel.taints.insert(
-        CGROUP,
-        pincer_common::Taint {
-            level: pincer_common::authority::EVIDENCE,
-            _pad: 0,
-            dev: DEV,
-            ino: 77,
-            origins: pincer_common::Origins::NONE,
-        },
-    );
-    assert_eq!(
-        twin.taint_chain(CGROUP),
-        ["read /home/u/Downloads/page.html (evidence)"]
-    );
-    // The agent's release takes its actions and its level away.
-    twin.release(CGROUP).unwrap();
-    assert!(twin.kernel.actions.is_empty());
-    assert!(twin.kernel.taints.is_empty());
-}
-
-#[tokio::test]
-async fn revocation_counters_come_back_and_an_earlier_copy_of_them_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = pincer_model::labels::Store::at(dir.path());
-    let revoked = pincer_model::labels::Revoked {
-        source: 0x51,
-        counter: 2,
-        path: "/home/u/Downloads".into(),
-    };
-    store
-        .save_revocations(std::slice::from_ref(&revoked))
-        .unwrap();
-    let mut h = Harness::new(vec![]);
-    // After a reboot the kernel holds none: the file's come back.
-    h.twin.restore_labels(&store).unwrap();
-    assert_eq!(h.kernel().revoked.get(&0x51), Some(&2));
-    // Revoked once more while this ran; then the file is put back as it
-    // was before.
-    h.kernel().revoked.insert(0x51, 3);
-    let error = h.twin.restore_labels(&store).unwrap_err().to_string();
-    assert!(
-        error.contains("/home/u/Downloads is 2 here but 3 in the kernel"),
-        "{error}"
-    );
-    // A counter the file does not hold at all is the same.
-    h.kernel().revoked.insert(0x51, 2);
-    h.kernel().revoked.insert(0x77, 1);
-    assert!(h.twin.restore_labels(&store).is_err());
-}
-
-#[tokio::test]
-async fn revoked_content_asks_the_owner_alone() {
-    let board = PromptBoard::new(None);
-    let mut h = Harness::new(vec![
-        mission_rule(RuleVerdict::Allow(Lifetime::Session)),
-        Arc::new(PromptVoter::owner_only(Arc::clone(&board))),
-    ]);
-    let mut read = parked(43, SECRET, ops::READ, &["key", "secret"]);
-    read.flags = event_flags::REVOKED;
-    h.twin.handle_record(bytes(&read)).unwrap();
-    let waiting: Vec<&Request> = h.twin.waiting().collect();
-    assert_eq!(waiting.len(), 1, "the mission's allow does not count");
-    assert_eq!(
-        waiting[0].owner_only.as_deref(),
-        Some(pincer_model::request::OWNER_ONLY_REVOKED)
-    );
-    assert!(
-        waiting[0].why.contains("revoked source"),
-        "{}",
-        waiting[0].why
-    );
-}
-
-/// A parked change of git's configuration (`.git/config` in the project,
-/// which the twin cannot read back here: its path is not the host's), by
-/// the rule `entry` of the twin's set.
-fn inspected(tid: u32) -> AccessEvent {
-    let mut event = parked(tid, PROJECT, ops::DELETE, &["config", ".git"]);
-    event.hook = hook::INODE_RENAME;
-    event.flags = event_flags::POLICY | event_flags::INSPECT;
-    event.policy_entry = policy_entry_of(".git/config");
-    event.policy_step = 1;
-    event
-}
-
-/// The number of the default set's rule written `pattern`.
-fn policy_entry_of(pattern: &str) -> u32 {
-    let set = PolicySet::with_defaults(&[]);
-    let index = set
-        .entries
-        .iter()
-        .position(|e| e.pattern.text() == pattern)
-        .unwrap();
-    index as u32 + 1
-}
-
-#[tokio::test]
-async fn an_inspected_change_that_cannot_be_read_back_is_refused_at_once_in_enforce_mode() {
-    let dir = tempfile::tempdir().unwrap();
-    let audit = dir.path().join("audit.jsonl");
-    let log = AuditLog::open(Some(&audit), "test").unwrap();
-    let (mut twin, _results) = Twin::new(FakeKernel::default(), log).unwrap();
-    let mut confined = confinement(
-        SLOT,
-        vec![Arc::new(Fixed(allow(Lifetime::Once, Extent::File)))],
-    );
-    confined.mode = Mode::Enforce;
-    twin.confine(CGROUP, confined).unwrap();
-
-    // Nobody votes: the inspection answers, and it cannot read a path
-    // that is not whole.
-    assert_eq!(
-        twin.handle_record(bytes(&inspected(41))).unwrap(),
-        Handled::Answered
-    );
-    assert_eq!(twin.kernel.verdicts[&41].allow, 0);
-    assert_eq!(twin.kernel.verdicts[&41].pin_ino, 0);
-    assert_eq!(twin.kernel.resumed, [41]);
-    let records: Vec<serde_json::Value> = std::fs::read_to_string(&audit)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let verdict = records.iter().find(|r| r["event"] == "verdict").unwrap();
-    assert_eq!(verdict["decided_by"], "inspection");
-    assert_eq!(verdict["verdict"], "deny");
-    assert!(
-        verdict["reason"]
-            .as_str()
-            .unwrap()
-            .contains("its path cannot be read back exactly"),
-        "{verdict}"
-    );
-    // The request names the rule that made the object policy.
-    let policy = &verdict["request"]["policy"];
-    assert_eq!(policy["class"], "git");
-    assert_eq!(policy["rule"], ".git/config");
-    assert_eq!(policy["at"], "…/.git/config");
-}
-
-#[tokio::test]
-async fn an_inspected_change_that_is_not_the_agents_goes_to_the_owner_in_ask_mode() {
-    let board = PromptBoard::new(None);
-    let mut h = Harness::new(vec![
-        Arc::new(Fixed(allow(Lifetime::Session, Extent::Tree))),
-        prompt(&board),
-    ]);
-    h.twin.handle_record(bytes(&inspected(41))).unwrap();
-    let waiting: Vec<Request> = h.twin.waiting().cloned().collect();
-    assert_eq!(waiting.len(), 1);
-    assert!(
-        waiting[0]
-            .owner_only
-            .as_deref()
-            .is_some_and(|why| why.contains("cannot be read back")
-                && why.ends_with("only the owner may allow it")),
-        "{waiting:?}"
-    );
-    assert!(
-        waiting[0]
-            .why
-            .contains("of a policy object (git: `.git/config` at ")
-    );
-}
-
-#[test]
-fn the_integrity_check_names_what_the_kernel_lost_or_changed() {
-    let mut h = Harness::new(vec![]);
-    h.kernel().programs = vec![("file_open", true), ("inode_create", true)];
-    let none = HashMap::new();
-    let (healthy, changed) = h.twin.check_integrity(&none).unwrap();
-    assert!(healthy.healthy(), "{:?}", healthy.problems);
-    assert!(!changed, "no problem before, none now");
-    assert_eq!(healthy.programs, 2);
-    assert_eq!(healthy.agents.len(), 1);
-    let agent = &healthy.agents[0];
-    assert_eq!((agent.grants, agent.live), (1, 1));
-    assert_eq!(agent.digest, agent.live_digest);
-    assert_eq!(agent.canary, None);
-
-    // A vote grant is part of what the kernel must hold.
-    h.twin.grants.add_vote(super::grants::VoteGrant {
-        target: super::grants::Target::Inode(key(SLOT, SECRET)),
-        path: "/p/secret".into(),
-        ops: ops::READ,
-        tree: false,
-        expires: None,
-    });
-    let (lacking, changed) = h.twin.check_integrity(&none).unwrap();
-    assert!(changed);
-    assert_eq!(lacking.problems.len(), 1, "{:?}", lacking.problems);
-    // The same problem again is not news: shown, not audited again.
-    let (again, changed) = h.twin.check_integrity(&none).unwrap();
-    assert_eq!((again.problems, changed), (lacking.problems.clone(), false));
-    assert!(
-        lacking.problems[0].contains("the kernel holds 1 grants")
-            && lacking.problems[0].contains("pincer wrote 2"),
-        "{:?}",
-        lacking.problems
-    );
-    h.kernel().grants.insert(
-        key(SLOT, SECRET),
-        GrantValue {
-            file_ops: ops::READ,
-            tree_ops: 0,
-        },
-    );
-    let (healed, changed) = h.twin.check_integrity(&none).unwrap();
-    assert!(healed.healthy() && changed);
-
-    // Same count, another value: the digest tells.
-    h.kernel().grants.insert(
-        key(SLOT, SECRET),
-        GrantValue {
-            file_ops: ops::READ | ops::WRITE,
-            tree_ops: 0,
-        },
-    );
-    let (changed, _) = h.twin.check_integrity(&none).unwrap();
-    assert_eq!(changed.agents[0].grants, changed.agents[0].live);
-    assert_ne!(changed.agents[0].digest, changed.agents[0].live_digest);
-    assert_eq!(changed.problems.len(), 1, "{:?}", changed.problems);
-
-    // The agent's entry gone, and a program detached.
-    h.kernel().agents.clear();
-    h.kernel().programs[1].1 = false;
-    let (broken, _) = h.twin.check_integrity(&none).unwrap();
-    let all = broken.problems.join("\n");
-    assert!(
-        all.contains("program inode_create is not attached"),
-        "{all}"
-    );
-    assert!(
-        all.contains("agent `fix-tests` (cgroup 7000) is not in the kernel's agent map"),
-        "{all}"
-    );
-    assert_eq!(broken.programs, 1);
 }
