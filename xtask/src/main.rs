@@ -111,7 +111,7 @@ enum Command {
         /// the host's checks on two cores (its 13 or so program loads, 40 s
         /// each on a quiet machine and more beside the rest, take half of
         /// it); each test has its own limit inside the guest
-        /// (`PINCER_TEST_LIMIT`, 300 s). This leaves room on a slow machine.
+        /// (`PINCER_TEST_LIMIT`, 450 s). This leaves room on a slow machine.
         #[arg(long, default_value_t = 3600)]
         timeout: u64,
         /// Test-name filter passed to the guest test executables (after `--`).
