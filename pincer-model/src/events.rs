@@ -584,6 +584,11 @@ mod tests {
         }
     }
 
+    /// The decision on `event` with no mount known.
+    fn decided(event: &AccessEvent) -> Decision {
+        decision(event, &Mounts::default())
+    }
+
     #[test]
     fn path_is_joined_leaf_last_and_prefixed_by_mount() {
         let mounts = Mounts::parse(
@@ -671,7 +676,7 @@ mod tests {
         e.ops = ops::DELETE;
         e.hook = hook::INODE_RENAME;
         e.verdict = verdict::AUDITED;
-        let mut d = decision(&e, &Mounts::default());
+        let mut d = decided(&e);
         assert_eq!(
             d.reason,
             "audit mode: would be denied, delete of a policy object: only the owner may allow it"
@@ -687,7 +692,7 @@ mod tests {
             "audit mode: would be denied, delete of a policy object (git: `.git/config` at /.git/config): only the owner may allow it"
         );
         e.flags |= event_flags::INSPECT;
-        assert!(decision(&e, &Mounts::default()).reason.contains(
+        assert!(decided(&e).reason.contains(
             "of a policy object, inspected: a change of keys that run nothing is the agent's"
         ),);
     }
@@ -698,7 +703,7 @@ mod tests {
         e.hook = hook::FILE_OPEN;
         e.ops = 0;
         e.granted = 0;
-        let d = decision(&e, &Mounts::default());
+        let d = decided(&e);
         assert_eq!(d.verdict, "deny");
         assert_eq!(d.path, "");
         assert_eq!(
@@ -707,14 +712,14 @@ mod tests {
         );
         e.flags = event_flags::HELD | event_flags::PENDING_FULL;
         assert!(
-            decision(&e, &Mounts::default())
+            decided(&e)
                 .reason
                 .ends_with("too many parked requests: denied at once")
         );
         e.flags = event_flags::HELD | event_flags::NOT_RESTARTABLE;
         e.hook = hook::CAPABLE;
         assert!(
-            decision(&e, &Mounts::default())
+            decided(&e)
                 .reason
                 .ends_with("this hook cannot wait: denied at once")
         );
@@ -727,7 +732,7 @@ mod tests {
         e.ino = 4242;
         e.ops = 0;
         e.granted = 0;
-        let d = decision(&e, &Mounts::default());
+        let d = decided(&e);
         assert_eq!(d.verdict, "deny");
         assert_eq!(d.hook, "task_kill");
         assert_eq!(d.path, "");
@@ -737,7 +742,7 @@ mod tests {
         );
         e.verdict = verdict::AUDITED;
         e.hook = hook::SB_MOUNT;
-        let d = decision(&e, &Mounts::default());
+        let d = decided(&e);
         assert_eq!(d.verdict, "audit");
         assert!(
             d.reason
@@ -747,14 +752,14 @@ mod tests {
         e.verdict = verdict::DENIED;
         e.hook = hook::FILE_IOCTL;
         e.ino = u64::from(ioctl::TIOCSTI);
-        let d = decision(&e, &Mounts::default());
+        let d = decided(&e);
         assert_eq!(
             d.reason,
             "pincer protects itself and the confinement: typing into a terminal (TIOCSTI) is never allowed to agents"
         );
         e.hook = hook::FILE_IOCTL_COMPAT;
         e.ino = u64::from(ioctl::FIFREEZE);
-        let d = decision(&e, &Mounts::default());
+        let d = decided(&e);
         assert!(d.reason.contains("changing a whole filesystem (FIFREEZE)"));
     }
 
@@ -763,7 +768,7 @@ mod tests {
         let mut e = event(&[], event_flags::GUARD);
         e.hook = hook::CAPABLE;
         e.ino = u64::from(caps::SYS_MODULE);
-        let d = decision(&e, &Mounts::default());
+        let d = decided(&e);
         assert_eq!(d.hook, "capable");
         assert_eq!(d.path, "");
         assert_eq!(
@@ -772,18 +777,18 @@ mod tests {
         );
         e.ino = u64::from(caps::NET_RAW);
         assert_eq!(
-            decision(&e, &Mounts::default()).reason,
+            decided(&e).reason,
             "the capability net_raw is not among the agent's (a mission may add it: defaults.capabilities)"
         );
         e.ino = 63;
         assert_eq!(
-            decision(&e, &Mounts::default()).reason,
+            decided(&e).reason,
             "capability 63 is unknown to pincer: refused to agents"
         );
         e.hook = hook::KERNEL_READ_FILE;
         e.ino = 2;
         assert_eq!(
-            decision(&e, &Mounts::default()).reason,
+            decided(&e).reason,
             "pincer protects itself and the confinement: loading a module into the kernel is never allowed to agents"
         );
     }

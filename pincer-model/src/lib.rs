@@ -22,6 +22,8 @@ pub mod control;
 pub mod duration;
 pub mod escape;
 pub mod events;
+#[doc(hidden)]
+pub mod examples;
 pub mod files;
 pub mod gitconfig;
 pub mod labels;

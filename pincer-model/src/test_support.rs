@@ -1,5 +1,4 @@
-//! What tests in several modules share: a file in a temporary directory,
-//! and the running example of a mission with assets.
+//! What tests in several modules share: a file in a temporary directory.
 
 use std::{fs, path::PathBuf};
 
@@ -12,24 +11,4 @@ pub(crate) fn temp_file(name: &str, contents: impl AsRef<[u8]>) -> (TempDir, Pat
     let path = dir.path().join(name);
     fs::write(&path, contents).unwrap();
     (dir, path)
-}
-
-/// The running example's mission: Alice's email, `~/mail/alice.eml`, is
-/// read, and the images to upload (at most `images` of them, under `~` or
-/// `/tmp`) are found in it; `more` follows on line 12.
-pub(crate) fn upload_mission(images: u32, more: &str) -> String {
-    format!(
-        r#"[mission]
-name = "upload"
-[[asset]]
-id = "email"
-path = "~/mail/alice.eml"
-ops = ["read"]
-[[asset]]
-id = "image"
-found_in = "email"
-ops = ["read"]
-constraints = {{ under = ["~", "/tmp"], glob = "*.{{png,jpg,jpeg}}", max_count = {images} }}
-{more}"#
-    )
 }

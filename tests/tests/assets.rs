@@ -4,6 +4,7 @@
 
 use std::{fs, process::Command};
 
+use pincer_model::examples::upload_mission;
 use pincer_tests::{EACCES, Scratch, stdout_lines, text};
 
 /// Alice's email: the image and the repository of the task, a second
@@ -43,10 +44,18 @@ fn example_with(name: &str, more: &str) -> Scratch {
     fs::write(s.path("home/chart.png"), "chart\n").unwrap();
     fs::write(s.path("home/notes/todo.txt"), "upload ~/repos/other/\n").unwrap();
     fs::write(s.path("data.png"), "image\n").unwrap();
-    s.mission(&format!(
-        r#"
-[mission]
-name = "upload"
+    s.mission(&upload_mission(
+        &s.p(""),
+        1,
+        &format!(
+            r#"
+[[asset]]
+id = "repo"
+description = "the group repository named in the email"
+found_in = "email"
+ops = ["read", "write", "create", "mkdir"]
+extent = "tree"
+constraints = {{ under = ["~/repos"], kind = "directory" }}
 
 [[grant]]
 path = "~/notes"
@@ -56,29 +65,9 @@ extent = "tree"
 [[grant]]
 path = "~/mail/alice.eml"
 ops = ["write"]
-
-[[asset]]
-id = "email"
-path = "~/mail/alice.eml"
-ops = ["read"]
-
-[[asset]]
-id = "image"
-description = "the image Alice's email asks to upload"
-found_in = "email"
-ops = ["read"]
-constraints = {{ under = ["~", "{tmp}"], glob = "*.{{png,jpg,jpeg}}", max_count = 1 }}
-
-[[asset]]
-id = "repo"
-description = "the group repository named in the email"
-found_in = "email"
-ops = ["read", "write", "create", "mkdir"]
-extent = "tree"
-constraints = {{ under = ["~/repos"], kind = "directory" }}
 {more}
-"#,
-        tmp = s.p("")
+"#
+        ),
     ));
     s
 }

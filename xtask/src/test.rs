@@ -4,6 +4,7 @@
 
 use std::{
     io::{BufRead, BufReader},
+    path::{Path, PathBuf},
     process::{Command, Stdio},
     sync::{Mutex, OnceLock, mpsc},
     thread,
@@ -182,6 +183,22 @@ fn host(tally: &mut Tally) {
             tally.step_failed(name.to_owned(), 0);
         }
     }
+    // `cargo fmt` formats the files `mod` reaches, not the ones `include!`
+    // pastes in (the eBPF crate's `decide/`): rustfmt checks those by name.
+    say!("host: rustfmt (included files)");
+    let checked = included_sources(workspace_root()).and_then(|files| {
+        // With no file named, rustfmt would read standard input.
+        anyhow::ensure!(!files.is_empty(), "no included file found");
+        let mut cmd = Command::new("rustfmt");
+        cmd.current_dir(workspace_root())
+            .args(["--edition", "2024", "--check"])
+            .args(files);
+        process::run(&mut cmd)
+    });
+    if let Err(err) = checked {
+        say!("error: {err:#}");
+        tally.step_failed("rustfmt (included files)".to_owned(), 0);
+    }
     // The documentation's links between items: a link to an item that
     // moved, or to the runtime from the model beneath it, is an error. The
     // runtime's own documentation is left out: documenting it builds the
@@ -259,6 +276,31 @@ fn host(tally: &mut Tally) {
 /// later, while the host's checks left for last keep both cores busy. On
 /// Linux the nice value is the calling thread's: the guests' thread keeps
 /// its own.
+/// The Rust files of the tree that another one `include!`s, from what git
+/// tracks.
+fn included_sources(root: &Path) -> Result<Vec<PathBuf>> {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(root)
+        .args(["grep", "--no-color", "-l", "-F", "-e", "include!(\"", "--"])
+        .arg("*.rs");
+    let mut included = Vec::new();
+    for file in process::output(&mut cmd)?.lines() {
+        let file = root.join(file);
+        let text = std::fs::read_to_string(&file)?;
+        for line in text.lines() {
+            if let Some(name) = line
+                .trim()
+                .strip_prefix("include!(\"")
+                .and_then(|rest| rest.strip_suffix("\");"))
+                .filter(|name| name.ends_with(".rs"))
+            {
+                included.push(file.parent().unwrap().join(name));
+            }
+        }
+    }
+    Ok(included)
+}
+
 fn yield_to_the_guests() {
     // SAFETY: a plain system call on this thread, with no pointers.
     if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) } != 0 {
@@ -660,6 +702,16 @@ fn print_real_tools_table(label: &str, rows: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_included_sources_are_found() {
+        let root = workspace_root();
+        let found = included_sources(root).unwrap();
+        for name in ["settle.rs", "walk.rs"] {
+            let path = root.join("pincer-ebpf/src/decide").join(name);
+            assert!(found.contains(&path), "{found:?}");
+        }
+    }
 
     #[test]
     fn parses_libtest_results() {

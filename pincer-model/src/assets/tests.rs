@@ -3,7 +3,7 @@ use std::{fs, os::unix::fs::MetadataExt, path::Path};
 use pincer_common::{kernel_dev, ops};
 
 use super::*;
-use crate::{mission::Mission, test_support::upload_mission};
+use crate::{examples::upload_mission, mission::Mission};
 
 /// The running example: Alice's email names the image to upload and the
 /// group repository; an injected line names an SSH key and a drop
@@ -40,9 +40,12 @@ ops = ["read", "write", "create", "mkdir"]
 extent = "tree"
 constraints = { under = ["~/repos"], kind = "directory" }
 "#;
-        let mission =
-            Mission::parse_with_home(&upload_mission(1, repo), Path::new("m.toml"), Some(h))
-                .unwrap();
+        let mission = Mission::parse_with_home(
+            &upload_mission("/tmp", 1, repo),
+            Path::new("m.toml"),
+            Some(h),
+        )
+        .unwrap();
         let assets = Assets::new(&mission.assets, Some(h.to_owned()));
         Example { home, assets }
     }

@@ -41,7 +41,11 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::{
-    toml_file::{self, Document, FileError, TomlError, fields::with_hint, toml_string},
+    toml_file::{
+        self, Document, FileError, TomlError,
+        fields::{Fields, raw_tables, with_hint},
+        toml_string,
+    },
     vote::webhook::{DEFAULT_CLOCK_SKEW, MAX_CLOCK_SKEW, MIN_SECRET_BYTES},
 };
 
@@ -153,11 +157,11 @@ struct RawConfig {
     max_connections: Option<Spanned<i64>>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-struct RawNode {
-    name: Option<Spanned<String>>,
-    secret_file: Option<Spanned<String>>,
+raw_tables! {
+    struct RawNode {
+        name: String,
+        secret_file: String,
+    }
 }
 
 /// Bounds of `hold`.
@@ -222,11 +226,11 @@ fn parse_nodes(
     raw: &[Spanned<RawNode>],
 ) -> Result<Vec<(String, Vec<u8>)>, TomlError> {
     let mut nodes: Vec<(String, Vec<u8>)> = Vec::new();
-    for (index, table) in raw.iter().enumerate() {
-        let field = |key: &str| format!("node[{}].{key}", index + 1);
-        let node = table.get_ref();
-        let name = doc.required_in(&node.name, table, &field("name"))?;
-        let secret_file = doc.required_in(&node.secret_file, table, &field("secret_file"))?;
+    for table in Fields::each(doc, "node", raw) {
+        let field = |key: &str| table.field(key);
+        let node = table.raw();
+        let name = table.required(&node.name, "name")?;
+        let secret_file = table.required(&node.secret_file, "secret_file")?;
         let text = doc.check(name, &field("name"), |text| {
             if !valid_node_name(text) {
                 return Err(format!(

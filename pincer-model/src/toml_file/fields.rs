@@ -84,6 +84,36 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Table<T> {
     }
 }
 
+/// Tables of a file as serde reads them, each value optional and spanned,
+/// so that the file's checks, not serde, report a missing or invalid value
+/// at its place. Each table refuses unknown keys, and serde's messages call
+/// it "a table". A field written `key: T` is the value `Option<Spanned<T>>`;
+/// one written `key: [T]` is an array of tables, `Vec<Spanned<T>>`, empty
+/// when the file has none. Doc comments and visibility are kept.
+macro_rules! raw_tables {
+    () => {};
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($body:tt)* } $($rest:tt)*) => {
+        $crate::toml_file::fields::raw_tables!(@fields [$(#[$meta])* $vis struct $name] [] $($body)*);
+        $crate::toml_file::fields::raw_tables!($($rest)*);
+    };
+    (@fields [$($head:tt)*] [$($done:tt)*]) => {
+        #[derive(::serde::Deserialize)]
+        #[serde(deny_unknown_fields, expecting = "a table")]
+        $($head)* { $($done)* }
+    };
+    (@fields $head:tt [$($done:tt)*] $(#[$meta:meta])* $vis:vis $key:ident: [$table:ty] $(, $($rest:tt)*)?) => {
+        $crate::toml_file::fields::raw_tables!(@fields $head [
+            $($done)* $(#[$meta])* #[serde(default)] $vis $key: Vec<::toml::Spanned<$table>>,
+        ] $($($rest)*)?);
+    };
+    (@fields $head:tt [$($done:tt)*] $(#[$meta:meta])* $vis:vis $key:ident: $value:ty $(, $($rest:tt)*)?) => {
+        $crate::toml_file::fields::raw_tables!(@fields $head [
+            $($done)* $(#[$meta])* $vis $key: Option<::toml::Spanned<$value>>,
+        ] $($($rest)*)?);
+    };
+}
+pub(crate) use raw_tables;
+
 /// A table of a document as its values are checked: the table as serde
 /// read it, and what its keys are called in messages. The tables of an
 /// array are numbered from 1, as a reader counts them: `grant[2].path`.

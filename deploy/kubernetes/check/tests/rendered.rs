@@ -28,6 +28,14 @@ fn rendered() -> &'static [Value] {
     })
 }
 
+/// The rendered document of `kind`, as JSON.
+fn document(kind: &str) -> &'static Value {
+    rendered()
+        .iter()
+        .find(|d| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} is rendered"))
+}
+
 fn the<T: serde::de::DeserializeOwned + k8s_openapi::Resource>() -> Vec<T> {
     rendered()
         .iter()
@@ -74,11 +82,7 @@ fn every_document_is_sound_for_the_api_types() {
 
 #[test]
 fn a_misspelled_field_is_caught() {
-    let mut doc = rendered()
-        .iter()
-        .find(|d| d["kind"] == "DaemonSet")
-        .unwrap()
-        .clone();
+    let mut doc = document("DaemonSet").clone();
     let container = &mut doc["spec"]["template"]["spec"]["containers"][0];
     let policy = container
         .as_object_mut()
@@ -98,11 +102,7 @@ fn a_misspelled_field_is_caught() {
 
 #[test]
 fn a_value_of_the_wrong_type_is_caught() {
-    let mut doc = rendered()
-        .iter()
-        .find(|d| d["kind"] == "DaemonSet")
-        .unwrap()
-        .clone();
+    let mut doc = document("DaemonSet").clone();
     doc["spec"]["template"]["spec"]["hostPID"] = Value::from("yes");
     let findings = check(&doc);
     assert_eq!(findings.len(), 1, "{findings:?}");
@@ -170,10 +170,7 @@ fn the_daemon_sees_host_processes_and_its_own_node() {
 fn every_file_of_the_config_map_is_mounted() {
     // A ConfigMap's keys are flat and the volume lists each: a mission added
     // to the generator but not to the items would be missing in the pod.
-    let map = rendered()
-        .iter()
-        .find(|d| d["kind"] == "ConfigMap")
-        .expect("the generated ConfigMap");
+    let map = document("ConfigMap");
     let keys: BTreeSet<&str> = map["data"]
         .as_object()
         .unwrap()

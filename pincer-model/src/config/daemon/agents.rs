@@ -2,20 +2,23 @@
 
 use std::{collections::HashMap, path::Path};
 
-use serde::Deserialize;
 use toml::Spanned;
 
 use super::{AgentConfig, CgroupPattern, Mode};
-use crate::toml_file::{Document, TomlError, toml_string};
+use crate::toml_file::{
+    Document, TomlError,
+    fields::{Fields, raw_tables},
+    toml_string,
+};
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub(super) struct RawAgent {
-    name: Option<Spanned<String>>,
-    cgroup: Option<Spanned<String>>,
-    mission: Option<Spanned<String>>,
-    mode: Option<Spanned<String>>,
-    confine_from: Option<Spanned<String>>,
+raw_tables! {
+    pub(super) struct RawAgent {
+        name: String,
+        cgroup: String,
+        mission: String,
+        mode: String,
+        confine_from: String,
+    }
 }
 
 /// What `confine_from` is written with: whether confinement starts at the
@@ -33,12 +36,11 @@ pub(super) fn parse_agents(
     let mut patterns = HashMap::new();
     // Missions are relative to the configuration file's directory.
     let directory = doc.path().parent().unwrap_or(Path::new(""));
-    for (index, table) in raw.iter().enumerate() {
-        let number = index + 1;
-        let field = |name: &str| format!("agent[{number}].{name}");
-        let agent = table.get_ref();
+    for (table, number) in Fields::each(doc, "agent", raw).zip(1..) {
+        let field = |key: &str| table.field(key);
+        let agent = table.raw();
 
-        let name = doc.required_in(&agent.name, table, &field("name"))?;
+        let name = table.required(&agent.name, "name")?;
         doc.check(name, &field("name"), |name| check_agent_name(name))?;
         if let Some(first) = names.insert(name.get_ref().as_str(), number) {
             return Err(doc.field_error(
@@ -51,7 +53,7 @@ pub(super) fn parse_agents(
             ));
         }
 
-        let cgroup = doc.required_in(&agent.cgroup, table, &field("cgroup"))?;
+        let cgroup = table.required(&agent.cgroup, "cgroup")?;
         let pattern = doc.check(cgroup, &field("cgroup"), |text| CgroupPattern::parse(text))?;
         if let Some(first) = patterns.insert(pattern.as_str().to_owned(), number) {
             return Err(doc.field_error(
@@ -64,7 +66,7 @@ pub(super) fn parse_agents(
             ));
         }
 
-        let mission = doc.required_in(&agent.mission, table, &field("mission"))?;
+        let mission = table.required(&agent.mission, "mission")?;
         let line = doc.line(mission.span().start);
         let mission = doc.path_from(mission, &field("mission"), directory)?;
 

@@ -2,19 +2,18 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use toml::Spanned;
 
 use super::{DEFAULT_KUBEPODS, KubernetesConfig};
-use crate::toml_file::{Document, TomlError, toml_string};
+use crate::toml_file::{Document, TomlError, fields::raw_tables, toml_string};
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub(super) struct RawKubernetes {
-    missions: Option<Spanned<String>>,
-    node: Option<Spanned<String>>,
-    api: Option<Spanned<String>>,
-    kubepods: Option<Spanned<String>>,
+raw_tables! {
+    pub(super) struct RawKubernetes {
+        missions: String,
+        node: String,
+        api: String,
+        kubepods: String,
+    }
 }
 
 /// `[kubernetes]`: `missions` (required), `node`, `api`, `kubepods`;

@@ -19,7 +19,7 @@ use crate::{
     mission::parse::{RawLabels, RawSource, parse_policy, parse_sources},
     toml_file::{
         Document, TomlError,
-        fields::{PathRules, Table, with_hint},
+        fields::{PathRules, Table, raw_tables, with_hint},
         toml_string,
     },
 };
@@ -39,22 +39,22 @@ struct RawConfig {
     kubernetes: Option<Table<RawKubernetes>>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-struct RawDaemon {
-    socket: Option<Spanned<String>>,
-    pin_dir: Option<Spanned<String>>,
-    on_stop: Option<Spanned<String>>,
-    audit: Option<Spanned<String>>,
-    audit_key: Option<Spanned<String>>,
-    siem: Option<Spanned<String>>,
-    siem_format: Option<Spanned<String>>,
-    metrics: Option<Spanned<String>>,
-    log_format: Option<Spanned<String>>,
-    cgroup_root: Option<Spanned<String>>,
-    scan_every: Option<Spanned<String>>,
-    check_every: Option<Spanned<String>>,
-    ring_bytes: Option<Spanned<i64>>,
+raw_tables! {
+    struct RawDaemon {
+        socket: String,
+        pin_dir: String,
+        on_stop: String,
+        audit: String,
+        audit_key: String,
+        siem: String,
+        siem_format: String,
+        metrics: String,
+        log_format: String,
+        cgroup_root: String,
+        scan_every: String,
+        check_every: String,
+        ring_bytes: i64,
+    }
 }
 
 /// The arrays of tables of the file, for [`with_hint`].

@@ -34,7 +34,7 @@ use crate::{
     labels::PolicyPattern,
     toml_file::{
         self, Document, Named, TomlError,
-        fields::{self, Fields, Home, PathRules},
+        fields::{self, Fields, Home, PathRules, raw_tables},
         or_list,
     },
     vote::{
@@ -45,10 +45,10 @@ use crate::{
 };
 
 // The file as written. Every value is optional and spanned so that pincer,
-// not serde, reports a missing or invalid value, with its position and field.
-// serde still reports unknown keys and wrong types; the document names the
-// field from the error's position. A new key is a new field here plus its
-// check in `parse` below.
+// not serde, reports a missing or invalid value, with its position and field
+// (`raw_tables!` makes the tables' values so). serde still reports unknown
+// keys and wrong types; the document names the field from the error's
+// position. A new key is a new field here plus its check in `parse` below.
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table")]
@@ -69,67 +69,6 @@ struct RawFile {
     asset: Vec<Spanned<RawAsset>>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-struct RawAsset {
-    id: Option<Spanned<String>>,
-    description: Option<Spanned<String>>,
-    path: Option<Spanned<String>>,
-    found_in: Option<Spanned<String>>,
-    ops: Option<Spanned<Vec<Spanned<String>>>>,
-    extent: Option<Spanned<String>>,
-    constraints: Option<Spanned<RawConstraints>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-struct RawConstraints {
-    under: Option<Spanned<Vec<Spanned<String>>>>,
-    glob: Option<Spanned<String>>,
-    kind: Option<Spanned<String>>,
-    max_count: Option<Spanned<i64>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub(crate) struct RawSource {
-    pub(crate) path: Option<Spanned<String>>,
-    authority: Option<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-struct RawAction {
-    path: Option<Spanned<String>>,
-    ops: Option<Spanned<Vec<Spanned<String>>>>,
-    authority: Option<Spanned<String>>,
-}
-
-/// `[labels]`: what the mission adds to the policy set.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub(crate) struct RawLabels {
-    pub(crate) policy: Option<Spanned<Vec<Spanned<String>>>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-struct RawMission {
-    name: Option<Spanned<String>>,
-    profiles: Option<Spanned<Vec<Spanned<String>>>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-struct RawGrant {
-    path: Option<Spanned<String>>,
-    ops: Option<Spanned<Vec<Spanned<String>>>>,
-    extent: Option<Spanned<String>>,
-    make: Option<Spanned<bool>>,
-    optional: Option<Spanned<bool>>,
-    own: Option<Spanned<bool>>,
-}
-
 /// A profile file: `[profile]`, its grants and its environment.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table")]
@@ -141,55 +80,93 @@ struct RawProfileFile {
     env: std::collections::BTreeMap<String, Spanned<String>>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-struct RawProfile {
-    name: Option<Spanned<String>>,
-    description: Option<Spanned<String>>,
-}
+raw_tables! {
+    struct RawAsset {
+        id: String,
+        description: String,
+        path: String,
+        found_in: String,
+        ops: Vec<Spanned<String>>,
+        extent: String,
+        constraints: RawConstraints,
+    }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-struct RawDefaults {
-    baseline: Option<Spanned<String>>,
-    on_unknown: Option<Spanned<String>>,
-    tmp: Option<Spanned<String>>,
-    capabilities: Option<Spanned<Vec<Spanned<String>>>>,
-}
+    struct RawConstraints {
+        under: Vec<Spanned<String>>,
+        glob: String,
+        kind: String,
+        max_count: i64,
+    }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-struct RawVote {
-    voters: Option<Spanned<Vec<Spanned<String>>>>,
-    timeout: Option<Spanned<String>>,
-    default: Option<Spanned<String>>,
-    max_lifetime: Option<Spanned<String>>,
-    max_ttl: Option<Spanned<String>>,
-    max_extent: Option<Spanned<String>>,
-    webhook: Option<Spanned<RawWebhook>>,
-    #[serde(default)]
-    rule: Vec<Spanned<RawRule>>,
-}
+    pub(crate) struct RawSource {
+        pub(crate) path: String,
+        authority: String,
+    }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-struct RawWebhook {
-    url: Option<Spanned<String>>,
-    secret_file: Option<Spanned<String>>,
-    clock_skew: Option<Spanned<String>>,
-    owner: Option<Spanned<bool>>,
-}
+    struct RawAction {
+        path: String,
+        ops: Vec<Spanned<String>>,
+        authority: String,
+    }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-struct RawRule {
-    path: Option<Spanned<String>>,
-    extent: Option<Spanned<String>>,
-    ops: Option<Spanned<Vec<Spanned<String>>>>,
-    verdict: Option<Spanned<String>>,
-    lifetime: Option<Spanned<String>>,
-    ttl: Option<Spanned<String>>,
-    reason: Option<Spanned<String>>,
+    /// `[labels]`: what the mission adds to the policy set.
+    pub(crate) struct RawLabels {
+        pub(crate) policy: Vec<Spanned<String>>,
+    }
+
+    struct RawMission {
+        name: String,
+        profiles: Vec<Spanned<String>>,
+    }
+
+    struct RawGrant {
+        path: String,
+        ops: Vec<Spanned<String>>,
+        extent: String,
+        make: bool,
+        optional: bool,
+        own: bool,
+    }
+
+    struct RawProfile {
+        name: String,
+        description: String,
+    }
+
+    struct RawDefaults {
+        baseline: String,
+        on_unknown: String,
+        tmp: String,
+        capabilities: Vec<Spanned<String>>,
+    }
+
+    struct RawVote {
+        voters: Vec<Spanned<String>>,
+        timeout: String,
+        default: String,
+        max_lifetime: String,
+        max_ttl: String,
+        max_extent: String,
+        webhook: RawWebhook,
+        rule: [RawRule],
+    }
+
+    struct RawWebhook {
+        url: String,
+        secret_file: String,
+        clock_skew: String,
+        owner: bool,
+    }
+
+    struct RawRule {
+        path: String,
+        extent: String,
+        ops: Vec<Spanned<String>>,
+        verdict: String,
+        lifetime: String,
+        ttl: String,
+        reason: String,
+    }
 }
 
 /// Whose paths a mission names: a leading `~` is `home`, and `{uid}` is

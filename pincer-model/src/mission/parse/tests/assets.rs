@@ -1,12 +1,12 @@
 //! `[[asset]]`.
 
 use super::*;
-use crate::test_support::upload_mission;
+use crate::examples::upload_mission;
 
 /// The running example's email and images, then `more`: at most two
 /// images, so that the count read is not the default one.
 fn with_assets(more: &str) -> String {
-    upload_mission(2, more)
+    upload_mission("/tmp", 2, more)
 }
 
 #[test]
