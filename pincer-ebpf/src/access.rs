@@ -162,11 +162,9 @@ impl Access {
     #[inline(always)]
     pub fn name_key(&self, slot: u32) -> Result<Option<&'static mut NameGrantKey>, ReadFailed> {
         let off = kernel::off();
-        let Some(scratch) = SCRATCH.get_ptr_mut(0) else {
+        let Ok(key) = crate::maps::room(&SCRATCH) else {
             return Ok(None);
         };
-        // SAFETY: per-CPU scratch, used by one program at a time on this CPU.
-        let key = unsafe { &mut *scratch };
         let dentry = self.dentry()?;
         let Some(parent) = kernel::parent(off, dentry)? else {
             return Ok(None);

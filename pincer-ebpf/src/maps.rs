@@ -13,6 +13,8 @@ use pincer_common::{
     Verdict, counter,
 };
 
+use crate::kernel::ReadFailed;
+
 /// `BPF_F_NO_PREALLOC`: entries are allocated as they are inserted.
 const NO_PREALLOC: u32 = 1;
 
@@ -165,6 +167,15 @@ pub fn count(index: u32) {
 #[inline(always)]
 pub fn epoch() -> u64 {
     EPOCH.get(0).copied().unwrap_or(0)
+}
+
+/// This CPU's entry of a one-entry per-CPU map: room a program works in
+/// rather than on the BPF stack, which it shares with its nested callbacks.
+#[inline(always)]
+pub fn room<T>(map: &PerCpuArray<T>) -> Result<&'static mut T, ReadFailed> {
+    let room = map.get_ptr_mut(0).ok_or(ReadFailed)?;
+    // SAFETY: per-CPU room, used by one program at a time on this CPU.
+    Ok(unsafe { &mut *room })
 }
 
 /// Invalidates every cached grant.

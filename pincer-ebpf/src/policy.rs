@@ -152,19 +152,11 @@ crate::maps::declare_maps! {
     static POLICY_WALK: PerCpuArray<PolicyWalk> = PerCpuArray::with_max_entries(1, 0);
 }
 
-/// This CPU's [`PolicyWalk`].
-#[inline(always)]
-fn walk() -> Result<&'static mut PolicyWalk, ReadFailed> {
-    let walk = POLICY_WALK.get_ptr_mut(0).ok_or(ReadFailed)?;
-    // SAFETY: per-CPU room, used by one program at a time on this CPU.
-    Ok(unsafe { &mut *walk })
-}
-
 /// Sets what [`result`] answers without a search: a place at the object
 /// by `entry` (its label), or none (`entry` zero).
 #[inline(always)]
 pub fn set(entry: u32) -> Result<(), ReadFailed> {
-    walk()?.result = if entry == policy_entry::NONE {
+    crate::maps::room(&POLICY_WALK)?.result = if entry == policy_entry::NONE {
         Place::NONE
     } else {
         Place::at_object(entry)
@@ -177,7 +169,7 @@ pub fn set(entry: u32) -> Result<(), ReadFailed> {
 /// becomes a call of `memmove`, a frame of its own on the BPF stack).
 #[inline(always)]
 pub fn result(to: &mut Place) -> Result<(), ReadFailed> {
-    let from = &walk()?.result;
+    let from = &crate::maps::room(&POLICY_WALK)?.result;
     // SAFETY: plain values in per-CPU entries.
     unsafe {
         core::ptr::write_volatile(&mut to.mask_from, core::ptr::read_volatile(&from.mask_from));
@@ -196,7 +188,7 @@ pub fn result(to: &mut Place) -> Result<(), ReadFailed> {
 #[inline(always)]
 pub fn place(dentry: *const u8, access: &Access) -> Result<u32, ReadFailed> {
     let off = kernel::off();
-    let walk = walk()?;
+    let walk = crate::maps::room(&POLICY_WALK)?;
     walk.dentry = dentry as u64;
     walk.own = if access.exists {
         policy_rule::OBJECT
@@ -280,7 +272,7 @@ fn tail(
 
 /// One step of the search. Returns 1 to stop.
 extern "C" fn policy_step(index: u64, _ctx: *mut c_void) -> i64 {
-    let Ok(walk) = walk() else {
+    let Ok(walk) = crate::maps::room(&POLICY_WALK) else {
         return 1;
     };
     match step_at(walk, index as u32 + 1) {

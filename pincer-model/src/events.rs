@@ -766,31 +766,35 @@ mod tests {
     #[test]
     fn capability_and_kernel_load_refusals_say_which() {
         let mut e = event(&[], event_flags::GUARD);
-        e.hook = hook::CAPABLE;
-        e.ino = u64::from(caps::SYS_MODULE);
-        let d = decided(&e);
-        assert_eq!(d.hook, "capable");
-        assert_eq!(d.path, "");
-        assert_eq!(
-            d.reason,
-            "the capability sys_module is never given to agents: it reaches the kernel or pincer"
-        );
-        e.ino = u64::from(caps::NET_RAW);
-        assert_eq!(
-            decided(&e).reason,
-            "the capability net_raw is not among the agent's (a mission may add it: defaults.capabilities)"
-        );
-        e.ino = 63;
-        assert_eq!(
-            decided(&e).reason,
-            "capability 63 is unknown to pincer: refused to agents"
-        );
-        e.hook = hook::KERNEL_READ_FILE;
-        e.ino = 2;
-        assert_eq!(
-            decided(&e).reason,
-            "pincer protects itself and the confinement: loading a module into the kernel is never allowed to agents"
-        );
+        for (hook, ino, reason) in [
+            (
+                hook::CAPABLE,
+                caps::SYS_MODULE,
+                "the capability sys_module is never given to agents: it reaches the kernel or pincer",
+            ),
+            (
+                hook::CAPABLE,
+                caps::NET_RAW,
+                "the capability net_raw is not among the agent's (a mission may add it: defaults.capabilities)",
+            ),
+            (
+                hook::CAPABLE,
+                63,
+                "capability 63 is unknown to pincer: refused to agents",
+            ),
+            (
+                hook::KERNEL_READ_FILE,
+                2,
+                "pincer protects itself and the confinement: loading a module into the kernel is never allowed to agents",
+            ),
+        ] {
+            e.hook = hook;
+            e.ino = u64::from(ino);
+            let d = decided(&e);
+            assert_eq!(d.hook, hook::name(hook));
+            assert_eq!(d.path, "");
+            assert_eq!(d.reason, reason);
+        }
     }
 
     #[test]

@@ -48,6 +48,13 @@ pub const LABELS_PIN: &str = "/sys/fs/bpf/pincer-labels-v3";
 /// (kept in the state directory too, sealed: the map is gone after a
 /// reboot).
 pub const REVOKED_PIN: &str = "/sys/fs/bpf/pincer-revoked-v1";
+/// Each map shared by every pincer on the host ([`pincer_common::names::SHARED`])
+/// with its pin.
+pub const SHARED_PINS: [(&str, &str); 3] = [
+    (pincer_common::names::GUARDED, GUARDED_PIN),
+    (pincer_common::names::LABELS, LABELS_PIN),
+    (pincer_common::names::REVOKED, REVOKED_PIN),
+];
 /// pincer's state directory (mode 0700): the sealed labels snapshot and its
 /// key, the promotions journal. A policy place: no agent changes it.
 pub const STATE_DIR: &str = "/var/lib/pincer";
@@ -126,5 +133,11 @@ mod tests {
             daemon_lock(Path::new(DEFAULT_PIN_DIR)),
             Path::new("/run/pincer/daemon-sys-fs-bpf-pincer.lock")
         );
+    }
+
+    #[test]
+    fn every_shared_map_has_one_pin() {
+        let names: Vec<&str> = SHARED_PINS.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, pincer_common::names::SHARED);
     }
 }

@@ -72,6 +72,14 @@ ops = ["write"]
     s
 }
 
+/// The values of `first` and `second` of each record, as `"first second"`.
+fn pairs(records: &[serde_json::Value], first: &str, second: &str) -> Vec<String> {
+    records
+        .iter()
+        .map(|r| format!("{} {}", text(&r[first]), text(&r[second])))
+        .collect()
+}
+
 /// Runs the probe for `ops` under `pincer run` with the example's home.
 fn probes(s: &Scratch, ops: &[&str]) -> Vec<i32> {
     let words = s.probe_command_line(ops);
@@ -322,19 +330,9 @@ fn the_owner_sees_the_nodes_and_pins_or_drops_them() {
         nodes()
     );
     let listed = listed.unwrap();
-    let status: Vec<(String, String)> = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| (text(&n["id"]), text(&n["status"])))
-        .collect();
     assert_eq!(
-        status,
-        [
-            ("email".to_owned(), "fetched".to_owned()),
-            ("image".to_owned(), "unknown".to_owned()),
-            ("repo".to_owned(), "unknown".to_owned()),
-        ]
+        pairs(listed.as_array().unwrap(), "id", "status"),
+        ["email fetched", "image unknown", "repo unknown"]
     );
     assert_eq!(
         listed[0]["evidence"]["bytes"].as_u64(),
@@ -362,18 +360,9 @@ fn the_owner_sees_the_nodes_and_pins_or_drops_them() {
             format!("err {EACCES}"),
         ]
     );
-    let actions: Vec<(String, String)> = s
-        .audit_events("asset")
-        .iter()
-        .map(|a| (text(&a["action"]), text(&a["node"])))
-        .collect();
     assert_eq!(
-        actions,
-        [
-            ("observe".to_owned(), "email".to_owned()),
-            ("pin".to_owned(), "repo".to_owned()),
-            ("drop".to_owned(), "image".to_owned()),
-        ]
+        pairs(&s.audit_events("asset"), "action", "node"),
+        ["observe email", "pin repo", "drop image"]
     );
     assert_eq!(
         not_discovered(&s),

@@ -57,6 +57,16 @@ clean_up() {
     done
 }
 
+# The tests of removal: each removes every set of programs it finds, so the
+# test after it loads them again (over two minutes in a 6.1 guest). They
+# run last, where the test after the last one is none.
+removers=" a_clean_run_leaves_its_programs_idle_for_the_next_run_which_starts_clean \
+nothing_is_left_behind_after_exit nothing_is_left_behind_after_sigterm \
+a_killed_twin_leaves_no_task_stopped sigterm_keeps_the_pins_and_uninstall_removes_them "
+
+# The plan: `EXECUTABLE TEST` lines, in the order they run.
+plan=$(mktemp)
+removals=$(mktemp)
 for exe in /bin/pincer-tests-*; do
     [ -x "$exe" ] || continue
     name=${exe#/bin/}
@@ -64,41 +74,55 @@ for exe in /bin/pincer-tests-*; do
         case " $PINCER_ONLY_SUITES " in *" $name "*) ;; *) continue ;; esac
     fi
     case " ${PINCER_SKIP_SUITES:-} " in *" $name "*) continue ;; esac
-    if [ -n "$resume" ] && [ "$name" != "${resume%% *}" ]; then continue; fi
     found=$((found + 1))
-    echo "==== $name"
     # `name: test` lines; a filter narrows them as libtest would.
-    tests=$("$exe" --list --format terse "$@" 2>/dev/null | sed -n 's/: test$//p')
-    for test in $tests; do
-        if [ -n "$resume" ]; then
-            [ "$test" = "${resume#* }" ] || continue
-            resume=
-        fi
-        echo "==== start $name $test"
-        # Each test's duration, so the log shows where the guest's time goes
-        # (libtest reads RUSTC_BOOTSTRAP at run time for its unstable options).
-        started=$(cut -d. -f1 /proc/uptime)
-        RUSTC_BOOTSTRAP=1 timeout -k 10 "$limit" "$exe" --exact "$test" \
-            --test-threads=1 -Zunstable-options --report-time
-        rc=$?
-        # busybox's timeout reports the signal that ended the test (143,
-        # 137), coreutils' 124: the clock tells a timeout from a crash.
-        if [ "$rc" -ne 0 ] && [ $(($(cut -d. -f1 /proc/uptime) - started)) -ge "$limit" ]; then
-            echo "test $test ... FAILED: still running after $limit s, killed"
-            echo "test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out"
-            diagnose
-            clean_up
-        fi
-        if [ "$rc" -ne 0 ]; then
-            echo "==== $name $test failed with status $rc"
-            failed=$((failed + 1))
-        fi
-        # How many sets of programs are left idle: a test that loaded when
-        # it could have taken one over shows as a test that grew the count.
-        idle=$(ls /sys/fs/bpf/pincer-idle 2>/dev/null | wc -l)
-        echo "==== $test: $(($(cut -d. -f1 /proc/uptime) - started)) s, $idle idle set(s) after it"
+    for test in $("$exe" --list --format terse "$@" 2>/dev/null | sed -n 's/: test$//p'); do
+        case "$removers" in
+        *" $test "*) echo "$name $test" >> "$removals" ;;
+        *) echo "$name $test" >> "$plan" ;;
+        esac
     done
 done
+cat "$removals" >> "$plan"
+
+suite=
+# The plan on its own descriptor: a test reading its standard input must
+# not read the plan.
+while read -r name test <&3; do
+    if [ -n "$resume" ]; then
+        [ "$name $test" = "$resume" ] || continue
+        resume=
+    fi
+    exe=/bin/$name
+    if [ "$name" != "$suite" ]; then
+        echo "==== $name"
+        suite=$name
+    fi
+    echo "==== start $name $test"
+    # Each test's duration, so the log shows where the guest's time goes
+    # (libtest reads RUSTC_BOOTSTRAP at run time for its unstable options).
+    started=$(cut -d. -f1 /proc/uptime)
+    RUSTC_BOOTSTRAP=1 timeout -k 10 "$limit" "$exe" --exact "$test" \
+        --test-threads=1 -Zunstable-options --report-time
+    rc=$?
+    # busybox's timeout reports the signal that ended the test (143,
+    # 137), coreutils' 124: the clock tells a timeout from a crash.
+    if [ "$rc" -ne 0 ] && [ $(($(cut -d. -f1 /proc/uptime) - started)) -ge "$limit" ]; then
+        echo "test $test ... FAILED: still running after $limit s, killed"
+        echo "test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out"
+        diagnose
+        clean_up
+    fi
+    if [ "$rc" -ne 0 ]; then
+        echo "==== $name $test failed with status $rc"
+        failed=$((failed + 1))
+    fi
+    # How many sets of programs are left idle: a test that loaded when
+    # it could have taken one over shows as a test that grew the count.
+    idle=$(ls /sys/fs/bpf/pincer-idle 2>/dev/null | wc -l)
+    echo "==== $test: $(($(cut -d. -f1 /proc/uptime) - started)) s, $idle idle set(s) after it"
+done 3< "$plan"
+rm -f "$plan" "$removals"
 if [ -n "$resume" ]; then
     echo "==== no test $resume to resume at"
     failed=1

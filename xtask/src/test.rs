@@ -704,6 +704,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_tests_of_removal_run_last_by_their_names() {
+        let list = RUN_TESTS
+            .split("removers=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .expect("run-tests.sh lists the tests of removal");
+        let names: Vec<&str> = list
+            .split(|c: char| c.is_whitespace() || c == '\\')
+            .filter(|name| !name.is_empty())
+            .collect();
+        assert_eq!(names.len(), 5, "{names:?}");
+        let mut sources = String::new();
+        for entry in std::fs::read_dir(workspace_root().join("tests/tests")).unwrap() {
+            sources.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
+        }
+        for name in names {
+            assert!(sources.contains(&format!("fn {name}()")), "no test {name}");
+        }
+    }
+
+    #[test]
     fn the_included_sources_are_found() {
         let root = workspace_root();
         let found = included_sources(root).unwrap();

@@ -151,7 +151,7 @@ fn walk_grants(slot: u32, access: &Access, search: u32) -> Result<Found, ReadFai
     // happens in). Walking dentries keeps to one filesystem, so the device
     // stays the same; a tree grant does not reach across mount points and
     // bind mounts do not alias into a granted tree.
-    let walk = walks()?;
+    let walk = crate::maps::room(&WALKS)?;
     *walk = TreeWalk {
         key,
         dentry: dentry as u64,
@@ -207,14 +207,6 @@ crate::maps::declare_maps! {
     static WALKS: PerCpuArray<TreeWalk> = PerCpuArray::with_max_entries(1, 0);
 }
 
-/// This CPU's [`TreeWalk`].
-#[inline(always)]
-fn walks() -> Result<&'static mut TreeWalk, ReadFailed> {
-    let walks = WALKS.get_ptr_mut(0).ok_or(ReadFailed)?;
-    // SAFETY: per-CPU room, used by one program at a time on this CPU.
-    Ok(unsafe { &mut *walks })
-}
-
 /// The state of a tree walk, in [`WALKS`] while `bpf_loop` runs
 /// [`tree_step`].
 #[repr(C)]
@@ -247,7 +239,7 @@ struct TreeWalk {
 /// step costs two kernel reads and a hash lookup, and only the first access
 /// to an object walks (the grant cache answers the next).
 extern "C" fn tree_step(index: u64, _ctx: *mut c_void) -> i64 {
-    let Ok(walk) = walks() else {
+    let Ok(walk) = crate::maps::room(&WALKS) else {
         return 1;
     };
     let off = kernel::off();

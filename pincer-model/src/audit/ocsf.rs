@@ -352,39 +352,31 @@ struct Outcome {
 
 impl Outcome {
     fn of(verdict: &str) -> Self {
-        match verdict {
-            "allow" => Self {
-                status: (1, "Success"),
-                action: (1, "Allowed"),
-                disposition: (1, "Allowed"),
-                severity: (1, "Informational"),
-            },
+        // Status, action, disposition and severity, each an id and its caption.
+        let [status, action, disposition, severity] = match verdict {
+            "allow" => [
+                (1, "Success"),
+                (1, "Allowed"),
+                (1, "Allowed"),
+                (1, "Informational"),
+            ],
             // Allowed, and would have been denied: what audit mode is for.
-            "audit" => Self {
-                status: (1, "Success"),
-                action: (1, "Allowed"),
-                disposition: (17, "Logged"),
-                severity: (2, "Low"),
-            },
+            "audit" => [(1, "Success"), (1, "Allowed"), (17, "Logged"), (2, "Low")],
             // Held until the voters decide; a verdict record follows.
-            "park" => Self {
-                status: (0, "Unknown"),
-                action: (99, "Parked"),
-                disposition: (14, "Delayed"),
-                severity: (1, "Informational"),
-            },
-            "deny" => Self {
-                status: (2, "Failure"),
-                action: (2, "Denied"),
-                disposition: (2, "Blocked"),
-                severity: (3, "Medium"),
-            },
-            _ => Self {
-                status: (0, "Unknown"),
-                action: (0, "Unknown"),
-                disposition: (0, "Unknown"),
-                severity: (0, "Unknown"),
-            },
+            "park" => [
+                (0, "Unknown"),
+                (99, "Parked"),
+                (14, "Delayed"),
+                (1, "Informational"),
+            ],
+            "deny" => [(2, "Failure"), (2, "Denied"), (2, "Blocked"), (3, "Medium")],
+            _ => [(0, "Unknown"); 4],
+        };
+        Self {
+            status,
+            action,
+            disposition,
+            severity,
         }
     }
 }

@@ -242,9 +242,9 @@ impl Enforcer {
                 .parent()
                 .unwrap_or(Path::new("/")),
         ) {
-            loader.map_pin_path(names::GUARDED, Path::new(paths::GUARDED_PIN));
-            loader.map_pin_path(names::LABELS, Path::new(paths::LABELS_PIN));
-            loader.map_pin_path(names::REVOKED, Path::new(paths::REVOKED_PIN));
+            for (name, pin) in paths::SHARED_PINS {
+                loader.map_pin_path(name, Path::new(pin));
+            }
         } else {
             tracing::warn!(
                 pin = paths::GUARDED_PIN,
