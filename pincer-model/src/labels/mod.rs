@@ -24,7 +24,7 @@ pub mod store;
 
 use pincer_common::{Label, ObjectKey, authority};
 pub use policy::{PolicyPattern, PolicySet};
-pub use store::{Revoked, Store, StoreError};
+pub use store::{Revoked, Saved, Store, StoreError};
 
 /// The labels of the policy set's objects found by path: policy, by
 /// identity, with the generation of the inode when its file system tells.

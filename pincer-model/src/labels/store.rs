@@ -93,7 +93,7 @@ pub struct Store {
 /// One saved label: device, inode, authority, flags, generation, taint,
 /// agent, and the sources it was derived from as `[source, stamp]` pairs
 /// by position ([`pincer_common::Origins`]).
-type Saved = (
+type Entry = (
     u64,
     u64,
     u32,
@@ -106,14 +106,14 @@ type Saved = (
 
 /// A label as a snapshot of an earlier pincer saved it, with one source
 /// and its stamp: read back as a set of that one.
-type SavedOne = (u64, u64, u32, u32, u32, u32, u64, u32, u32);
+type EarlierEntry = (u64, u64, u32, u32, u32, u32, u64, u32, u32);
 
 /// Either form, as the snapshot holds it.
 #[derive(serde::Deserialize)]
 #[serde(untagged)]
 enum Stored {
-    Now(Saved),
-    Earlier(SavedOne),
+    Now(Entry),
+    Earlier(EarlierEntry),
 }
 
 impl Store {
@@ -234,13 +234,16 @@ impl Store {
         Ok(())
     }
 
-    /// Checks the seals of the snapshot and of the revocation counters
-    /// without using them: a run or the daemon refuses a changed file
-    /// before it spends time loading the programs, not after.
-    pub fn verify(&self) -> Result<(), StoreError> {
-        self.revocations()?;
-        self.load()?;
-        Ok(())
+    /// The revocation counters and the labels, each file's seal checked:
+    /// a run or the daemon reads them before it spends time loading the
+    /// programs, so a changed file is refused before rather than after, and
+    /// puts back what it read, not a file read again later.
+    pub fn read(&self) -> Result<Saved, StoreError> {
+        Ok(Saved {
+            revocations: self.revocations()?,
+            labels: self.load()?,
+            revocations_path: self.revocations_path(),
+        })
     }
 
     /// The saved labels: none when there is no snapshot yet.
@@ -302,7 +305,7 @@ impl Store {
     /// Replaces the snapshot with the labels worth keeping of `labels`
     /// (those with a generation), sealed.
     pub fn save(&self, labels: &[(ObjectKey, Label)]) -> Result<usize, StoreError> {
-        let mut kept: Vec<Saved> = labels
+        let mut kept: Vec<Entry> = labels
             .iter()
             .filter(|(_, label)| label.generation != 0)
             .map(|(k, l)| {
@@ -344,6 +347,17 @@ impl Store {
         let body = serde_json::to_string(&revoked).expect("revocations serialize");
         self.write_sealed(REVOCATIONS, &body)
     }
+}
+
+/// What the state directory holds ([`Store::read`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Saved {
+    /// The sources' revocation counters.
+    pub revocations: Vec<Revoked>,
+    /// The labels of the snapshot.
+    pub labels: Vec<(ObjectKey, Label)>,
+    /// The counters' file, for messages.
+    pub revocations_path: PathBuf,
 }
 
 /// A source's revocation counter: how many times `pincer label revoke`
@@ -412,10 +426,10 @@ mod tests {
         let path = store.snapshot();
         let saved = fs::read_to_string(&path).unwrap();
         // An agent-made label turned into a policy one.
-        assert!(store.verify().is_ok());
+        assert!(store.read().is_ok());
         fs::write(&path, saved.replacen("[[8,2,1,1,", "[[8,2,3,2,", 1)).unwrap();
         assert!(matches!(store.load(), Err(StoreError::Unsealed { .. })));
-        assert!(matches!(store.verify(), Err(StoreError::Unsealed { .. })));
+        assert!(matches!(store.read(), Err(StoreError::Unsealed { .. })));
         // Sealed, but under another host's key.
         let other = tempfile::tempdir().unwrap();
         Store::at(other.path())

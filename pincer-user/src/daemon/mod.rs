@@ -341,7 +341,7 @@ fn serve(
     let lock = pins::lock(&config)?;
     // A changed snapshot is refused before the programs are loaded.
     let store = labels::Store::at(std::path::Path::new(paths::STATE_DIR));
-    store.verify()?;
+    let saved = store.read()?;
     let (enforcer, reattached) = pins::enforcer(&config)?;
     let watched = Watched::Parked {
         release: Some(std::os::fd::AsRawFd::as_raw_fd(&*lock)),
@@ -373,7 +373,7 @@ fn serve(
     };
     // What agents made stays evidence across a reboot: the saved labels
     // the map lacks come back before any agent is confined.
-    let restored = service.twin().restore_labels(&store)?;
+    let restored = service.twin().restore_labels(&saved)?;
     tracing::info!(restored, "labels restored from the snapshot");
     // Agents of a previous daemon stay confined by the kernel until the
     // first scan takes them over (or releases those no longer matched).

@@ -286,7 +286,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     // What agents made stays evidence across a reboot: a snapshot of it
     // that was changed is refused before the programs are loaded.
     let store = labels::Store::at(Path::new(paths::STATE_DIR));
-    store.verify()?;
+    let saved = store.read()?;
     tracing::trace!("loading");
     let RunPrograms {
         enforcer,
@@ -325,7 +325,7 @@ fn run_blocked(options: &RunOptions, forwarded_set: &SigSet) -> Result<i32, RunE
     };
     // The saved labels the map lacks come back before the agent is
     // confined.
-    let confined = service.twin().restore_labels(&store).and_then(|restored| {
+    let confined = service.twin().restore_labels(&saved).and_then(|restored| {
         tracing::debug!(restored, "labels restored from the snapshot");
         service.twin().confine(
             cgroup.id(),

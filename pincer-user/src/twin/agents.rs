@@ -228,19 +228,19 @@ impl<K: Kernel> Twin<K> {
     }
 
     /// Puts back the labels a snapshot saved that the map lacks (see
-    /// [`labels::store`]); a snapshot not sealed by this host is refused.
-    pub fn restore_labels(&mut self, store: &labels::Store) -> Result<usize, TwinError> {
+    /// [`labels::store`]), from what [`labels::Store::read`] read and
+    /// checked.
+    pub fn restore_labels(&mut self, saved: &labels::Saved) -> Result<usize, TwinError> {
         // The counters first: a label put back is judged by them. The
         // kernel's outlive this process; a file that says less than they
         // do was restored from an earlier copy.
-        let revoked = store.revocations()?;
         for (source, kernel) in self.kernel.revocations()? {
-            let saved = revoked.iter().find(|r| r.source == source);
-            let counter = saved.map_or(0, |r| r.counter);
+            let file = saved.revocations.iter().find(|r| r.source == source);
+            let counter = file.map_or(0, |r| r.counter);
             if kernel > counter {
                 return Err(labels::StoreError::RolledBack {
-                    path: store.revocations_path(),
-                    source_path: saved
+                    path: saved.revocations_path.clone(),
+                    source_path: file
                         .map_or_else(|| format!("source {source:#x}"), |r| r.path.clone()),
                     saved: counter,
                     kernel,
@@ -248,11 +248,10 @@ impl<K: Kernel> Twin<K> {
                 .into());
             }
         }
-        for r in &revoked {
+        for r in &saved.revocations {
             self.kernel.set_revocation(r.source, r.counter)?;
         }
-        let saved = store.load()?;
-        Ok(self.kernel.restore_labels(&saved)?)
+        Ok(self.kernel.restore_labels(&saved.labels)?)
     }
 
     /// Every label in the map.

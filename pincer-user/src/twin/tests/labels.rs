@@ -135,12 +135,16 @@ async fn revocation_counters_come_back_and_an_earlier_copy_of_them_is_refused() 
         .unwrap();
     let mut h = Harness::new(vec![]);
     // After a reboot the kernel holds none: the file's come back.
-    h.twin.restore_labels(&store).unwrap();
+    h.twin.restore_labels(&store.read().unwrap()).unwrap();
     assert_eq!(h.kernel().revoked.get(&0x51), Some(&2));
     // Revoked once more while this ran; then the file is put back as it
     // was before.
     h.kernel().revoked.insert(0x51, 3);
-    let error = h.twin.restore_labels(&store).unwrap_err().to_string();
+    let error = h
+        .twin
+        .restore_labels(&store.read().unwrap())
+        .unwrap_err()
+        .to_string();
     assert!(
         error.contains("/home/u/Downloads is 2 here but 3 in the kernel"),
         "{error}"
@@ -148,7 +152,7 @@ async fn revocation_counters_come_back_and_an_earlier_copy_of_them_is_refused() 
     // A counter the file does not hold at all is the same.
     h.kernel().revoked.insert(0x51, 2);
     h.kernel().revoked.insert(0x77, 1);
-    assert!(h.twin.restore_labels(&store).is_err());
+    assert!(h.twin.restore_labels(&store.read().unwrap()).is_err());
 }
 
 #[tokio::test]
