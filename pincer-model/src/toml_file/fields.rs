@@ -8,18 +8,18 @@ use std::{
     borrow::Cow,
     fmt,
     marker::PhantomData,
-    ops::RangeInclusive,
+    ops::{Range, RangeInclusive},
     path::{Path, PathBuf},
     time::Duration,
 };
 
 use serde::{
     Deserialize, Deserializer,
-    de::{MapAccess, Visitor, value::MapAccessDeserializer},
+    de::{DeserializeSeed, IntoDeserializer, MapAccess, Visitor, value::MapAccessDeserializer},
 };
 use toml::Spanned;
 
-use super::{Document, Named, TomlError, or_list, toml_string};
+use super::{Document, Named, TomlError, or_list, toml_string, tree};
 
 /// How the paths of a file are written: what a leading `~` and `{uid}`
 /// stand for.
@@ -61,26 +61,121 @@ impl PathRules<'_> {
 
 /// A table of the file read as `T`: serde's derive would also read an
 /// array as a struct (`[[daemon]]` as `[daemon]`, by position), which a
-/// file must not mean; this refuses it ("expected a table").
+/// file must not mean; this refuses it ("expected a table"). It has no
+/// span: a top-level table made by dotted keys (`daemon.socket = ...`) has
+/// none, and the document finds where it starts
+/// ([`Document::table_offset`]).
 pub(crate) struct Table<T>(pub(crate) T);
+
+/// A table inside a table, read as `T`, with where it was written when the
+/// TOML deserializer knows: written with a header or inline it has a span,
+/// made by dotted keys (`webhook.url = "..."` inside `[vote]`) it has none,
+/// which `Spanned` would refuse with a message about its own protocol. An
+/// array is refused, as [`Table`] refuses it.
+pub(crate) struct Located<T> {
+    /// The table's values.
+    pub(crate) value: T,
+    /// Where it was written, when the deserializer knows.
+    pub(crate) span: Option<Range<usize>>,
+}
+
+impl<T> Located<T> {
+    /// Where the table starts, or `otherwise` (where the table it is in
+    /// starts) when that is not known.
+    pub(crate) fn start_or(&self, otherwise: usize) -> usize {
+        self.span.as_ref().map_or(otherwise, |span| span.start)
+    }
+}
+
+/// Reads a [`Table`] as a plain map, or a [`Located`] through the
+/// deserializer's span protocol.
+struct TableVisitor<T> {
+    spanned: bool,
+    value: PhantomData<T>,
+}
+
+impl<T> TableVisitor<T> {
+    fn new(spanned: bool) -> Self {
+        Self {
+            spanned,
+            value: PhantomData,
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for TableVisitor<T> {
+    type Value = Located<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a table")
+    }
+
+    // Asked for a span, the deserializer answers with a map of the span and
+    // the value when it has one, and with the table itself when it has none:
+    // the first key tells which. (A first key read here has no span left
+    // for an error about it: an unknown one is reported at the table.)
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Located<T>, A::Error> {
+        let mut first = None;
+        if self.spanned {
+            match map.next_key::<String>()? {
+                Some(key) if key == tree::SPANNED_START => {
+                    let (span, table) = tree::rest_of_span_seed(map, TableVisitor::new(false))?;
+                    return Ok(Located {
+                        value: table.value,
+                        span: Some(span),
+                    });
+                }
+                key => first = key,
+            }
+        }
+        let value = T::deserialize(MapAccessDeserializer::new(Prefixed { first, map }))?;
+        Ok(Located { value, span: None })
+    }
+}
+
+impl<'de, T: Deserialize<'de>> DeserializeSeed<'de> for TableVisitor<T> {
+    type Value = Located<T>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Located<T>, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Table<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct TableVisitor<T>(PhantomData<T>);
+        let table = TableVisitor::new(false).deserialize(deserializer)?;
+        Ok(Table(table.value))
+    }
+}
 
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for TableVisitor<T> {
-            type Value = Table<T>;
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Located<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let visitor = TableVisitor::new(true);
+        deserializer.deserialize_struct(tree::SPANNED_NAME, tree::SPANNED_FIELDS, visitor)
+    }
+}
 
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a table")
-            }
+/// A table's entries with its first key, already read, put back in front.
+struct Prefixed<A> {
+    first: Option<String>,
+    map: A,
+}
 
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Table<T>, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map)).map(Table)
-            }
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for Prefixed<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        match self.first.take() {
+            Some(key) => seed.deserialize(key.into_deserializer()).map(Some),
+            None => self.map.next_key_seed(seed),
         }
+    }
 
-        deserializer.deserialize_map(TableVisitor(PhantomData))
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        self.map.next_value_seed(seed)
     }
 }
 
@@ -89,7 +184,9 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Table<T> {
 /// at its place. Each table refuses unknown keys, and serde's messages call
 /// it "a table". A field written `key: T` is the value `Option<Spanned<T>>`;
 /// one written `key: [T]` is an array of tables, `Vec<Spanned<T>>`, empty
-/// when the file has none. Doc comments and visibility are kept.
+/// when the file has none; one written `key: {T}` is a table, which dotted
+/// keys may make, `Option<Located<T>>`. Doc comments and visibility are
+/// kept.
 macro_rules! raw_tables {
     () => {};
     ($(#[$meta:meta])* $vis:vis struct $name:ident { $($body:tt)* } $($rest:tt)*) => {
@@ -106,6 +203,11 @@ macro_rules! raw_tables {
             $($done)* $(#[$meta])* #[serde(default)] $vis $key: Vec<::toml::Spanned<$table>>,
         ] $($($rest)*)?);
     };
+    (@fields $head:tt [$($done:tt)*] $(#[$meta:meta])* $vis:vis $key:ident: {$table:ty} $(, $($rest:tt)*)?) => {
+        $crate::toml_file::fields::raw_tables!(@fields $head [
+            $($done)* $(#[$meta])* $vis $key: Option<$crate::toml_file::fields::Located<$table>>,
+        ] $($($rest)*)?);
+    };
     (@fields $head:tt [$($done:tt)*] $(#[$meta:meta])* $vis:vis $key:ident: $value:ty $(, $($rest:tt)*)?) => {
         $crate::toml_file::fields::raw_tables!(@fields $head [
             $($done)* $(#[$meta])* $vis $key: Option<::toml::Spanned<$value>>,
@@ -120,8 +222,10 @@ pub(crate) use raw_tables;
 pub(crate) struct Fields<'a, R> {
     /// The document the table is in.
     pub(crate) doc: &'a Document<'a>,
-    /// The table as written.
-    pub(crate) table: &'a Spanned<R>,
+    /// The table's values, as serde read them.
+    raw: &'a R,
+    /// Where the table starts: where "missing field" points.
+    at: usize,
     /// What the names of its keys start with: `grant[2]`.
     name: String,
 }
@@ -129,18 +233,30 @@ pub(crate) struct Fields<'a, R> {
 impl<'a, R> Fields<'a, R> {
     /// The table `name` (`vote.webhook`).
     pub(crate) fn new(doc: &'a Document<'a>, name: String, table: &'a Spanned<R>) -> Self {
-        Self { doc, table, name }
+        Self {
+            doc,
+            raw: table.get_ref(),
+            at: table.span().start,
+            name,
+        }
     }
 
     /// The top-level table `name` (`[mission]`), which the document must
-    /// have: "missing section" at its start otherwise.
+    /// have: "missing section" at the document's start otherwise. Written
+    /// with a header or with dotted keys (`mission.name = "m"`), which
+    /// make a table with no span: it starts where its first key does.
     pub(crate) fn section(
         doc: &'a Document<'a>,
         name: &str,
-        table: &'a Option<Spanned<R>>,
+        table: &'a Option<Table<R>>,
     ) -> Result<Self, TomlError> {
-        let table = doc.required(table.as_ref(), 0, name, "missing section")?;
-        Ok(Self::new(doc, name.to_owned(), table))
+        let Table(raw) = doc.required(table.as_ref(), 0, name, "missing section")?;
+        Ok(Self {
+            doc,
+            raw,
+            at: doc.table_offset(name),
+            name: name.to_owned(),
+        })
     }
 
     /// The tables of the array `name` (`grant`, `vote.rule`), numbered
@@ -156,14 +272,36 @@ impl<'a, R> Fields<'a, R> {
             .map(move |(index, table)| Self::new(doc, format!("{name}[{}]", index + 1), table))
     }
 
-    /// The table `key` of this one (`asset[1].constraints`).
-    pub(crate) fn inner<S>(&self, key: &str, table: &'a Spanned<S>) -> Fields<'a, S> {
-        Fields::new(self.doc, self.field(key), table)
+    /// The table `key` of this one (`asset[1].constraints`): where it
+    /// starts when that is known, else where this one does.
+    pub(crate) fn inner<S>(&self, key: &str, table: &'a Located<S>) -> Fields<'a, S> {
+        Fields::located(self.doc, self.field(key), table, self.at)
+    }
+
+    /// The table `name`, which starts at `otherwise` when its own start is
+    /// not known (dotted keys made it).
+    pub(crate) fn located(
+        doc: &'a Document<'a>,
+        name: String,
+        table: &'a Located<R>,
+        otherwise: usize,
+    ) -> Self {
+        Self {
+            doc,
+            raw: &table.value,
+            at: table.start_or(otherwise),
+            name,
+        }
     }
 
     /// The table's values, as serde read them.
     pub(crate) fn raw(&self) -> &'a R {
-        self.table.get_ref()
+        self.raw
+    }
+
+    /// Where the table starts.
+    pub(crate) fn at(&self) -> usize {
+        self.at
     }
 
     /// What its key `key` is called in messages: `grant[2].path`.
@@ -178,7 +316,8 @@ impl<'a, R> Fields<'a, R> {
         value: &'a Option<Spanned<T>>,
         key: &str,
     ) -> Result<&'a Spanned<T>, TomlError> {
-        self.doc.required_in(value, self.table, &self.field(key))
+        self.doc
+            .required(value.as_ref(), self.at, &self.field(key), "missing field")
     }
 }
 
@@ -213,17 +352,6 @@ impl Document<'_> {
     ) -> Result<T, TomlError> {
         check(value.get_ref())
             .map_err(|message| self.field_error(value.span().start, field, message))
-    }
-
-    /// A key of `table` that must be there: "missing field" points at the
-    /// table otherwise.
-    pub(crate) fn required_in<'v, T, U>(
-        &self,
-        value: &'v Option<Spanned<T>>,
-        table: &Spanned<U>,
-        field: &str,
-    ) -> Result<&'v Spanned<T>, TomlError> {
-        self.required(value.as_ref(), table.span().start, field, "missing field")
     }
 
     /// Looks `value` up in `choices`, the accepted spellings of a setting

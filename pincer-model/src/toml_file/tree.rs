@@ -6,11 +6,11 @@
 //! the position of an error serde reports ([`field_at`]) and finds where a
 //! table starts ([`offset_of`]).
 
-use std::{fmt, ops::Range};
+use std::{fmt, marker::PhantomData, ops::Range};
 
 use serde::{
     Deserialize,
-    de::{self, Deserializer, MapAccess, SeqAccess, Visitor},
+    de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor},
 };
 
 /// A TOML value and where it was written. Tables that exist only through a
@@ -115,25 +115,33 @@ pub(super) fn offset_of(text: &str, key: &str) -> Option<usize> {
 // protocol): a struct with these names, answered with a map of these three
 // fields when the value has a span and with the plain value when it has
 // none. `Node` and `Key` speak it so that a missing span is not an error.
-const SPANNED_NAME: &str = "$__serde_spanned_private_Spanned";
-const SPANNED_START: &str = "$__serde_spanned_private_start";
+pub(super) const SPANNED_NAME: &str = "$__serde_spanned_private_Spanned";
+pub(super) const SPANNED_START: &str = "$__serde_spanned_private_start";
 const SPANNED_END: &str = "$__serde_spanned_private_end";
 const SPANNED_VALUE: &str = "$__serde_spanned_private_value";
-const SPANNED_FIELDS: &[&str] = &[SPANNED_START, SPANNED_END, SPANNED_VALUE];
+pub(super) const SPANNED_FIELDS: &[&str] = &[SPANNED_START, SPANNED_END, SPANNED_VALUE];
 // How the TOML deserializer hands over a datetime: a map of this one key.
 const DATETIME_FIELD: &str = "$__toml_private_datetime";
 
 /// Reads the rest of a span map whose start key has been read.
 fn rest_of_span<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
-    mut map: A,
+    map: A,
 ) -> Result<(Range<usize>, T), A::Error> {
+    rest_of_span_seed(map, PhantomData)
+}
+
+/// [`rest_of_span`], the value read by `seed`.
+pub(super) fn rest_of_span_seed<'de, S: DeserializeSeed<'de>, A: MapAccess<'de>>(
+    mut map: A,
+    seed: S,
+) -> Result<(Range<usize>, S::Value), A::Error> {
     let start: usize = map.next_value()?;
     let end = match map.next_key::<String>()? {
         Some(key) if key == SPANNED_END => map.next_value::<usize>()?,
         _ => return Err(de::Error::custom("span without an end")),
     };
     match map.next_key::<String>()? {
-        Some(key) if key == SPANNED_VALUE => Ok((start..end, map.next_value()?)),
+        Some(key) if key == SPANNED_VALUE => Ok((start..end, map.next_value_seed(seed)?)),
         _ => Err(de::Error::custom("span without a value")),
     }
 }

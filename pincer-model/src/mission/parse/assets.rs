@@ -120,7 +120,7 @@ fn parse_asset(asset: &Fields<'_, RawAsset>, user: &User) -> Result<AssetSpec, T
         }
         (None, None) => {
             return Err(doc.field_error(
-                asset.table.span().start,
+                asset.at(),
                 &field("path"),
                 "missing field: an asset has a `path`, or is `found_in` another asset",
             ));
@@ -137,7 +137,7 @@ fn parse_asset(asset: &Fields<'_, RawAsset>, user: &User) -> Result<AssetSpec, T
         let at = raw
             .constraints
             .as_ref()
-            .map_or(asset.table.span().start, |c| c.span().start);
+            .map_or(asset.at(), |c| c.start_or(asset.at()));
         return Err(doc.field_error(
             at,
             &field("constraints.under"),
@@ -147,9 +147,7 @@ fn parse_asset(asset: &Fields<'_, RawAsset>, user: &User) -> Result<AssetSpec, T
     }
     if let (Some(kind), Some(written)) = (
         constraints.kind,
-        raw.constraints
-            .as_ref()
-            .and_then(|c| c.get_ref().kind.as_ref()),
+        raw.constraints.as_ref().and_then(|c| c.value.kind.as_ref()),
     ) && extent == Extent::Tree
         && kind != AssetKind::Directory
     {
@@ -163,7 +161,7 @@ fn parse_asset(asset: &Fields<'_, RawAsset>, user: &User) -> Result<AssetSpec, T
         && let Some(written) = &raw.constraints
     {
         return Err(doc.field_error(
-            written.span().start,
+            written.start_or(asset.at()),
             &field("constraints"),
             "constraints say what a discovered object must be: an asset with a path has none",
         ));

@@ -34,7 +34,7 @@ use crate::{
     labels::PolicyPattern,
     toml_file::{
         self, Document, Named, TomlError,
-        fields::{self, Fields, Home, PathRules, raw_tables},
+        fields::{self, Fields, Home, PathRules, Table, raw_tables},
         or_list,
     },
     vote::{
@@ -49,18 +49,19 @@ use crate::{
 // (`raw_tables!` makes the tables' values so). serde still reports unknown
 // keys and wrong types; the document names the field from the error's
 // position. A new key is a new field here plus its check in `parse` below.
+// The top-level tables are `Table`s, not spanned: dotted keys
+// (`mission.name = "m"`) and `[vote.webhook]` without `[vote]` make tables
+// with no span, which `Spanned` refuses.
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table")]
 struct RawFile {
-    mission: Option<Spanned<RawMission>>,
+    mission: Option<Table<RawMission>>,
     #[serde(default)]
     grant: Vec<Spanned<RawGrant>>,
-    defaults: Option<Spanned<RawDefaults>>,
-    // Not spanned: `[[vote.rule]]` or `[vote.webhook]` without `[vote]`
-    // makes a table without a span, which `Spanned` refuses.
-    vote: Option<RawVote>,
-    labels: Option<Spanned<RawLabels>>,
+    defaults: Option<Table<RawDefaults>>,
+    vote: Option<Table<RawVote>>,
+    labels: Option<Table<RawLabels>>,
     #[serde(default)]
     source: Vec<Spanned<RawSource>>,
     #[serde(default)]
@@ -73,7 +74,7 @@ struct RawFile {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table")]
 struct RawProfileFile {
-    profile: Option<Spanned<RawProfile>>,
+    profile: Option<Table<RawProfile>>,
     #[serde(default)]
     grant: Vec<Spanned<RawGrant>>,
     #[serde(default)]
@@ -88,7 +89,7 @@ raw_tables! {
         found_in: String,
         ops: Vec<Spanned<String>>,
         extent: String,
-        constraints: RawConstraints,
+        constraints: {RawConstraints},
     }
 
     struct RawConstraints {
@@ -147,7 +148,7 @@ raw_tables! {
         max_lifetime: String,
         max_ttl: String,
         max_extent: String,
-        webhook: RawWebhook,
+        webhook: {RawWebhook},
         rule: [RawRule],
     }
 
@@ -251,28 +252,28 @@ fn parse(doc: &Document<'_>, user: &User) -> Result<Mission, TomlError> {
     let mut on_unknown = Mode::default();
     let mut tmp = Tmp::default();
     let mut capabilities = caps::DEFAULT;
-    if let Some(defaults) = &raw.defaults {
-        if let Some(value) = &defaults.get_ref().baseline {
+    if let Some(Table(defaults)) = &raw.defaults {
+        if let Some(value) = &defaults.baseline {
             baseline = doc.choice(value, "defaults.baseline", "baseline", Baseline::NAMES)?;
         }
-        if let Some(value) = &defaults.get_ref().on_unknown {
+        if let Some(value) = &defaults.on_unknown {
             on_unknown = doc.choice(value, "defaults.on_unknown", "value", Mode::ON_UNKNOWN)?;
         }
-        if let Some(value) = &defaults.get_ref().tmp {
+        if let Some(value) = &defaults.tmp {
             tmp = doc.choice(value, "defaults.tmp", "value", Tmp::NAMES)?;
         }
-        if let Some(list) = &defaults.get_ref().capabilities {
+        if let Some(list) = &defaults.capabilities {
             capabilities |= parse_capabilities(doc, list)?;
         }
     }
 
     let vote = match &raw.vote {
-        Some(vote) => parse_vote(doc, vote, user)?,
+        Some(Table(vote)) => parse_vote(doc, vote, user)?,
         None => Voting::default(),
     };
 
     let policy = match &raw.labels {
-        Some(labels) => parse_policy(doc, labels.get_ref(), "labels", &user.paths())?,
+        Some(Table(labels)) => parse_policy(doc, labels, "labels", &user.paths())?,
         None => Vec::new(),
     };
 

@@ -104,7 +104,13 @@ pub(super) fn parse_vote(
     voting.webhook = raw
         .webhook
         .as_ref()
-        .map(|webhook| parse_webhook(&Fields::new(doc, "vote.webhook".to_owned(), webhook), user))
+        .map(|webhook| {
+            let vote = doc.table_offset("vote");
+            parse_webhook(
+                &Fields::located(doc, "vote.webhook".to_owned(), webhook, vote),
+                user,
+            )
+        })
         .transpose()?;
     if voting.webhook.is_none() {
         let webhook_voter = raw
@@ -166,7 +172,7 @@ fn parse_webhook(
         url: url.get_ref().clone(),
         secret_file,
         clock_skew,
-        line: doc.line(webhook.table.span().start),
+        line: doc.line(webhook.at()),
         secret_line: doc.line(secret_written.span().start),
         owner: raw.owner.as_ref().is_some_and(|owner| *owner.get_ref()),
         node: None,
@@ -221,7 +227,7 @@ fn parse_rule(rule: &Fields<'_, RawRule>, user: &User) -> Result<Rule, TomlError
         }
         (LifetimeKind::Ttl, None) => {
             return Err(doc.field_error(
-                rule.table.span().start,
+                rule.at(),
                 &field("ttl"),
                 "missing field (lifetime = \"ttl\" needs it)",
             ));

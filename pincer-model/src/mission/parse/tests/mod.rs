@@ -253,6 +253,33 @@ fn accepts_inline_tables() {
 }
 
 #[test]
+fn accepts_tables_made_of_dotted_keys() {
+    // Valid TOML for `[mission]`, `[defaults]`, `[vote]` and `[labels]`:
+    // tables with no span of their own.
+    let text = "mission.name = \"x\"\n\
+                defaults.baseline = \"none\"\n\
+                vote.timeout = \"5s\"\n\
+                labels.policy = [\"/srv/x\"]\n";
+    let mission = parse(text).unwrap();
+    assert_eq!(mission.name, "x");
+    assert_eq!(mission.baseline, Baseline::None);
+    assert_eq!(mission.vote.policy.timeout, Duration::from_secs(5));
+    assert_eq!(mission.policy.len(), 1);
+    // Dotted keys inside a table make its tables too.
+    let text = "[mission]\nname = \"x\"\n\
+                [[asset]]\nid = \"page\"\npath = \"/srv/page.html\"\nops = [\"read\"]\n\
+                [[asset]]\nid = \"image\"\nfound_in = \"page\"\nops = [\"read\"]\n\
+                constraints.under = [\"/srv\"]\n";
+    let mission = parse(text).unwrap();
+    assert_eq!(mission.assets[1].constraints.under, [PathBuf::from("/srv")]);
+    // A missing key of such a table points at its first key.
+    assert_eq!(
+        invalid("mission.profiles = []\n"),
+        error(1, 1, "mission.name", "missing field")
+    );
+}
+
+#[test]
 fn expands_the_home_directory() {
     let grant = |path: &str| {
         let text =
@@ -378,6 +405,23 @@ fn missing_mission_name() {
 }
 
 refused! {
+    mission_written_as_an_array(invalid) {
+        "[[mission]]\nname = \"m\"\n"
+            => error(1, 1, "mission[1]", "invalid type: array, expected a table"),
+    }
+    vote_written_as_an_array(invalid) {
+        "[mission]\nname = \"m\"\n[[vote]]\ntimeout = \"5s\"\n"
+            => error(3, 1, "vote[1]", "invalid type: array, expected a table"),
+    }
+    a_webhook_of_dotted_keys_lacking_a_key(invalid) {
+        "[mission]\nname = \"m\"\n[vote]\nwebhook.url = \"https://x/y\"\n"
+            => error(3, 1, "vote.webhook.secret_file", "missing field"),
+    }
+    constraints_written_as_an_array(invalid) {
+        "[mission]\nname = \"m\"\n[[asset]]\nid = \"a\"\nops = [\"read\"]\n\
+         [[asset.constraints]]\nglob = \"*\"\n"
+            => error(6, 1, "asset[1].constraints[1]", "invalid type: array, expected a table"),
+    }
     missing_mission_section(invalid) {
         "[[grant]]\npath = \"/a\"\nops = [\"read\"]\n"
             => error(1, 1, "mission", "missing section"),
