@@ -231,7 +231,7 @@ pub(crate) struct Fields<'a, R> {
 }
 
 impl<'a, R> Fields<'a, R> {
-    /// The table `name` (`vote.webhook`).
+    /// The table `name` (`grant[2]`), with its span.
     pub(crate) fn new(doc: &'a Document<'a>, name: String, table: &'a Spanned<R>) -> Self {
         Self {
             doc,
