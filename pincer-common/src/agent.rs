@@ -1,9 +1,5 @@
 //! Agents: the confined cgroups, and what the programs do with their accesses.
 
-// What the documentation links to.
-#[cfg(doc)]
-use crate::{caps, names};
-
 /// What the programs do with an access that no grant covers.
 pub mod mode {
     /// Deny with `EACCES` and report.
@@ -21,7 +17,7 @@ pub mod mode {
     pub const HELD: u32 = 4;
 }
 
-/// Values of [`names::WATCHED`]: what happens to a cgroup made below a
+/// Values of [`crate::names::WATCHED`]: what happens to a cgroup made below a
 /// cgroup of that map. The nearest ancestor in the map decides.
 pub mod watch {
     /// Hold it ([`crate::mode::HELD`]) until the daemon decides.
@@ -50,7 +46,7 @@ pub mod agent_flags {
     pub const FROM_EXEC: u32 = 1 << 2;
 }
 
-/// A confined cgroup: the value of [`names::AGENTS`], keyed by cgroup id.
+/// A confined cgroup: the value of [`crate::names::AGENTS`], keyed by cgroup id.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Agent {
@@ -68,8 +64,8 @@ pub struct Agent {
     /// what the agent put in it.
     pub userns_home: u32,
     /// The capabilities the agent's tasks may use, bit `n` for capability
-    /// `n` ([`caps`]): [`caps::DEFAULT`] and what the mission adds, never
-    /// one of [`caps::NEVER`]. Every other capability check fails with
+    /// `n` ([`crate::caps`]): [`crate::caps::DEFAULT`] and what the mission adds, never
+    /// one of [`crate::caps::NEVER`]. Every other capability check fails with
     /// `EPERM`, whatever credentials the task holds.
     pub capabilities: u64,
 }

@@ -15,134 +15,94 @@
 //! `open_tree(OPEN_TREE_CLONE)`, `mount_setattr` and `move_mount`), no
 //! immutable or append-only flag lifted (`CAP_LINUX_IMMUTABLE`).
 
-/// `CAP_CHOWN`.
-pub const CHOWN: u32 = 0;
-/// `CAP_DAC_OVERRIDE`.
-pub const DAC_OVERRIDE: u32 = 1;
-/// `CAP_DAC_READ_SEARCH`.
-pub const DAC_READ_SEARCH: u32 = 2;
-/// `CAP_FOWNER`.
-pub const FOWNER: u32 = 3;
-/// `CAP_FSETID`.
-pub const FSETID: u32 = 4;
-/// `CAP_KILL`.
-pub const KILL: u32 = 5;
-/// `CAP_SETGID`.
-pub const SETGID: u32 = 6;
-/// `CAP_SETUID`.
-pub const SETUID: u32 = 7;
-/// `CAP_SETPCAP`.
-pub const SETPCAP: u32 = 8;
-/// `CAP_LINUX_IMMUTABLE`.
-pub const LINUX_IMMUTABLE: u32 = 9;
-/// `CAP_NET_BIND_SERVICE`.
-pub const NET_BIND_SERVICE: u32 = 10;
-/// `CAP_NET_BROADCAST`.
-pub const NET_BROADCAST: u32 = 11;
-/// `CAP_NET_ADMIN`.
-pub const NET_ADMIN: u32 = 12;
-/// `CAP_NET_RAW`.
-pub const NET_RAW: u32 = 13;
-/// `CAP_IPC_LOCK`.
-pub const IPC_LOCK: u32 = 14;
-/// `CAP_IPC_OWNER`.
-pub const IPC_OWNER: u32 = 15;
-/// `CAP_SYS_MODULE`.
-pub const SYS_MODULE: u32 = 16;
-/// `CAP_SYS_RAWIO`.
-pub const SYS_RAWIO: u32 = 17;
-/// `CAP_SYS_CHROOT`.
-pub const SYS_CHROOT: u32 = 18;
-/// `CAP_SYS_PTRACE`.
-pub const SYS_PTRACE: u32 = 19;
-/// `CAP_SYS_PACCT`.
-pub const SYS_PACCT: u32 = 20;
-/// `CAP_SYS_ADMIN`.
-pub const SYS_ADMIN: u32 = 21;
-/// `CAP_SYS_BOOT`.
-pub const SYS_BOOT: u32 = 22;
-/// `CAP_SYS_NICE`.
-pub const SYS_NICE: u32 = 23;
-/// `CAP_SYS_RESOURCE`.
-pub const SYS_RESOURCE: u32 = 24;
-/// `CAP_SYS_TIME`.
-pub const SYS_TIME: u32 = 25;
-/// `CAP_SYS_TTY_CONFIG`.
-pub const SYS_TTY_CONFIG: u32 = 26;
-/// `CAP_MKNOD`.
-pub const MKNOD: u32 = 27;
-/// `CAP_LEASE`.
-pub const LEASE: u32 = 28;
-/// `CAP_AUDIT_WRITE`.
-pub const AUDIT_WRITE: u32 = 29;
-/// `CAP_AUDIT_CONTROL`.
-pub const AUDIT_CONTROL: u32 = 30;
-/// `CAP_SETFCAP`.
-pub const SETFCAP: u32 = 31;
-/// `CAP_MAC_OVERRIDE`.
-pub const MAC_OVERRIDE: u32 = 32;
-/// `CAP_MAC_ADMIN`.
-pub const MAC_ADMIN: u32 = 33;
-/// `CAP_SYSLOG`.
-pub const SYSLOG: u32 = 34;
-/// `CAP_WAKE_ALARM`.
-pub const WAKE_ALARM: u32 = 35;
-/// `CAP_BLOCK_SUSPEND`.
-pub const BLOCK_SUSPEND: u32 = 36;
-/// `CAP_AUDIT_READ`.
-pub const AUDIT_READ: u32 = 37;
-/// `CAP_PERFMON`.
-pub const PERFMON: u32 = 38;
-/// `CAP_BPF`.
-pub const BPF: u32 = 39;
-/// `CAP_CHECKPOINT_RESTORE`.
-pub const CHECKPOINT_RESTORE: u32 = 40;
+named! {
+    /// Every capability this version knows, by number, with the name missions
+    /// and audit lines use (the kernel's, lower case, without `CAP_`).
+    NAMES;
 
-/// Every capability this version knows, by number, with the name missions
-/// and audit lines use (the kernel's, lower case, without `CAP_`).
-pub const NAMES: [(u32, &str); 41] = [
-    (CHOWN, "chown"),
-    (DAC_OVERRIDE, "dac_override"),
-    (DAC_READ_SEARCH, "dac_read_search"),
-    (FOWNER, "fowner"),
-    (FSETID, "fsetid"),
-    (KILL, "kill"),
-    (SETGID, "setgid"),
-    (SETUID, "setuid"),
-    (SETPCAP, "setpcap"),
-    (LINUX_IMMUTABLE, "linux_immutable"),
-    (NET_BIND_SERVICE, "net_bind_service"),
-    (NET_BROADCAST, "net_broadcast"),
-    (NET_ADMIN, "net_admin"),
-    (NET_RAW, "net_raw"),
-    (IPC_LOCK, "ipc_lock"),
-    (IPC_OWNER, "ipc_owner"),
-    (SYS_MODULE, "sys_module"),
-    (SYS_RAWIO, "sys_rawio"),
-    (SYS_CHROOT, "sys_chroot"),
-    (SYS_PTRACE, "sys_ptrace"),
-    (SYS_PACCT, "sys_pacct"),
-    (SYS_ADMIN, "sys_admin"),
-    (SYS_BOOT, "sys_boot"),
-    (SYS_NICE, "sys_nice"),
-    (SYS_RESOURCE, "sys_resource"),
-    (SYS_TIME, "sys_time"),
-    (SYS_TTY_CONFIG, "sys_tty_config"),
-    (MKNOD, "mknod"),
-    (LEASE, "lease"),
-    (AUDIT_WRITE, "audit_write"),
-    (AUDIT_CONTROL, "audit_control"),
-    (SETFCAP, "setfcap"),
-    (MAC_OVERRIDE, "mac_override"),
-    (MAC_ADMIN, "mac_admin"),
-    (SYSLOG, "syslog"),
-    (WAKE_ALARM, "wake_alarm"),
-    (BLOCK_SUSPEND, "block_suspend"),
-    (AUDIT_READ, "audit_read"),
-    (PERFMON, "perfmon"),
-    (BPF, "bpf"),
-    (CHECKPOINT_RESTORE, "checkpoint_restore"),
-];
+    /// `CAP_CHOWN`.
+    CHOWN = 0 => "chown";
+    /// `CAP_DAC_OVERRIDE`.
+    DAC_OVERRIDE = 1 => "dac_override";
+    /// `CAP_DAC_READ_SEARCH`.
+    DAC_READ_SEARCH = 2 => "dac_read_search";
+    /// `CAP_FOWNER`.
+    FOWNER = 3 => "fowner";
+    /// `CAP_FSETID`.
+    FSETID = 4 => "fsetid";
+    /// `CAP_KILL`.
+    KILL = 5 => "kill";
+    /// `CAP_SETGID`.
+    SETGID = 6 => "setgid";
+    /// `CAP_SETUID`.
+    SETUID = 7 => "setuid";
+    /// `CAP_SETPCAP`.
+    SETPCAP = 8 => "setpcap";
+    /// `CAP_LINUX_IMMUTABLE`.
+    LINUX_IMMUTABLE = 9 => "linux_immutable";
+    /// `CAP_NET_BIND_SERVICE`.
+    NET_BIND_SERVICE = 10 => "net_bind_service";
+    /// `CAP_NET_BROADCAST`.
+    NET_BROADCAST = 11 => "net_broadcast";
+    /// `CAP_NET_ADMIN`.
+    NET_ADMIN = 12 => "net_admin";
+    /// `CAP_NET_RAW`.
+    NET_RAW = 13 => "net_raw";
+    /// `CAP_IPC_LOCK`.
+    IPC_LOCK = 14 => "ipc_lock";
+    /// `CAP_IPC_OWNER`.
+    IPC_OWNER = 15 => "ipc_owner";
+    /// `CAP_SYS_MODULE`.
+    SYS_MODULE = 16 => "sys_module";
+    /// `CAP_SYS_RAWIO`.
+    SYS_RAWIO = 17 => "sys_rawio";
+    /// `CAP_SYS_CHROOT`.
+    SYS_CHROOT = 18 => "sys_chroot";
+    /// `CAP_SYS_PTRACE`.
+    SYS_PTRACE = 19 => "sys_ptrace";
+    /// `CAP_SYS_PACCT`.
+    SYS_PACCT = 20 => "sys_pacct";
+    /// `CAP_SYS_ADMIN`.
+    SYS_ADMIN = 21 => "sys_admin";
+    /// `CAP_SYS_BOOT`.
+    SYS_BOOT = 22 => "sys_boot";
+    /// `CAP_SYS_NICE`.
+    SYS_NICE = 23 => "sys_nice";
+    /// `CAP_SYS_RESOURCE`.
+    SYS_RESOURCE = 24 => "sys_resource";
+    /// `CAP_SYS_TIME`.
+    SYS_TIME = 25 => "sys_time";
+    /// `CAP_SYS_TTY_CONFIG`.
+    SYS_TTY_CONFIG = 26 => "sys_tty_config";
+    /// `CAP_MKNOD`.
+    MKNOD = 27 => "mknod";
+    /// `CAP_LEASE`.
+    LEASE = 28 => "lease";
+    /// `CAP_AUDIT_WRITE`.
+    AUDIT_WRITE = 29 => "audit_write";
+    /// `CAP_AUDIT_CONTROL`.
+    AUDIT_CONTROL = 30 => "audit_control";
+    /// `CAP_SETFCAP`.
+    SETFCAP = 31 => "setfcap";
+    /// `CAP_MAC_OVERRIDE`.
+    MAC_OVERRIDE = 32 => "mac_override";
+    /// `CAP_MAC_ADMIN`.
+    MAC_ADMIN = 33 => "mac_admin";
+    /// `CAP_SYSLOG`.
+    SYSLOG = 34 => "syslog";
+    /// `CAP_WAKE_ALARM`.
+    WAKE_ALARM = 35 => "wake_alarm";
+    /// `CAP_BLOCK_SUSPEND`.
+    BLOCK_SUSPEND = 36 => "block_suspend";
+    /// `CAP_AUDIT_READ`.
+    AUDIT_READ = 37 => "audit_read";
+    /// `CAP_PERFMON`.
+    PERFMON = 38 => "perfmon";
+    /// `CAP_BPF`.
+    BPF = 39 => "bpf";
+    /// `CAP_CHECKPOINT_RESTORE`.
+    CHECKPOINT_RESTORE = 40 => "checkpoint_restore";
+}
 
 /// The bit of capability `cap` in a set.
 pub const fn bit(cap: u32) -> u64 {
@@ -231,23 +191,12 @@ pub const OPT_NOAUDIT: u32 = 1 << 1;
 /// The name of a capability number (`None` for one this version does not
 /// know).
 pub const fn name(cap: u32) -> Option<&'static str> {
-    let mut i = 0;
-    while i < NAMES.len() {
-        if NAMES[i].0 == cap {
-            return Some(NAMES[i].1);
-        }
-        i += 1;
-    }
-    None
+    crate::text::name_of(&NAMES, cap)
 }
 
 const _: () = {
     // Names are listed by number, and the two sets never meet.
-    let mut i = 0;
-    while i < NAMES.len() {
-        assert!(NAMES[i].0 as usize == i);
-        i += 1;
-    }
+    assert!(crate::text::by_index(&NAMES));
     assert!(DEFAULT & NEVER == 0);
 };
 

@@ -2,10 +2,6 @@
 
 use crate::{COMPONENT_LEN, MAX_COMPONENTS};
 
-// What the documentation links to.
-#[cfg(doc)]
-use crate::{hook, names, policy_entry};
-
 /// Verdicts carried by an [`AccessEvent`].
 pub mod verdict {
     /// Granted by the mission.
@@ -104,7 +100,7 @@ pub mod event_flags {
     pub const INSPECT: u32 = 1 << 23;
 }
 
-/// One decision reported to userspace through [`names::EVENTS`].
+/// One decision reported to userspace through [`crate::names::EVENTS`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct AccessEvent {
@@ -142,7 +138,7 @@ pub struct AccessEvent {
     pub granted: u32,
     /// One of [`verdict`].
     pub verdict: u32,
-    /// One of [`hook`].
+    /// One of [`crate::hook`].
     pub hook: u32,
     /// Number of filled entries of `components`.
     pub depth: u32,
@@ -151,7 +147,7 @@ pub struct AccessEvent {
     /// `i_generation` of the executable's inode, on a parked request.
     pub exe_generation: u32,
     /// With [`event_flags::POLICY`]: the rule that made the object policy
-    /// (`1..`, the twin's table of rules; or one of [`policy_entry`]).
+    /// (`1..`, the twin's table of rules; or one of [`crate::policy_entry`]).
     pub policy_entry: u32,
     /// With `policy_entry`: the path component it met, 1 for the object
     /// itself, 2 for its directory, and so on.

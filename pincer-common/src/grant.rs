@@ -2,10 +2,6 @@
 
 use crate::{MAX_PREFIX_LEN, NAME_LEN};
 
-// What the documentation links to.
-#[cfg(doc)]
-use crate::names;
-
 /// Key of an inode grant: an object by identity, for one mission slot.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -31,12 +27,12 @@ pub struct GrantValue {
     pub tree_ops: u32,
 }
 
-/// What a walk found for an object: the value of [`names::GRANT_CACHE`],
+/// What a walk found for an object: the value of [`crate::names::GRANT_CACHE`],
 /// keyed by the object's [`GrantKey`].
 ///
 /// Finding a tree grant walks the object's ancestors; the cache remembers
 /// the result so the next open of the same object costs one lookup. An entry
-/// is valid only while its `epoch` equals [`names::EPOCH`], which is bumped
+/// is valid only while its `epoch` equals [`crate::names::EPOCH`], which is bumped
 /// whenever the answer could change: userspace bumps it after removing
 /// grants, and the programs bump it on every rename and hard link, which
 /// change ancestry. Only granted operations are cached, never refusals, so a
@@ -53,7 +49,7 @@ pub struct CachedGrant {
 }
 
 /// The data of a prefix grant's key in the longest-prefix-match trie
-/// [`names::PREFIXES`]: a directory of a mission slot and the first bytes
+/// [`crate::names::PREFIXES`]: a directory of a mission slot and the first bytes
 /// of the names the grant covers, so that an agent may create and use the
 /// temporary files a program names after one file (`.claude.json.tmp.*`)
 /// without being granted the whole directory. A grant of `n` bytes matches

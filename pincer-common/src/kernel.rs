@@ -1,16 +1,12 @@
 //! The kernel's own numbers the programs read or answer with, and the
 //! offsets of its structures on the running kernel.
 
-// What the documentation links to.
-#[cfg(doc)]
-use crate::names;
-
 /// Errno of the self-protection hooks (`kill`, `ptrace`, `bpf`, `mount`,
 /// `clone3` into a cgroup), as the kernel itself answers them.
 pub const EPERM: i32 = 1;
 /// Errno of an access the grants do not cover.
 pub const EACCES: i32 = 13;
-/// Errno of the open that made a placeholder ([`names::PLACEHOLDERS`]):
+/// Errno of the open that made a placeholder ([`crate::names::PLACEHOLDERS`]):
 /// the name exists now, and no descriptor that writes it is given.
 pub const EEXIST: i32 = 17;
 
@@ -20,7 +16,7 @@ pub const SIGSTOP: u32 = 19;
 pub const ERESTARTNOINTR: i32 = 513;
 
 /// Offsets of kernel struct members, read from the running kernel's BTF by the
-/// loader and written into the program's [`names::OFFSETS`] global: Rust BPF has
+/// loader and written into the program's [`crate::names::OFFSETS`] global: Rust BPF has
 /// no CO-RE field relocation, and the layouts differ between kernels (for
 /// example `file.f_inode` is at byte 32 on 6.1 and 40 on 6.12).
 #[repr(C)]

@@ -1,62 +1,62 @@
 //! Labels: what pincer knows of an object's content (its authority, the
 //! sources it was derived from) and of an agent's level.
 
-// What the documentation links to.
-#[cfg(doc)]
-use crate::names;
-
 /// Authority levels of content (see [`Label`]), lowest first: what it may
 /// justify. Zero is "not labelled": content pincer knows nothing of counts
 /// as [`authority::USER`]'s (the host's own files).
 pub mod authority {
-    /// Read, never acted on: fetched pages, tool output, and everything an
-    /// agent wrote (the model is a lowest-authority input).
-    pub const EVIDENCE: u32 = 1;
-    /// The user's own content and what the owner raised to it.
-    pub const USER: u32 = 2;
-    /// What the owner approved: instructions and settings agents obey.
-    pub const POLICY: u32 = 3;
+    named! {
+        /// Names in missions, audit lines and `pincer label`, by level.
+        NAMES;
 
-    /// Names in missions, audit lines and `pincer label`, by level.
-    pub const NAMES: [(u32, &str); 3] =
-        [(EVIDENCE, "evidence"), (USER, "user"), (POLICY, "policy")];
+        /// Read, never acted on: fetched pages, tool output, and everything an
+        /// agent wrote (the model is a lowest-authority input).
+        EVIDENCE = 1 => "evidence";
+        /// The user's own content and what the owner raised to it.
+        USER = 2 => "user";
+        /// What the owner approved: instructions and settings agents obey.
+        POLICY = 3 => "policy";
+    }
 
     /// The name of a level (`unlabelled` for zero or an unknown value).
     pub const fn name(level: u32) -> &'static str {
-        match level {
-            EVIDENCE => "evidence",
-            USER => "user",
-            POLICY => "policy",
-            _ => "unlabelled",
+        match crate::text::name_of(&NAMES, level) {
+            Some(name) => name,
+            None => "unlabelled",
         }
     }
 }
 
 /// Bits of [`Label::flags`].
 pub mod label_flags {
-    /// An agent created it, or last changed its content: it is evidence,
-    /// and a name under it is never a policy object by its name alone (a
-    /// repository the agent made is the agent's, hooks and all).
-    pub const AGENT_MADE: u32 = 1 << 0;
-    /// A policy object: only the owner changes it.
-    pub const POLICY: u32 = 1 << 1;
-    /// With [`POLICY`]: everything below the directory is policy too.
-    pub const TREE: u32 = 1 << 2;
-    /// A declared source (`[[source]]`): its content has the label's
-    /// authority, and reading it lowers the reader to that level. With
-    /// [`TREE`], an object made in the directory is a source too.
-    pub const SOURCE: u32 = 1 << 3;
-    /// The twin's copy of content it inspected (git configuration on its
-    /// way in): it may be read, renamed and removed, never changed, so
-    /// what lands is what was inspected.
-    pub const SEALED: u32 = 1 << 4;
-    /// With [`POLICY`]: a placeholder a sandbox of the agent's own made
-    /// (empty, at a policy name). The agent whose label it is may remove
-    /// it while it is still empty, as bubblewrap's users tidy up after it.
-    pub const PLACEHOLDER: u32 = 1 << 5;
+    named! {
+        /// The flags' names, as `pincer label` shows them.
+        NAMES;
+
+        /// An agent created it, or last changed its content: it is evidence,
+        /// and a name under it is never a policy object by its name alone (a
+        /// repository the agent made is the agent's, hooks and all).
+        AGENT_MADE = 1 << 0 => "agent-made";
+        /// A policy object: only the owner changes it.
+        POLICY = 1 << 1 => "policy";
+        /// With [`POLICY`]: everything below the directory is policy too.
+        TREE = 1 << 2 => "tree";
+        /// A declared source (`[[source]]`): its content has the label's
+        /// authority, and reading it lowers the reader to that level. With
+        /// [`TREE`], an object made in the directory is a source too.
+        SOURCE = 1 << 3 => "source";
+        /// The twin's copy of content it inspected (git configuration on its
+        /// way in): it may be read, renamed and removed, never changed, so
+        /// what lands is what was inspected.
+        SEALED = 1 << 4 => "sealed";
+        /// With [`POLICY`]: a placeholder a sandbox of the agent's own made
+        /// (empty, at a policy name). The agent whose label it is may remove
+        /// it while it is still empty, as bubblewrap's users tidy up after it.
+        PLACEHOLDER = 1 << 5 => "placeholder";
+    }
 }
 
-/// An object by identity, for [`names::LABELS`].
+/// An object by identity, for [`crate::names::LABELS`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectKey {
@@ -67,7 +67,7 @@ pub struct ObjectKey {
 }
 
 /// What pincer knows of an object's content: the value of
-/// [`names::LABELS`]. The full descriptor (owner, scope, origins, their
+/// [`crate::names::LABELS`]. The full descriptor (owner, scope, origins, their
 /// revocation counters) is the twin's; the kernel keeps what it decides on.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -110,7 +110,7 @@ pub fn source_id(path: &[u8]) -> u32 {
 pub const MAX_ORIGINS: usize = 4;
 
 /// Stands for every source in an [`Origins`] position where two sources
-/// met: its counter in [`names::REVOKED`] counts every revocation on the
+/// met: its counter in [`crate::names::REVOKED`] counts every revocation on the
 /// host, so content derived from more sources than a position can name is
 /// revoked by a revocation of any source (never by none).
 pub const ANY_SOURCE: u32 = u32::MAX;
@@ -122,7 +122,7 @@ pub const ANY_SOURCE: u32 = u32::MAX;
 pub struct Origin {
     /// [`source_id`] of the source, [`ANY_SOURCE`], or zero for none.
     pub source: u32,
-    /// Its counter then: a higher one in [`names::REVOKED`] revokes.
+    /// Its counter then: a higher one in [`crate::names::REVOKED`] revokes.
     pub stamp: u32,
 }
 
@@ -214,7 +214,7 @@ impl Origins {
     }
 }
 
-/// An agent's level: the value of [`names::TAINTS`]. An agent starts with
+/// An agent's level: the value of [`crate::names::TAINTS`]. An agent starts with
 /// none (zero: nothing it read was below the user's own content); each
 /// read of content of lower authority lowers it for the whole cgroup,
 /// children and programs it executes included (the low-water mark), and
@@ -236,7 +236,7 @@ pub struct Taint {
 }
 
 /// What a mission reserves for agents at or above a level: the value of
-/// [`names::ACTIONS`], keyed like a grant.
+/// [`crate::names::ACTIONS`], keyed like a grant.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Action {
@@ -248,7 +248,7 @@ pub struct Action {
     pub authority: u32,
 }
 
-/// An object a thread is making: the value of [`names::MAKING`], set when
+/// An object a thread is making: the value of [`crate::names::MAKING`], set when
 /// the creation is allowed and spent when the kernel binds the new name to
 /// its inode (`d_instantiate`), where the new object is labelled.
 #[repr(C)]

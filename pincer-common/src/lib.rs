@@ -4,7 +4,10 @@
 //! arrays with explicit padding, so both sides agree on the layout byte for
 //! byte. Flags are plain integers rather than Rust enums: a value written by one
 //! side is never undefined behaviour for the other, and userspace decodes them
-//! with `TryFrom`. Each type's size is checked at compile time.
+//! with `TryFrom`. Each type's size is checked at compile time. A list of
+//! values that has names ([`caps`], [`counter`], [`ops`], [`authority`],
+//! [`label_flags`], [`policy_rule`]) declares each value beside its name, and
+//! `NAMES` is made from that one list.
 //!
 //! - Words: [`ops`] (operation bits), [`mode`] (an agent's mode),
 //!   [`agent_flags`], [`verdict`] and [`event_flags`] (what an event says),
@@ -21,6 +24,32 @@
 //!   [`Making`]; the ring-buffer record [`AccessEvent`].
 //! - Limits: path components, tree depth, map sizes, the ring buffer.
 #![no_std]
+
+/// Declares named `u32` values from one list: each a documented constant,
+/// and `NAMES`, each value with the name missions, audit lines and metrics
+/// use, in the order written. A value and its name are written once, side
+/// by side, so the two lists cannot drift apart.
+macro_rules! named {
+    (
+        $(#[doc = $names_doc:literal])*
+        NAMES;
+        $(
+            $(#[doc = $doc:literal])*
+            $id:ident = $value:expr => $name:literal;
+        )*
+    ) => {
+        $(
+            $(#[doc = $doc])*
+            pub const $id: u32 = $value;
+        )*
+
+        $(#[doc = $names_doc])*
+        pub const NAMES: [(u32, &str); [$($name),*].len()] = [$(($id, $name)),*];
+
+        // No two values, and no two names, are the same.
+        const _: () = assert!(crate::text::one_to_one(&NAMES));
+    };
+}
 
 pub mod caps;
 pub mod counter;

@@ -1,9 +1,5 @@
 //! Limits: path components, tree depth, map sizes, the ring buffer.
 
-// What the documentation links to.
-#[cfg(doc)]
-use crate::{PrefixName, counter, names};
-
 /// Longest path component copied into an event (with its NUL).
 pub const COMPONENT_LEN: usize = 64;
 /// Path components copied into an event, leaf first.
@@ -12,20 +8,20 @@ pub const MAX_COMPONENTS: usize = 16;
 /// `open` can name (`PATH_MAX` is 4096 bytes, so at most 2048 components),
 /// with room for trees reached by relative paths. The walk runs under
 /// `bpf_loop`, so the limit costs nothing at load time; a walk that reaches
-/// it is counted ([`counter::WALK_LIMIT`]) and grants nothing above.
+/// it is counted ([`crate::counter::WALK_LIMIT`]) and grants nothing above.
 pub const MAX_TREE_DEPTH: u32 = 4096;
 /// A file name with its NUL (`NAME_MAX` + 1).
 pub const NAME_LEN: usize = 256;
-/// The longest prefix a prefix grant may have ([`PrefixName`]).
+/// The longest prefix a prefix grant may have ([`crate::PrefixName`]).
 pub const MAX_PREFIX_LEN: usize = 63;
 
 /// Labelled objects at once (the map is not preallocated: memory follows
-/// use). A label that does not fit is counted ([`counter::LABEL_FAILED`]).
+/// use). A label that does not fit is counted ([`crate::counter::LABEL_FAILED`]).
 pub const MAX_LABELS: u32 = 1 << 20;
 /// Creations in flight at once, over all agents.
 pub const MAX_MAKING: u32 = 4096;
 /// Placeholder files in flight at once, over all agents
-/// ([`names::PLACEHOLDERS`]).
+/// ([`crate::names::PLACEHOLDERS`]).
 pub const MAX_PLACEHOLDERS: u32 = 1024;
 /// Keys of each policy trie: every rule's bytes, with room for what
 /// missions and configurations add.
@@ -36,11 +32,11 @@ pub const MAX_VACATED: u32 = 4096;
 
 /// Maximum number of agent cgroups.
 pub const MAX_AGENTS: u32 = 4096;
-/// Capacity of [`names::ACTIONS`], for every agent together.
+/// Capacity of [`crate::names::ACTIONS`], for every agent together.
 pub const MAX_ACTIONS: u32 = 4096;
-/// Capacity of [`names::REVOKED`]: sources ever revoked on the host.
+/// Capacity of [`crate::names::REVOKED`]: sources ever revoked on the host.
 pub const MAX_REVOKED: u32 = 4096;
-/// Capacity of [`names::WATCHED`]: cgroups below which new ones are held.
+/// Capacity of [`crate::names::WATCHED`]: cgroups below which new ones are held.
 pub const MAX_WATCHED: u32 = 256;
 /// Maximum number of inode grants over all agents.
 pub const MAX_GRANTS: u32 = 65536;

@@ -1,10 +1,6 @@
 //! Parked requests and the twin that answers them.
 
-// What the documentation links to.
-#[cfg(doc)]
-use crate::{hook, label_flags, names};
-
-/// A parked request: the value of [`names::PENDING`], keyed by thread id.
+/// A parked request: the value of [`crate::names::PENDING`], keyed by thread id.
 ///
 /// The restarted syscall finds it and looks for a [`Verdict`] with the same
 /// id. It matches only the same access (object, operations, hook and, for a
@@ -23,11 +19,11 @@ pub struct Pending {
     pub name_hash: u64,
     /// Operations requested.
     pub ops: u32,
-    /// One of [`hook`].
+    /// One of [`crate::hook`].
     pub hook: u32,
 }
 
-/// A one-shot answer to a parked request: the value of [`names::VERDICTS`],
+/// A one-shot answer to a parked request: the value of [`crate::names::VERDICTS`],
 /// keyed by thread id.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,13 +36,13 @@ pub struct Verdict {
     pub _pad: u32,
     /// With `pin_ino` non-zero, a rename is allowed only when it moves
     /// this object (device, kernel encoding): the copy of inspected content
-    /// the twin put in place ([`label_flags::SEALED`]).
+    /// the twin put in place ([`crate::label_flags::SEALED`]).
     pub pin_dev: u64,
     /// The pinned object's inode, or zero for none.
     pub pin_ino: u64,
 }
 
-/// The twin's liveness: the single value of [`names::TWIN`].
+/// The twin's liveness: the single value of [`crate::names::TWIN`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Twin {

@@ -2,43 +2,45 @@
 
 use crate::ops;
 
-// What the documentation links to.
-#[cfg(doc)]
-use crate::{Pending, names};
-
 /// Bits of a policy rule ([`PolicyRules`]): what a name makes of an
 /// object.
 pub mod policy_rule {
-    /// An existing object of that name: changing, renaming, removing or
-    /// linking it needs the owner.
-    pub const OBJECT: u32 = 1 << 0;
-    /// Making an object of that name needs the owner.
-    pub const NEW: u32 = 1 << 1;
-    /// Everything below a directory of that name needs the owner to be
-    /// changed or made.
-    pub const TREE: u32 = 1 << 2;
-    /// The agent's work, not configuration: rules met below a name of this
-    /// rule do not hold (what a cache, a dependency tree or a virtual
-    /// environment holds is what tools made there), and for a rule in a
-    /// directory of a given name, neither does that directory's tree rule
-    /// (`.git` / `objects` in a repository's `.git`).
-    pub const WORK: u32 = 1 << 3;
-    /// Holds in places an agent made too, and no work name lifts it: what
-    /// an agent writes never becomes an agent's instructions.
-    pub const ANYWHERE: u32 = 1 << 4;
-    /// No work name lifts it, though in a place an agent made it does not
-    /// hold (a start-up file in a virtual environment of the person's is
-    /// still one; in the agent's own, it is the agent's).
-    pub const UNLIFTED: u32 = 1 << 7;
-    /// A change made by renaming another file over the object, or into its
-    /// name (git writes its configuration through `config.lock`), is
-    /// parked for the twin to inspect, in enforce mode too.
-    pub const INSPECT: u32 = 1 << 5;
-    /// Made as anything but a directory, an object of that name sends a
-    /// tool elsewhere (git's `gitdir:` file): that is policy anywhere.
-    pub const REDIRECT: u32 = 1 << 6;
+    named! {
+        /// The rules' words, as `policy.toml` and the documentation write them.
+        NAMES;
+
+        /// An existing object of that name: changing, renaming, removing or
+        /// linking it needs the owner.
+        OBJECT = 1 << 0 => "object";
+        /// Making an object of that name needs the owner.
+        NEW = 1 << 1 => "new";
+        /// Everything below a directory of that name needs the owner to be
+        /// changed or made.
+        TREE = 1 << 2 => "tree";
+        /// The agent's work, not configuration: rules met below a name of this
+        /// rule do not hold (what a cache, a dependency tree or a virtual
+        /// environment holds is what tools made there), and for a rule in a
+        /// directory of a given name, neither does that directory's tree rule
+        /// (`.git` / `objects` in a repository's `.git`).
+        WORK = 1 << 3 => "work";
+        /// Holds in places an agent made too, and no work name lifts it: what
+        /// an agent writes never becomes an agent's instructions.
+        ANYWHERE = 1 << 4 => "anywhere";
+        /// No work name lifts it, though in a place an agent made it does not
+        /// hold (a start-up file in a virtual environment of the person's is
+        /// still one; in the agent's own, it is the agent's).
+        UNLIFTED = 1 << 7 => "unlifted";
+        /// A change made by renaming another file over the object, or into its
+        /// name (git writes its configuration through `config.lock`), is
+        /// parked for the twin to inspect, in enforce mode too.
+        INSPECT = 1 << 5 => "inspect";
+        /// Made as anything but a directory, an object of that name sends a
+        /// tool elsewhere (git's `gitdir:` file): that is policy anywhere.
+        REDIRECT = 1 << 6 => "redirect";
+    }
+
     /// Every bit.
-    pub const ALL: u32 = OBJECT | NEW | TREE | WORK | ANYWHERE | INSPECT | REDIRECT | UNLIFTED;
+    pub const ALL: u32 = crate::text::union(&NAMES);
 }
 
 /// What the programs report as a change's policy place beside the rules'
@@ -112,7 +114,7 @@ pub fn policy_name_hash_of(name: &[u8]) -> Option<u64> {
     Some(policy_name_hash(&padded))
 }
 
-/// Data of a [`names::POLICY_NAMES`] key: a name's first bytes,
+/// Data of a [`crate::names::POLICY_NAMES`] key: a name's first bytes,
 /// zero-padded. A short name is followed by its NUL, so a rule whose bytes
 /// end with the NUL matches that name only, and one without it every name
 /// that starts with its bytes.
@@ -123,7 +125,7 @@ pub struct PolicyNameKey {
     pub name: [u8; POLICY_NAME_LEN],
 }
 
-/// Data of a [`names::POLICY_SUFFIXES`] key: a name's last bytes, last
+/// Data of a [`crate::names::POLICY_SUFFIXES`] key: a name's last bytes, last
 /// first, zero-padded past the start of a shorter name.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -145,7 +147,7 @@ pub struct PolicyPair {
 }
 
 /// What the names a key matches make of an object: the value of
-/// [`names::POLICY_NAMES`] and [`names::POLICY_SUFFIXES`]. Userspace gives
+/// [`crate::names::POLICY_NAMES`] and [`crate::names::POLICY_SUFFIXES`]. Userspace gives
 /// each key what its shorter prefixes say too, so the longest match is the
 /// whole answer. A rule in the object's directory's name wins over the rule
 /// of the name alone; of a rule by the name's start and one by its end, a
@@ -185,8 +187,8 @@ impl PolicyRules {
     }
 }
 
-/// Key of [`names::VACATED`]: a name in a directory, by the directory's
-/// identity and the FNV-1a of the name (as [`Pending::name_hash`]).
+/// Key of [`crate::names::VACATED`]: a name in a directory, by the directory's
+/// identity and the FNV-1a of the name (as [`crate::Pending::name_hash`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct VacatedKey {

@@ -410,35 +410,14 @@ fn keystrokes_cannot_be_pushed_into_the_terminal() {
 }
 
 fn xattr(path: &std::path::Path, name: &str) -> Option<Vec<u8>> {
-    let path = CString::new(path.to_str().unwrap()).unwrap();
-    let name = CString::new(name).unwrap();
     let mut buf = [0u8; 64];
-    // SAFETY: valid strings and a buffer of the given length.
-    let n = unsafe {
-        libc::getxattr(
-            path.as_ptr(),
-            name.as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
-    (n >= 0).then(|| buf[..n as usize].to_vec())
+    let n = rustix::fs::getxattr(path, name, &mut buf[..]).ok()?;
+    Some(buf[..n].to_vec())
 }
 
 fn set_xattr(path: &std::path::Path, name: &str, value: &[u8]) {
-    let path = CString::new(path.to_str().unwrap()).unwrap();
-    let name = CString::new(name).unwrap();
-    // SAFETY: valid strings and a value of the given length.
-    let r = unsafe {
-        libc::setxattr(
-            path.as_ptr(),
-            name.as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    };
-    assert_eq!(r, 0, "setxattr: {}", std::io::Error::last_os_error());
+    rustix::fs::setxattr(path, name, value, rustix::fs::XattrFlags::empty())
+        .unwrap_or_else(|e| panic!("setxattr {name} on {}: {e}", path.display()));
 }
 
 #[test]

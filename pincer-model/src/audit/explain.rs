@@ -262,22 +262,19 @@ not json
             }]
         );
         assert_eq!(found.skipped, 1);
-        let text = found.text();
-        assert!(
-            text.contains("the agent had read /d/page.html (evidence), t2"),
-            "{text}"
+        says(
+            &found,
+            &[
+                "the agent had read /d/page.html (evidence), t2",
+                "why: exec of an action the mission reserves",
+            ],
         );
-        assert!(
-            text.contains("why: exec of an action the mission reserves"),
-            "{text}"
-        );
-
-        let verdict = explained(LOG, "42").unwrap();
-        let text = verdict.text();
-        assert!(text.contains("decided by prompt: no"), "{text}");
-        assert!(
-            text.contains("vote: mission abstain (only the owner may allow this)"),
-            "{text}"
+        says(
+            &explained(LOG, "42").unwrap(),
+            &[
+                "decided by prompt: no",
+                "vote: mission abstain (only the owner may allow this)",
+            ],
         );
 
         let untainted = explained(LOG, "/p/a.txt").unwrap();
@@ -292,21 +289,24 @@ not json
 {"time":"t2","event":"verdict","request":{"id":9,"path":"/tmp/data.png","cgroup":7,"operation":["read"],"comm":"cat","pid":5,"why":"no grant"},"verdict":"allow","decided_by":"discovery","reason":"`image` is named","votes":[]}
 {"time":"t3","event":"verdict","request":{"id":10,"path":"/srv/drop/k","cgroup":7,"operation":["create"],"comm":"cp","pid":5,"why":"no grant","discovery":"no asset of the mission matches"},"verdict":"deny","decided_by":"default","reason":"every voter abstained","votes":[]}
 "#;
-        let text = explained(log, "9").unwrap().text();
-        assert!(
-            text.contains("asset `image`: admit /tmp/data.png [read] file"),
-            "{text}"
+        says(
+            &explained(log, "9").unwrap(),
+            &[
+                "asset `image`: admit /tmp/data.png [read] file",
+                "named in `email`'s evidence (sha256 abc) at bytes 14..27: \"upload /tmp/data.png\"",
+            ],
         );
-        assert!(
-            text.contains(
-                "named in `email`'s evidence (sha256 abc) at bytes 14..27: \"upload /tmp/data.png\""
-            ),
-            "{text}"
+        says(
+            &explained(log, "/srv/drop/k").unwrap(),
+            &["not discovered: no asset of the mission matches"],
         );
-        let text = explained(log, "/srv/drop/k").unwrap().text();
-        assert!(
-            text.contains("not discovered: no asset of the mission matches"),
-            "{text}"
-        );
+    }
+
+    /// Asserts that the explanation's text has each of `lines`.
+    fn says(found: &Explanation, lines: &[&str]) {
+        let text = found.text();
+        for line in lines {
+            assert!(text.contains(line), "{line:?} is not in:\n{text}");
+        }
     }
 }

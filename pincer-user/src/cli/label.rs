@@ -243,17 +243,11 @@ fn show(path: &Path, json: bool) -> anyhow::Result<()> {
             || pincer_model::labels::generation(&real).is_none_or(|now| now == label.generation)
     });
     let label = label.unwrap_or_default();
-    let flags = [
-        (label_flags::AGENT_MADE, "agent-made"),
-        (label_flags::POLICY, "policy"),
-        (label_flags::TREE, "tree"),
-        (label_flags::SOURCE, "source"),
-        (label_flags::PLACEHOLDER, "placeholder"),
-    ]
-    .iter()
-    .filter(|(bit, _)| label.flags & bit != 0)
-    .map(|(_, name)| *name)
-    .collect();
+    let flags = label_flags::NAMES
+        .iter()
+        .filter(|(bit, _)| label.flags & bit != 0)
+        .map(|(_, name)| *name)
+        .collect();
     let shown = Shown {
         path: pincer_model::escape::escape(real.as_os_str().as_encoded_bytes()),
         dev: format!("{}:{}", key.dev >> 20, key.dev & 0xf_ffff),

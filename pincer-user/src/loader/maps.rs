@@ -564,12 +564,12 @@ impl Kernel for Enforcer {
         let array = PerCpuArray::<&mut MapData, u64>::try_from(self.map_mut(name)?)
             .map_err(|source| LoadError::Map { name, source })?;
         let mut named = BTreeMap::new();
-        for (index, counter) in counter::NAMES.iter().enumerate() {
+        for (index, counter) in counter::NAMES {
             let values = array
-                .get(&(index as u32), 0)
+                .get(&index, 0)
                 .map_err(|source| LoadError::Map { name, source })?;
-            if *counter != "reserved" {
-                named.insert(*counter, values.iter().sum());
+            if index != counter::RESERVED {
+                named.insert(counter, values.iter().sum());
             }
         }
         Ok(named)

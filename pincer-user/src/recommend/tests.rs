@@ -43,6 +43,19 @@ fn audited(operation: &[&str], path: &Path) -> Value {
     decision("audit", operation, path.to_str().unwrap(), hook)
 }
 
+/// What `recommend` refuses `options` with.
+fn refusal(options: &Options) -> String {
+    recommend(options).unwrap_err().to_string()
+}
+
+/// Audited reads of `names` below `root`, in order.
+fn reads(root: &Path, names: &[&str]) -> Vec<Value> {
+    names
+        .iter()
+        .map(|name| audited(&["read"], &root.join(name)))
+        .collect()
+}
+
 /// A log directory of its own (apart from the trees the tests fold) and
 /// the log in it, holding `records` under `mission`, closed.
 struct Log {
@@ -193,9 +206,8 @@ fn what_the_run_used_round_trips_through_the_parser_and_is_covered() {
 
 #[test]
 fn secrets_and_policy_objects_are_comments_never_grants() {
-    let project = tree(&[
-        "home/.ssh/id_rsa",
-        "work/CLAUDE.md",
+    // The work tree, read file by file.
+    let work = [
         "work/a.txt",
         "work/b.txt",
         "work/c.txt",
@@ -203,20 +215,12 @@ fn secrets_and_policy_objects_are_comments_never_grants() {
         "work/src/y.rs",
         "work/src/z.rs",
         "work/deploy/site.pem",
-    ]);
-    let root = real_root(&project);
-    let records = [
-        audited(&["read"], &root.join("home/.ssh/id_rsa")),
-        audited(&["read"], &root.join("home/.ssh/id_rsa")),
-        audited(&["write"], &root.join("work/CLAUDE.md")),
-        audited(&["read"], &root.join("work/a.txt")),
-        audited(&["read"], &root.join("work/b.txt")),
-        audited(&["read"], &root.join("work/c.txt")),
-        audited(&["read"], &root.join("work/src/x.rs")),
-        audited(&["read"], &root.join("work/src/y.rs")),
-        audited(&["read"], &root.join("work/src/z.rs")),
-        audited(&["read"], &root.join("work/deploy/site.pem")),
     ];
+    let project = tree(&[&["home/.ssh/id_rsa", "work/CLAUDE.md"][..], &work].concat());
+    let root = real_root(&project);
+    let mut records = reads(&root, &["home/.ssh/id_rsa", "home/.ssh/id_rsa"]);
+    records.push(audited(&["write"], &root.join("work/CLAUDE.md")));
+    records.extend(reads(&root, &work));
     let (text, mission) = recommended(&records);
     let secret = root.join("home/.ssh/id_rsa");
     assert_says(
@@ -273,10 +277,7 @@ fn a_secret_on_disk_keeps_its_directory_from_being_a_tree() {
     // Nothing read the key, but a tree over it would give it.
     let project = tree(&["a", "b", "c", ".env"]);
     let root = real_root(&project);
-    let records: Vec<Value> = ["a", "b", "c"]
-        .iter()
-        .map(|name| audited(&["read"], &root.join(name)))
-        .collect();
+    let records = reads(&root, &["a", "b", "c"]);
     let (text, mission) = recommended(&records);
     assert_eq!(mission.grants.len(), 3, "{text}");
     assert!(mission.grants.iter().all(|g| g.extent == Extent::File));
@@ -294,13 +295,8 @@ fn a_secret_on_disk_keeps_its_directory_from_being_a_tree() {
 fn a_few_reads_stay_file_grants_and_three_objects_make_a_tree() {
     let project = tree(&["two/a", "two/b", "three/a", "three/b", "three/sub/c"]);
     let root = real_root(&project);
-    let records = [
-        audited(&["read"], &root.join("two/a")),
-        audited(&["read"], &root.join("two/b")),
-        audited(&["read"], &root.join("three/a")),
-        audited(&["read"], &root.join("three/b")),
-        audited(&["read", "write"], &root.join("three/sub/c")),
-    ];
+    let mut records = reads(&root, &["two/a", "two/b", "three/a", "three/b"]);
+    records.push(audited(&["read", "write"], &root.join("three/sub/c")));
     let (text, mission) = recommended(&records);
     assert_eq!(
         grants(&mission),
@@ -618,11 +614,9 @@ fn a_malformed_line_read_unverified_is_named_by_its_line() {
     let mut text = fs::read_to_string(&log.path).unwrap();
     text = text.replace("{\"event\":\"decision\",\"verdict\":\"audit\"}\n", "");
     fs::write(&log.path, text).unwrap();
-    let error = recommend(&options).unwrap_err();
+    let error = refusal(&options);
     assert!(
-        error
-            .to_string()
-            .starts_with(&format!("{}:3: not an audit record (", log.path.display())),
+        error.starts_with(&format!("{}:3: not an audit record (", log.path.display())),
         "{error}"
     );
 }
@@ -630,11 +624,9 @@ fn a_malformed_line_read_unverified_is_named_by_its_line() {
 #[test]
 fn a_log_without_decisions_or_of_several_missions_is_refused() {
     let empty = Log::new("m", &[json!({"event": "counters", "counters": {}})]);
-    let error = recommend(&empty.options()).unwrap_err();
+    let error = refusal(&empty.options());
     assert!(
-        error
-            .to_string()
-            .ends_with(": no decisions: nothing to recommend (a run logs what its mission did not grant, and what it did with --log-allowed)"),
+        error.ends_with(": no decisions: nothing to recommend (a run logs what its mission did not grant, and what it did with --log-allowed)"),
         "{error}"
     );
 
@@ -646,10 +638,9 @@ fn a_log_without_decisions_or_of_several_missions_is_refused() {
             .unwrap();
         other.close().unwrap();
     }
-    let error = recommend(&log.options()).unwrap_err();
+    let error = refusal(&log.options());
     assert!(
         error
-            .to_string()
             .ends_with(": decisions of several missions (\"a\", \"b\"): choose one with --mission"),
         "{error}"
     );
@@ -658,11 +649,10 @@ fn a_log_without_decisions_or_of_several_missions_is_refused() {
     let text = recommend(&options).unwrap().text;
     assert!(text.contains("/p/b") && !text.contains("/p/a"), "{text}");
     options.mission = Some("c".into());
+    let error = refusal(&options);
     assert!(
-        recommend(&options)
-            .unwrap_err()
-            .to_string()
-            .ends_with(": no decisions of mission \"c\" (the log has \"a\", \"b\")")
+        error.ends_with(": no decisions of mission \"c\" (the log has \"a\", \"b\")"),
+        "{error}"
     );
 }
 

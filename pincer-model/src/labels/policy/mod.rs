@@ -39,18 +39,6 @@ use crate::toml_file::fields::check_names_files;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Protects(pub u32);
 
-/// The words of [`Protects`], as `policy.toml` and the documentation write them.
-const WORDS: [(u32, &str); 8] = [
-    (policy_rule::OBJECT, "object"),
-    (policy_rule::NEW, "new"),
-    (policy_rule::TREE, "tree"),
-    (policy_rule::WORK, "work"),
-    (policy_rule::ANYWHERE, "anywhere"),
-    (policy_rule::UNLIFTED, "unlifted"),
-    (policy_rule::INSPECT, "inspect"),
-    (policy_rule::REDIRECT, "redirect"),
-];
-
 impl Protects {
     /// An existing object and a new one of that name: what a pattern a
     /// mission adds protects.
@@ -71,7 +59,7 @@ impl Protects {
 
     /// The words `policy.toml` and the documentation use.
     pub fn words(self) -> Vec<&'static str> {
-        WORDS
+        policy_rule::NAMES
             .into_iter()
             .filter(|(bit, _)| self.0 & bit != 0)
             .map(|(_, word)| word)
@@ -82,7 +70,7 @@ impl Protects {
     fn from_words(words: &[String]) -> Result<Protects, String> {
         let mut bits = 0;
         for word in words {
-            let Some((bit, _)) = WORDS.iter().find(|(_, w)| w == word) else {
+            let Some((bit, _)) = policy_rule::NAMES.iter().find(|(_, w)| w == word) else {
                 return Err(format!("unknown {word:?}"));
             };
             bits |= bit;
