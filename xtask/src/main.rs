@@ -107,9 +107,9 @@ enum Command {
         #[arg(long)]
         guest_only: bool,
         /// Seconds before a VM is killed. The 6.1 guest runs every suite
-        /// in about 32 minutes under emulation, side by side with 6.12 and
-        /// the host's checks on two cores (its 13 or so program loads, 40 s
-        /// each on a quiet machine and more beside the rest, take half of
+        /// in 19 to 26 minutes under emulation, side by side with 6.12 and
+        /// the host's checks on two cores (its ten or so program loads, 45 s
+        /// each on a quiet machine and more beside the rest, take most of
         /// it); each test has its own limit inside the guest
         /// (`PINCER_TEST_LIMIT`, 450 s). This leaves room on a slow machine.
         #[arg(long, default_value_t = 3600)]
