@@ -80,10 +80,10 @@ pub(crate) struct Located<T> {
 }
 
 impl<T> Located<T> {
-    /// Where the table starts, or `otherwise` (where the table it is in
+    /// Where the table starts, or `otherwise()` (where the table it is in
     /// starts) when that is not known.
-    pub(crate) fn start_or(&self, otherwise: usize) -> usize {
-        self.span.as_ref().map_or(otherwise, |span| span.start)
+    pub(crate) fn start_or(&self, otherwise: impl FnOnce() -> usize) -> usize {
+        self.span.as_ref().map_or_else(otherwise, |span| span.start)
     }
 }
 
@@ -224,8 +224,10 @@ pub(crate) struct Fields<'a, R> {
     pub(crate) doc: &'a Document<'a>,
     /// The table's values, as serde read them.
     raw: &'a R,
-    /// Where the table starts: where "missing field" points.
-    at: usize,
+    /// Where the table starts: where "missing field" points. `None` for a
+    /// top-level table, which has no span: where it starts is found in the
+    /// document (read again) only when a message needs it.
+    at: Option<usize>,
     /// What the names of its keys start with: `grant[2]`.
     name: String,
 }
@@ -236,27 +238,32 @@ impl<'a, R> Fields<'a, R> {
         Self {
             doc,
             raw: table.get_ref(),
-            at: table.span().start,
+            at: Some(table.span().start),
             name,
         }
     }
 
+    /// The top-level table `name` (`[kubernetes]`). Written with a header
+    /// or with dotted keys (`kubernetes.node = "n"`), which make a table
+    /// with no span: it starts where its first key does.
+    pub(crate) fn table(doc: &'a Document<'a>, name: &str, table: &'a Table<R>) -> Self {
+        Self {
+            doc,
+            raw: &table.0,
+            at: None,
+            name: name.to_owned(),
+        }
+    }
+
     /// The top-level table `name` (`[mission]`), which the document must
-    /// have: "missing section" at the document's start otherwise. Written
-    /// with a header or with dotted keys (`mission.name = "m"`), which
-    /// make a table with no span: it starts where its first key does.
+    /// have: "missing section" at the document's start otherwise.
     pub(crate) fn section(
         doc: &'a Document<'a>,
         name: &str,
         table: &'a Option<Table<R>>,
     ) -> Result<Self, TomlError> {
-        let Table(raw) = doc.required(table.as_ref(), 0, name, "missing section")?;
-        Ok(Self {
-            doc,
-            raw,
-            at: doc.table_offset(name),
-            name: name.to_owned(),
-        })
+        let table = doc.required(table.as_ref(), 0, name, "missing section")?;
+        Ok(Self::table(doc, name, table))
     }
 
     /// The tables of the array `name` (`grant`, `vote.rule`), numbered
@@ -275,21 +282,21 @@ impl<'a, R> Fields<'a, R> {
     /// The table `key` of this one (`asset[1].constraints`): where it
     /// starts when that is known, else where this one does.
     pub(crate) fn inner<S>(&self, key: &str, table: &'a Located<S>) -> Fields<'a, S> {
-        Fields::located(self.doc, self.field(key), table, self.at)
+        Fields::located(self.doc, self.field(key), table, || self.at())
     }
 
-    /// The table `name`, which starts at `otherwise` when its own start is
-    /// not known (dotted keys made it).
+    /// The table `name`, which starts at `otherwise()` when its own start
+    /// is not known (dotted keys made it).
     pub(crate) fn located(
         doc: &'a Document<'a>,
         name: String,
         table: &'a Located<R>,
-        otherwise: usize,
+        otherwise: impl FnOnce() -> usize,
     ) -> Self {
         Self {
             doc,
             raw: &table.value,
-            at: table.start_or(otherwise),
+            at: Some(table.start_or(otherwise)),
             name,
         }
     }
@@ -301,7 +308,7 @@ impl<'a, R> Fields<'a, R> {
 
     /// Where the table starts.
     pub(crate) fn at(&self) -> usize {
-        self.at
+        self.at.unwrap_or_else(|| self.doc.table_offset(&self.name))
     }
 
     /// What its key `key` is called in messages: `grant[2].path`.
@@ -316,8 +323,10 @@ impl<'a, R> Fields<'a, R> {
         value: &'a Option<Spanned<T>>,
         key: &str,
     ) -> Result<&'a Spanned<T>, TomlError> {
-        self.doc
-            .required(value.as_ref(), self.at, &self.field(key), "missing field")
+        value.as_ref().ok_or_else(|| {
+            self.doc
+                .field_error(self.at(), &self.field(key), "missing field")
+        })
     }
 }
 

@@ -5,7 +5,11 @@ use std::path::{Path, PathBuf};
 use toml::Spanned;
 
 use super::{DEFAULT_KUBEPODS, KubernetesConfig};
-use crate::toml_file::{Document, TomlError, fields::raw_tables, toml_string};
+use crate::toml_file::{
+    TomlError,
+    fields::{Fields, raw_tables},
+    toml_string,
+};
 
 raw_tables! {
     pub(super) struct RawKubernetes {
@@ -16,19 +20,12 @@ raw_tables! {
     }
 }
 
-/// `[kubernetes]`: `missions` (required), `node`, `api`, `kubepods`;
-/// `table` is where the table starts, where a missing `missions` points.
+/// `[kubernetes]`: `missions` (required), `node`, `api`, `kubepods`.
 pub(super) fn parse_kubernetes(
-    doc: &Document<'_>,
-    raw: &RawKubernetes,
-    table: usize,
+    table: &Fields<'_, RawKubernetes>,
 ) -> Result<KubernetesConfig, TomlError> {
-    let missions = doc.required(
-        raw.missions.as_ref(),
-        table,
-        "kubernetes.missions",
-        "missing field",
-    )?;
+    let (doc, raw) = (table.doc, table.raw());
+    let missions = table.required(&raw.missions, "missions")?;
     let directory = doc.path().parent().unwrap_or(Path::new(""));
     let missions = doc.path_from(missions, "kubernetes.missions", directory)?;
     // A string the check accepts, or the check's word on it at its place.

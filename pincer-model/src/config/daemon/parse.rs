@@ -19,7 +19,7 @@ use crate::{
     mission::parse::{RawLabels, RawSource, parse_policy, parse_sources},
     toml_file::{
         Document, TomlError,
-        fields::{PathRules, Table, raw_tables, with_hint},
+        fields::{Fields, PathRules, Table, raw_tables, with_hint},
         toml_string,
     },
 };
@@ -99,7 +99,7 @@ pub(super) fn parse(doc: &Document<'_>) -> Result<Config, TomlError> {
     let kubernetes = raw
         .kubernetes
         .as_ref()
-        .map(|Table(kubernetes)| parse_kubernetes(doc, kubernetes, doc.table_offset("kubernetes")))
+        .map(|kubernetes| parse_kubernetes(&Fields::table(doc, "kubernetes", kubernetes)))
         .transpose()?;
     Ok(Config {
         daemon,

@@ -137,7 +137,7 @@ fn parse_asset(asset: &Fields<'_, RawAsset>, user: &User) -> Result<AssetSpec, T
         let at = raw
             .constraints
             .as_ref()
-            .map_or(asset.at(), |c| c.start_or(asset.at()));
+            .map_or(asset.at(), |c| c.start_or(|| asset.at()));
         return Err(doc.field_error(
             at,
             &field("constraints.under"),
@@ -161,7 +161,7 @@ fn parse_asset(asset: &Fields<'_, RawAsset>, user: &User) -> Result<AssetSpec, T
         && let Some(written) = &raw.constraints
     {
         return Err(doc.field_error(
-            written.start_or(asset.at()),
+            written.start_or(|| asset.at()),
             &field("constraints"),
             "constraints say what a discovered object must be: an asset with a path has none",
         ));

@@ -105,7 +105,7 @@ pub(super) fn parse_vote(
         .webhook
         .as_ref()
         .map(|webhook| {
-            let vote = doc.table_offset("vote");
+            let vote = || doc.table_offset("vote");
             parse_webhook(
                 &Fields::located(doc, "vote.webhook".to_owned(), webhook, vote),
                 user,

@@ -53,6 +53,13 @@ fn bad_kubernetes_tables_name_their_field() {
             "kubernetes.missions",
             "missing field",
         ),
+        // Where the table starts, not where the file does.
+        (
+            "# the pods of this node\n\n[kubernetes]\nnode = \"a\"\n",
+            3,
+            "kubernetes.missions",
+            "missing field",
+        ),
         (
             "[kubernetes]\nmissions = \"m\"\nnode = \"Worker_1\"\n",
             3,
